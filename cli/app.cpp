@@ -1,0 +1,65 @@
+#include "cli/app.hpp"
+
+#include "cli/commands.hpp"
+#include "sim/error.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <new>
+#include <ostream>
+
+namespace orrery::cli {
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app("Orrery: a discrete-event simulator of large-model training clusters", "orrery");
+  app.set_version_flag("--version", fmt::format("orrery {}", ORRERY_VERSION));
+  app.require_subcommand(1);
+  app.footer("Run `orrery <command> --help` for a command's options.");
+
+  ReplayOptions replay_options;
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "Run a task-graph JSON file (format: traces/README.md); print the makespan and each stream's busy time");
+  replay_cmd->add_option("graph", replay_options.graph_path, "Task-graph JSON file")->required();
+  replay_cmd->add_option("--trace", replay_options.trace_path,
+                         "Write the timeline as Chrome trace-event JSON (opens in ui.perfetto.dev)");
+  replay_cmd->add_option("--report", replay_options.report_path, "Write every metric of the run as JSON");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::CallForVersion&) {
+    out << app.version() << "\n";
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    err << fmt::format("orrery: error: <command line>: {}; see `orrery --help`\n", e.what());
+    return kExitBadInput;
+  }
+
+  try {
+    if (*replay_cmd) replay(replay_options, out);
+    return kExitOk;
+  } catch (const sim::InputError& e) {
+    err << fmt::format("orrery: error: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const sim::InternalError& e) {
+    err << fmt::format("orrery: {} (please report this bug)\n", e.what());
+    return kExitInternal;
+  } catch (const std::bad_alloc&) {
+    err << "orrery: internal error: out of memory\n";
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    err << fmt::format("orrery: internal error: {} (please report this bug)\n", e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,18 @@
+// The orrery command line, callable in-process (tests) or from main(). Returns the exit code:
+// 0 success, 1 bad input (one line on `err` naming the file and place), 2 internal error.
+//   int code = orrery::cli::run({"orrery", "replay", "g.json"}, std::cout, std::cerr);
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace orrery::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 1;
+inline constexpr int kExitInternal = 2;
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace orrery::cli

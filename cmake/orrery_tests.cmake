@@ -1,0 +1,16 @@
+# orrery_add_test(folder SOURCES ... DEPS ...): one doctest executable, one CTest test per case
+# file run under a scratch working directory.
+add_library(orrery_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp)
+target_link_libraries(orrery_doctest_main PUBLIC doctest::doctest orrery_sanitizers)
+
+function(orrery_add_test folder)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  set(target orrery_test_${folder})
+  add_executable(${target} ${ARG_SOURCES})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${target} PRIVATE ${ARG_DEPS} orrery_doctest_main orrery_warnings)
+  set(scratch ${CMAKE_CURRENT_BINARY_DIR}/scratch/${folder})
+  file(MAKE_DIRECTORY ${scratch})
+  add_test(NAME ${folder} COMMAND ${target} --no-version=true WORKING_DIRECTORY ${scratch})
+  set_tests_properties(${folder} PROPERTIES TIMEOUT 300)
+endfunction()

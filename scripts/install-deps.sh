@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs Orrery's build dependencies from Debian packages, only those missing.
+# Works as root or through sudo; does nothing (and needs neither) when all are present.
+#   scripts/install-deps.sh            # install what is missing
+#   scripts/install-deps.sh --check    # list what is missing, exit 1 if anything is
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make
+  libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev libeigen3-dev doctest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+if [[ "${1:-}" == "--check" ]]; then
+  echo "missing Debian packages: ${missing[*]}"
+  exit 1
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "install-deps: missing packages (${missing[*]}) and neither root nor sudo is available;" >&2
+  echo "install them with: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

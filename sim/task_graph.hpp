@@ -1,0 +1,88 @@
+// A DAG of tasks, each a compute task on a named stream or a plain delay, with dependencies.
+//   TaskGraph g;
+//   StreamId s = g.add_stream("dev0", "compute");
+//   TaskId a = g.add_compute("fwd", s, 2_ms), b = g.add_delay("wait", 1_ms);
+//   g.add_dependency(a, b);   // b starts after a ends
+#pragma once
+
+#include "sim/units.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace orrery::sim {
+
+enum class TaskId : std::uint32_t {};
+enum class StreamId : std::uint32_t {};
+enum class TaskKind : std::uint8_t { compute, delay };
+
+constexpr std::uint32_t index_of(TaskId t) { return static_cast<std::uint32_t>(t); }
+constexpr std::uint32_t index_of(StreamId s) { return static_cast<std::uint32_t>(s); }
+
+// A stream executes its tasks one at a time. `device` groups streams (one timeline process each).
+struct StreamInfo {
+  std::string device;
+  std::string name;
+};
+
+class TaskGraph {
+ public:
+  // The stream named (device, name), created on first use.
+  StreamId add_stream(std::string_view device, std::string_view name);
+  TaskId add_compute(std::string_view name, StreamId stream, Duration duration);
+  TaskId add_delay(std::string_view name, Duration duration);
+  // `after` may start only once `before` has finished.
+  void add_dependency(TaskId before, TaskId after);
+  void reserve(std::size_t tasks, std::size_t dependencies);
+
+  std::size_t task_count() const { return tasks_.size(); }
+  std::size_t stream_count() const { return streams_.size(); }
+  std::size_t dependency_count() const { return edges_.size(); }
+
+  std::string_view name(TaskId t) const;
+  TaskKind kind(TaskId t) const { return tasks_[index_of(t)].stream == kNoStream ? TaskKind::delay : TaskKind::compute; }
+  Duration duration(TaskId t) const { return Duration::nanoseconds(tasks_[index_of(t)].duration_ns); }
+  // The stream of a compute task; nullopt for a delay.
+  std::optional<StreamId> stream(TaskId t) const;
+  const StreamInfo& stream_info(StreamId s) const { return streams_[index_of(s)]; }
+  // Dependencies as (before, after) pairs, in the order they were added.
+  std::span<const std::pair<TaskId, TaskId>> dependencies() const { return edges_; }
+
+  // A dependency cycle as the tasks on it: each depends on the one before it, and the first
+  // on the last. Empty when the graph is acyclic. O(tasks + dependencies).
+  std::vector<TaskId> find_cycle() const;
+
+ private:
+  static constexpr std::uint32_t kNoStream = 0xffffffffu;
+  struct Task {
+    std::int64_t duration_ns;
+    std::uint32_t stream;
+  };
+  TaskId add_task(std::string_view name, std::uint32_t stream, Duration duration);
+
+  std::vector<Task> tasks_;
+  std::string names_;                    // every name, back to back
+  std::vector<std::size_t> name_ends_;   // names_[name_ends_[i-1], name_ends_[i]) is task i's
+  std::vector<std::pair<TaskId, TaskId>> edges_;
+  std::vector<StreamInfo> streams_;
+  std::map<std::pair<std::string, std::string>, StreamId, std::less<>> stream_ids_;
+};
+
+// Compressed adjacency (CSR) of a graph: successors of task i are targets[offsets[i], offsets[i+1]).
+struct Adjacency {
+  std::vector<std::uint32_t> offsets;
+  std::vector<std::uint32_t> targets;
+  std::span<const std::uint32_t> of(std::uint32_t i) const {
+    return {targets.data() + offsets[i], targets.data() + offsets[i + 1]};
+  }
+};
+// Successor lists (forward = true) or predecessor lists, each in dependency insertion order.
+Adjacency build_adjacency(const TaskGraph& graph, bool forward);
+
+}  // namespace orrery::sim

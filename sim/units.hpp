@@ -1,0 +1,135 @@
+// Simulated time and physical quantities as strong types. Time is an exact int64 count of
+// nanoseconds; amounts and rates are doubles whose algebra allows only what makes sense.
+//   Duration d = Bytes(1 << 20) / BytesPerSecond(50e9);   // rounds up: 20972 ns
+//   Time t = Time::zero() + d;  Bytes b = BytesPerSecond(50e9) * d;
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace orrery::sim {
+
+class Duration {
+ public:
+  constexpr Duration() = default;
+  static constexpr Duration nanoseconds(std::int64_t n) { return Duration(n); }
+  static constexpr Duration microseconds(std::int64_t n) { return Duration(n * 1'000); }
+  static constexpr Duration milliseconds(std::int64_t n) { return Duration(n * 1'000'000); }
+  static constexpr Duration seconds(std::int64_t n) { return Duration(n * 1'000'000'000); }
+  static constexpr Duration zero() { return Duration(0); }
+  // Longer than any simulated run (292 years); used as "never".
+  static constexpr Duration max() { return Duration(std::numeric_limits<std::int64_t>::max()); }
+
+  constexpr std::int64_t ns() const { return ns_; }
+  constexpr double to_seconds() const { return static_cast<double>(ns_) * 1e-9; }
+
+  constexpr Duration operator-() const { return Duration(-ns_); }
+  constexpr Duration& operator+=(Duration o) { ns_ += o.ns_; return *this; }
+  constexpr Duration& operator-=(Duration o) { ns_ -= o.ns_; return *this; }
+  friend constexpr Duration operator+(Duration a, Duration b) { return Duration(a.ns_ + b.ns_); }
+  friend constexpr Duration operator-(Duration a, Duration b) { return Duration(a.ns_ - b.ns_); }
+  friend constexpr Duration operator*(Duration a, std::int64_t k) { return Duration(a.ns_ * k); }
+  friend constexpr Duration operator*(std::int64_t k, Duration a) { return Duration(a.ns_ * k); }
+  // Integer division truncates, as for int64.
+  friend constexpr Duration operator/(Duration a, std::int64_t k) { return Duration(a.ns_ / k); }
+  // The ratio of two durations is a plain number.
+  friend constexpr double operator/(Duration a, Duration b) {
+    return static_cast<double>(a.ns_) / static_cast<double>(b.ns_);
+  }
+  friend constexpr auto operator<=>(Duration, Duration) = default;
+
+ private:
+  constexpr explicit Duration(std::int64_t ns) : ns_(ns) {}
+  std::int64_t ns_ = 0;
+};
+
+// A point on the simulated clock, in nanoseconds since the simulation began.
+class Time {
+ public:
+  constexpr Time() = default;
+  static constexpr Time zero() { return Time(0); }
+  static constexpr Time from_ns(std::int64_t ns) { return Time(ns); }
+  // After every event: the time of something that never happens.
+  static constexpr Time max() { return Time(std::numeric_limits<std::int64_t>::max()); }
+
+  constexpr std::int64_t ns() const { return ns_; }
+  constexpr Duration since_start() const { return Duration::nanoseconds(ns_); }
+
+  constexpr Time& operator+=(Duration d) { ns_ += d.ns(); return *this; }
+  friend constexpr Time operator+(Time t, Duration d) { return Time(t.ns_ + d.ns()); }
+  friend constexpr Time operator+(Duration d, Time t) { return Time(t.ns_ + d.ns()); }
+  friend constexpr Time operator-(Time t, Duration d) { return Time(t.ns_ - d.ns()); }
+  friend constexpr Duration operator-(Time a, Time b) { return Duration::nanoseconds(a.ns_ - b.ns_); }
+  friend constexpr auto operator<=>(Time, Time) = default;
+
+ private:
+  constexpr explicit Time(std::int64_t ns) : ns_(ns) {}
+  std::int64_t ns_ = 0;
+};
+
+// An amount or a rate of one dimension. Same-dimension sums, scaling by plain numbers and
+// same-dimension ratios are allowed; the cross-dimension algebra is spelled out below.
+template <class Tag>
+class Quantity {
+ public:
+  constexpr Quantity() = default;
+  constexpr explicit Quantity(double value) : value_(value) {}
+  constexpr double value() const { return value_; }
+
+  constexpr Quantity operator-() const { return Quantity(-value_); }
+  constexpr Quantity& operator+=(Quantity o) { value_ += o.value_; return *this; }
+  constexpr Quantity& operator-=(Quantity o) { value_ -= o.value_; return *this; }
+  friend constexpr Quantity operator+(Quantity a, Quantity b) { return Quantity(a.value_ + b.value_); }
+  friend constexpr Quantity operator-(Quantity a, Quantity b) { return Quantity(a.value_ - b.value_); }
+  friend constexpr Quantity operator*(Quantity a, double k) { return Quantity(a.value_ * k); }
+  friend constexpr Quantity operator*(double k, Quantity a) { return Quantity(a.value_ * k); }
+  friend constexpr Quantity operator/(Quantity a, double k) { return Quantity(a.value_ / k); }
+  friend constexpr double operator/(Quantity a, Quantity b) { return a.value_ / b.value_; }
+  friend constexpr auto operator<=>(Quantity, Quantity) = default;
+
+ private:
+  double value_ = 0.0;
+};
+
+struct BytesTag {};
+struct FlopsTag {};
+struct BytesPerSecondTag {};
+struct FlopsPerSecondTag {};
+using Bytes = Quantity<BytesTag>;
+using Flops = Quantity<FlopsTag>;
+using BytesPerSecond = Quantity<BytesPerSecondTag>;
+using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
+
+// `ns` nanoseconds rounded up to a whole Duration. A value within 1e-14 (relative) of an
+// integer is that integer: 1000 B at 1 GB/s is 1000 ns, not 1001, whatever the last bit of
+// the division. Negative, infinite or out-of-range values are our own bug (InternalError).
+Duration ceil_duration_ns(double ns);
+
+inline Duration operator/(Bytes b, BytesPerSecond r) { return ceil_duration_ns(b.value() / r.value() * 1e9); }
+inline Duration operator/(Flops f, FlopsPerSecond r) { return ceil_duration_ns(f.value() / r.value() * 1e9); }
+inline BytesPerSecond operator/(Bytes b, Duration d) { return BytesPerSecond(b.value() / d.to_seconds()); }
+inline FlopsPerSecond operator/(Flops f, Duration d) { return FlopsPerSecond(f.value() / d.to_seconds()); }
+inline Bytes operator*(BytesPerSecond r, Duration d) { return Bytes(r.value() * d.to_seconds()); }
+inline Bytes operator*(Duration d, BytesPerSecond r) { return r * d; }
+inline Flops operator*(FlopsPerSecond r, Duration d) { return Flops(r.value() * d.to_seconds()); }
+inline Flops operator*(Duration d, FlopsPerSecond r) { return r * d; }
+
+// Human-readable forms for messages and tables ("1.500 ms", "80 GiB", "50 GB/s").
+// Reports carry exact numbers (integer nanoseconds), not these strings.
+std::string to_string(Duration d);
+std::string to_string(Time t);
+std::string to_string(Bytes b);
+std::string to_string(Flops f);
+std::string to_string(BytesPerSecond r);
+std::string to_string(FlopsPerSecond r);
+
+namespace literals {
+constexpr Duration operator""_ns(unsigned long long n) { return Duration::nanoseconds(static_cast<std::int64_t>(n)); }
+constexpr Duration operator""_us(unsigned long long n) { return Duration::microseconds(static_cast<std::int64_t>(n)); }
+constexpr Duration operator""_ms(unsigned long long n) { return Duration::milliseconds(static_cast<std::int64_t>(n)); }
+constexpr Duration operator""_s(unsigned long long n) { return Duration::seconds(static_cast<std::int64_t>(n)); }
+}  // namespace literals
+
+}  // namespace orrery::sim

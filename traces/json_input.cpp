@@ -1,0 +1,248 @@
+#include "traces/json_input.hpp"
+
+#include "sim/error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace orrery::traces {
+
+using sim::InputError;
+using sim::quote;
+
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void JsonNode::fail(std::string_view message) const {
+  throw InputError(std::string(source_), pointer_.empty() ? "/" : pointer_, std::string(message));
+}
+
+void JsonNode::fail_expected(std::string_view expected) const {
+  fail(fmt::format("found {}, expected {}", describe(), expected));
+}
+
+std::string JsonNode::describe() const {
+  const nlohmann::json& v = *value_;
+  switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return fmt::format("a boolean {}", v.get<bool>());
+    case nlohmann::json::value_t::string: {
+      const auto& s = v.get_ref<const std::string&>();
+      return fmt::format("a string {}", quote(s.size() > 60 ? s.substr(0, 57) + "..." : s));
+    }
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return fmt::format("an array of {} values", v.size());
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: return fmt::format("a number {}", v.dump());
+    default: return "an unsupported value";
+  }
+}
+
+std::string JsonNode::as_string() const {
+  if (!value_->is_string()) fail_expected("a string");
+  return value_->get<std::string>();
+}
+
+std::int64_t JsonNode::as_int() const {
+  if (value_->is_number_integer()) {
+    if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+      fail_expected("an integer that fits in 64 bits");
+    }
+    return value_->get<std::int64_t>();
+  }
+  fail_expected("an integer");
+}
+
+double JsonNode::as_number() const {
+  if (!value_->is_number()) fail_expected("a number");
+  return value_->get<double>();
+}
+
+bool JsonNode::as_bool() const {
+  if (!value_->is_boolean()) fail_expected("true or false");
+  return value_->get<bool>();
+}
+
+std::vector<JsonNode> JsonNode::as_array() const {
+  if (!value_->is_array()) fail_expected("an array");
+  std::vector<JsonNode> out;
+  out.reserve(value_->size());
+  std::size_t i = 0;
+  for (const nlohmann::json& element : *value_) {
+    out.emplace_back(element, source_, fmt::format("{}/{}", pointer_, i++));
+  }
+  return out;
+}
+
+JsonObject JsonNode::as_object() const {
+  if (!value_->is_object()) fail_expected("an object");
+  return JsonObject(*this);
+}
+
+namespace {
+template <class T>
+T parse_unit(const JsonNode& node, T (*parse)(std::string_view, sim::InputLocation), std::string_view expected) {
+  if (!node.json().is_string()) node.fail_expected(expected);
+  return parse(node.json().get_ref<const std::string&>(), node.location());
+}
+}  // namespace
+
+sim::Duration JsonNode::as_duration() const {
+  return parse_unit(*this, &sim::parse_duration, "a duration string such as \"1.5 us\"");
+}
+sim::Bytes JsonNode::as_bytes() const { return parse_unit(*this, &sim::parse_bytes, "a size string such as \"80 GiB\""); }
+sim::BytesPerSecond JsonNode::as_bandwidth() const {
+  return parse_unit(*this, &sim::parse_bandwidth, "a bandwidth string such as \"400 Gb/s\"");
+}
+sim::Flops JsonNode::as_flops() const { return parse_unit(*this, &sim::parse_flops, "a FLOP count such as \"3 PFLOP\""); }
+sim::FlopsPerSecond JsonNode::as_flop_rate() const {
+  return parse_unit(*this, &sim::parse_flop_rate, "a FLOP rate such as \"989 TFLOP/s\"");
+}
+
+JsonNode JsonObject::child(std::string_view key) const {
+  return JsonNode(node_.json().find(key).value(), node_.source(),
+                  fmt::format("{}/{}", node_.pointer(), pointer_token(key)));
+}
+
+JsonNode JsonObject::required(std::string_view key) {
+  known_.emplace_back(key);
+  if (!node_.json().contains(key)) node_.fail(fmt::format("missing required field {}", quote(key)));
+  return child(key);
+}
+
+std::optional<JsonNode> JsonObject::optional(std::string_view key) {
+  known_.emplace_back(key);
+  if (!node_.json().contains(key)) return std::nullopt;
+  return child(key);
+}
+
+void JsonObject::finish() const {
+  for (const auto& [key, value] : node_.json().items()) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    std::string listed;
+    for (const auto& k : known_) listed += (listed.empty() ? "" : ", ") + k;
+    throw InputError(std::string(node_.source()), fmt::format("{}/{}", node_.pointer(), pointer_token(key)),
+                     fmt::format("unknown key {}{}; valid keys here: {}", quote(key), sim::did_you_mean(key, known_),
+                                 listed));
+  }
+}
+
+namespace {
+
+// Tracks the JSON pointer of the parser's position, to name a key repeated in one object
+// (nlohmann keeps the last silently; a typo'd copy of a field would then win unseen).
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& source) : source_(source) {}
+
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start: frames_.push_back(Frame{false, 0, {}, {}}); break;
+      case E::array_start: frames_.push_back(Frame{true, 0, {}, {}}); break;
+      case E::key: {
+        Frame& top = frames_.back();
+        top.key = parsed.get<std::string>();
+        if (!top.keys.insert(top.key).second) {
+          throw InputError(source_, pointer(), fmt::format("key {} appears twice in one object", quote(top.key)));
+        }
+        break;
+      }
+      case E::object_end:
+      case E::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case E::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    std::size_t index;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::string pointer() const {
+    std::string out;
+    for (const Frame& f : frames_) out += "/" + (f.array ? std::to_string(f.index) : pointer_token(f.key));
+    return out;
+  }
+  const std::string& source_;
+  std::vector<Frame> frames_;
+};
+
+// nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, column 5:
+// syntax error while parsing object - unexpected '}'; expected string literal": keep what
+// follows the position, which says what was found and what was expected.
+std::string syntax_problem(const nlohmann::json::parse_error& e) {
+  const std::string what = e.what();
+  const auto column = what.find("column ");
+  if (column != std::string::npos) {
+    const auto colon = what.find(": ", column);
+    if (colon != std::string::npos) return what.substr(colon + 2);
+  }
+  const auto bracket = what.find("] ");
+  return bracket == std::string::npos ? what : what.substr(bracket + 2);
+}
+
+}  // namespace
+
+std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source) {
+  try {
+    DuplicateKeyCheck check(source);
+    nlohmann::json root = nlohmann::json::parse(text.begin(), text.end(), std::ref(check));
+    return std::make_unique<JsonDocument>(std::move(source), std::move(root));
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is the 1-based offset of the character that stopped the parser.
+    const std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+    std::size_t line = 1;
+    std::size_t line_start = 0;
+    for (std::size_t i = 0; i < stop; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    throw InputError(std::move(source), fmt::format("line {}, column {}", line, stop - line_start + 1),
+                     fmt::format("malformed JSON: {}", syntax_problem(e)));
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", fmt::format("cannot open file: {}", std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "cannot read file");
+  return std::move(buffer).str();
+}
+
+std::unique_ptr<JsonDocument> load_json_file(const std::string& path) {
+  return parse_json(read_text_file(path), path);
+}
+
+}  // namespace orrery::traces
