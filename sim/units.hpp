@@ -5,6 +5,7 @@
 #pragma once
 
 #include <compare>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -30,10 +31,14 @@ class Duration {
   constexpr Duration& operator-=(Duration o) { ns_ -= o.ns_; return *this; }
   friend constexpr Duration operator+(Duration a, Duration b) { return Duration(a.ns_ + b.ns_); }
   friend constexpr Duration operator-(Duration a, Duration b) { return Duration(a.ns_ - b.ns_); }
-  friend constexpr Duration operator*(Duration a, std::int64_t k) { return Duration(a.ns_ * k); }
-  friend constexpr Duration operator*(std::int64_t k, Duration a) { return Duration(a.ns_ * k); }
+  // Scaling takes integers only: a double factor would hide a rounding decision.
+  template <std::integral I>
+  friend constexpr Duration operator*(Duration a, I k) { return Duration(a.ns_ * static_cast<std::int64_t>(k)); }
+  template <std::integral I>
+  friend constexpr Duration operator*(I k, Duration a) { return Duration(a.ns_ * static_cast<std::int64_t>(k)); }
   // Integer division truncates, as for int64.
-  friend constexpr Duration operator/(Duration a, std::int64_t k) { return Duration(a.ns_ / k); }
+  template <std::integral I>
+  friend constexpr Duration operator/(Duration a, I k) { return Duration(a.ns_ / static_cast<std::int64_t>(k)); }
   // The ratio of two durations is a plain number.
   friend constexpr double operator/(Duration a, Duration b) {
     return static_cast<double>(a.ns_) / static_cast<double>(b.ns_);
