@@ -1,7 +1,6 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace orrery::sim {
 
@@ -24,18 +23,24 @@ void fail_check(std::string_view condition, std::string_view message, std::sourc
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+  // Optimal string alignment: insertions, deletions, substitutions and transpositions of
+  // adjacent characters each cost 1 ("dpes" is one step from "deps").
+  const std::size_t m = a.size();
+  const std::size_t n = b.size();
+  std::vector<std::size_t> d((m + 1) * (n + 1));
+  const auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (n + 1) + j]; };
+  for (std::size_t i = 0; i <= m; ++i) at(i, 0) = i;
+  for (std::size_t j = 0; j <= n; ++j) at(0, j) = j;
+  for (std::size_t i = 1; i <= m; ++i) {
+    for (std::size_t j = 1; j <= n; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+      }
     }
   }
-  return row[b.size()];
+  return at(m, n);
 }
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {

@@ -39,7 +39,7 @@ class InternalError : public std::logic_error {
 [[noreturn]] void fail_check(std::string_view condition, std::string_view message,
                              std::source_location where);
 
-// Levenshtein distance, for "did you mean" suggestions.
+// Edit distance counting adjacent transpositions as one edit, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The closest candidate to `word` if it is a plausible typo of it (distance at most a third

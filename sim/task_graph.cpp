@@ -113,6 +113,8 @@ std::vector<TaskId> TaskGraph::find_cycle() const {
   // walk[k..] is the cycle traversed against the edges; reverse it into dependency order.
   std::vector<TaskId> cycle;
   for (std::size_t k = walk.size(); k-- > visit_order[current];) cycle.push_back(TaskId(walk[k]));
+  // Canonical rotation: start at the earliest task on the cycle.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   return cycle;
 }
 

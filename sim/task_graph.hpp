@@ -55,7 +55,8 @@ class TaskGraph {
   std::span<const std::pair<TaskId, TaskId>> dependencies() const { return edges_; }
 
   // A dependency cycle as the tasks on it: each depends on the one before it, and the first
-  // on the last. Empty when the graph is acyclic. O(tasks + dependencies).
+  // on the last; it starts at its lowest TaskId. Empty when the graph is acyclic.
+  // O(tasks + dependencies).
   std::vector<TaskId> find_cycle() const;
 
  private:

@@ -2,6 +2,7 @@
 
 #include "sim/error.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -122,7 +123,14 @@ JsonNode JsonObject::child(std::string_view key) const {
 
 JsonNode JsonObject::required(std::string_view key) {
   known_.emplace_back(key);
-  if (!node_.json().contains(key)) node_.fail(fmt::format("missing required field {}", quote(key)));
+  if (!node_.json().contains(key)) {
+    // A present key one typo away is the likely cause: say so.
+    std::vector<std::string> present;
+    for (const auto& item : node_.json().items()) present.push_back(item.key());
+    const std::string typo = sim::closest_match(key, present);
+    node_.fail(fmt::format("missing required field {}{}", quote(key),
+                           typo.empty() ? "" : fmt::format(" (is {} a misspelling of it?)", quote(typo))));
+  }
   return child(key);
 }
 
@@ -207,6 +215,30 @@ std::string syntax_problem(const nlohmann::json::parse_error& e) {
   return bracket == std::string::npos ? what : what.substr(bracket + 2);
 }
 
+// nlohmann stops just past the token it could not use; step back to that token's first
+// character, which is where a reader looks: a string literal back to its opening quote,
+// a number or bare word back over its characters, punctuation is one character.
+std::size_t token_start(std::string_view text, std::size_t stop) {
+  if (stop == 0 || stop > text.size()) return std::min(stop, text.size());  // past the end: point there
+  std::size_t i = stop - 1;
+  // The lexer may have read trailing whitespace after a bad literal ("tru ").
+  while (i > 0 && std::isspace(static_cast<unsigned char>(text[i]))) --i;
+  if (text[i] == '"') {
+    while (i > 0) {
+      --i;
+      if (text[i] != '"') continue;
+      std::size_t backslashes = 0;
+      while (i > backslashes && text[i - 1 - backslashes] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) return i;
+    }
+    return 0;
+  }
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+'; };
+  if (!word(text[i])) return i;
+  while (i > 0 && word(text[i - 1])) --i;
+  return i;
+}
+
 }  // namespace
 
 std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source) {
@@ -215,8 +247,8 @@ std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string sour
     nlohmann::json root = nlohmann::json::parse(text.begin(), text.end(), std::ref(check));
     return std::make_unique<JsonDocument>(std::move(source), std::move(root));
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based offset of the character that stopped the parser.
-    const std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+    // e.byte counts the characters read, up to and including the offending token.
+    const std::size_t stop = token_start(text, e.byte);
     std::size_t line = 1;
     std::size_t line_start = 0;
     for (std::size_t i = 0; i < stop; ++i) {

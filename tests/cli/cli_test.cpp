@@ -1,0 +1,157 @@
+#include "cli/app.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "orrery");
+  std::ostringstream out, err;
+  const int code = orrery::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write(const fs::path& path, std::string_view text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("--version, --help and subcommand help exit 0") {
+  const Result version = run({"--version"});
+  CHECK(version.code == 0);
+  CHECK(version.out.find("orrery 0.") == 0);
+  const Result help = run({"--help"});
+  CHECK(help.code == 0);
+  CHECK(help.out.find("replay") != std::string::npos);
+  const Result replay_help = run({"replay", "--help"});
+  CHECK(replay_help.code == 0);
+  CHECK(replay_help.out.find("--trace") != std::string::npos);
+  CHECK(replay_help.out.find("--report") != std::string::npos);
+}
+
+TEST_CASE("command-line mistakes exit 1 with one line") {
+  for (const auto& args : std::vector<std::vector<std::string>>{{}, {"replya"}, {"replay"}, {"replay", "g.json", "--bogus"}}) {
+    const Result r = run(args);
+    CHECK(r.code == 1);
+    CHECK(r.err.find("orrery: error: <command line>: ") == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+// Each bad input: exit code 1, one line on stderr naming the file and the place, and neither
+// the timeline nor the report is written.
+TEST_CASE("bad task graphs: one precise line, exit 1, no output file") {
+  fs::create_directories("bad");
+  struct Case {
+    const char* name;
+    const char* json;
+    const char* place;  // expected right after "file:"
+  };
+  const std::vector<Case> cases = {
+      {"malformed", "{\"nodes\": [\n {\"id\": \"a\" \"kind\": \"delay\"}]}", "line 2, column 13: malformed JSON"},
+      {"unknown-key", R"({"nodes": [{"id": "a", "kind": "delay", "duraton": "1 ms"}]})", "/nodes/0: missing required field \"duration\" (is \"duraton\""},
+      {"unknown-key-2", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 ms", "dep": []}]})", "/nodes/0/dep: unknown key \"dep\"; did you mean \"deps\"?"},
+      {"wrong-type", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 ms", "deps": "b"}]})", "/nodes/0/deps: found a string \"b\", expected an array"},
+      {"missing-field", R"({"nodes": [{"kind": "delay", "duration": "1 ms"}]})", "/nodes/0: missing required field \"id\""},
+      {"negative-duration", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "-5 us"}]})", "/nodes/0/duration: bad duration \"-5 us\": it is negative"},
+      {"unknown-dep", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 ms", "deps": ["b"]}]})", "/nodes/0/deps/0: dependency on unknown node \"b\""},
+      {"cycle", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 ms", "deps": ["b"]}, {"id": "b", "kind": "delay", "duration": "1 ms", "deps": ["a"]}]})", "/nodes/0/deps: dependency cycle: \"a\" -> \"b\" -> \"a\""},
+      {"bad-unit", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 fortnight"}]})", "/nodes/0/duration: bad duration \"1 fortnight\": unknown unit \"fortnight\""},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    const fs::path input = fs::path("bad") / (std::string(c.name) + ".json");
+    const fs::path trace = fs::path("bad") / (std::string(c.name) + "-trace.json");
+    const fs::path report = fs::path("bad") / (std::string(c.name) + "-report.json");
+    write(input, c.json);
+    const Result r = run({"replay", input.string(), "--trace", trace.string(), "--report", report.string()});
+    CHECK(r.code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("orrery: error: " + input.string() + ":" + c.place) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(trace));
+    CHECK_FALSE(fs::exists(report));
+  }
+  const Result missing = run({"replay", "bad/absent.json"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("orrery: error: bad/absent.json: cannot open file") == 0);
+}
+
+// Every example graph is a golden test: its summary must match the .expected file beside it.
+TEST_CASE("example graphs reproduce their expected summaries") {
+  const fs::path here = fs::current_path();
+  fs::current_path(ORRERY_SOURCE_DIR);
+  int examples = 0;
+  for (const auto& entry : fs::directory_iterator("examples/graphs")) {
+    if (entry.path().extension() != ".json") continue;
+    const fs::path expected = fs::path(entry.path()).replace_extension(".expected");
+    CAPTURE(entry.path().string());
+    REQUIRE(fs::exists(expected));
+    const Result r = run({"replay", entry.path().lexically_relative(".").string()});
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out == slurp(expected));
+    ++examples;
+  }
+  fs::current_path(here);
+  CHECK(examples >= 1);
+}
+
+TEST_CASE("replay writes a Perfetto timeline and a report, byte-identical across runs") {
+  const std::string graph = std::string(ORRERY_SOURCE_DIR) + "/examples/graphs/gpipe_4x4.json";
+  const Result first = run({"replay", graph, "--trace", "t1.json", "--report", "r1.json"});
+  const Result second = run({"replay", graph, "--trace", "t2.json", "--report", "r2.json"});
+  REQUIRE(first.code == 0);
+  REQUIRE(second.code == 0);
+  CHECK(first.out == second.out);
+  CHECK(slurp("t1.json") == slurp("t2.json"));
+  CHECK(slurp("r1.json") == slurp("r2.json"));
+
+  // The GPipe example by hand: 0.5 ms load + (4+4-1)*(1+2) ms pipeline + 1.5 ms all-reduce + 0.3 ms optimizer.
+  const nlohmann::json report = nlohmann::json::parse(slurp("r1.json"));
+  CHECK(report["makespan_ns"] == 23'300'000);
+  CHECK(report["streams"]["gpu0/compute"]["busy_ns"] == 12'300'000);
+  CHECK(report["graph"]["tasks"] == 41);
+  const nlohmann::json trace = nlohmann::json::parse(slurp("t1.json"));
+  int spans = 0;
+  for (const auto& e : trace["traceEvents"]) spans += e["ph"] == "X" ? 1 : 0;
+  CHECK(spans == 41);
+}
+
+// The real binary: exit codes as the shell sees them.
+TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
+  const auto status = [](const std::string& args) {
+    const int raw = std::system((std::string(ORRERY_BINARY) + " " + args + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  };
+  CHECK(status("--version") == 0);
+  CHECK(status(std::string("replay ") + ORRERY_SOURCE_DIR + "/examples/graphs/gpipe_4x4.json") == 0);
+  write("bad-unit.json", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 lightyear"}]})");
+  CHECK(status("replay bad-unit.json") == 1);
+  CHECK(status("no-such-command") == 1);
+}

@@ -104,6 +104,7 @@ TEST_CASE("reading an undeclared parameter is our bug") {
 TEST_CASE("edit distance and suggestions") {
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("dpes", "deps") == 1);  // a transposition is one edit
   CHECK(closest_match("durtion", {"duration", "deps", "device"}) == "duration");
   CHECK(closest_match("zzz", {"duration", "deps"}).empty());
 }

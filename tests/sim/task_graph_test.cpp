@@ -46,6 +46,7 @@ TEST_CASE("find_cycle returns exactly the tasks on a cycle, in dependency order"
   g.add_dependency(z, tail); // behind the cycle, but not on it
   const std::vector<TaskId> cycle = g.find_cycle();
   REQUIRE(cycle.size() == 3);
+  CHECK(cycle.front() == x);  // starts at its earliest task
   // Each depends on the one before it, and the first on the last.
   for (std::size_t i = 0; i < cycle.size(); ++i) {
     const TaskId before = cycle[(i + cycle.size() - 1) % cycle.size()];
