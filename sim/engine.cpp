@@ -1,22 +1,24 @@
 #include "sim/engine.hpp"
 
+#include <algorithm>
+
 namespace orrery::sim {
 
 Engine::Engine() = default;
 
 Engine::~Engine() {
   // Destroy the captures of events that never ran.
-  for (const Entry& e : heap_) {
-    Slot& s = slot(e.slot);
-    if (s.seq == e.seq && s.destroy != nullptr) s.destroy(s.storage);
-  }
+  queue_.for_each([this](const Entry& e) {
+    Slot& s = slot(slot_of(e));
+    if (!is_stale(e) && s.ops->destroy != nullptr) s.ops->destroy(s.storage);
+  });
 }
 
 std::uint32_t Engine::acquire_slot() {
   if (free_slots_.empty()) {
     const auto base = static_cast<std::uint32_t>(chunks_.size()) * kChunkSize;
-    ORRERY_CHECK(chunks_.size() < (std::size_t{1} << (32 - kChunkBits)), "more than 2^32 pending events");
-    chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
+    ORRERY_CHECK(base + kChunkSize - 1 <= kSlotMask, "more than {} pending events", kSlotMask);
+    chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));  // value-initialised: seq and generation 0
     // Room for every slot, so that freeing one (in fire()'s cleanup) never allocates.
     free_slots_.reserve(chunks_.size() * kChunkSize);
     // Pushed in reverse so that slots are handed out in ascending order.
@@ -24,109 +26,70 @@ std::uint32_t Engine::acquire_slot() {
   }
   const std::uint32_t index = free_slots_.back();
   free_slots_.pop_back();
+  Slot& s = slot(index);
+  if (++s.generation == 0) s.generation = 1;  // 0 marks an EventId that refers to nothing
   return index;
 }
 
-void Engine::push(Entry entry) {
-  std::size_t hole = heap_.size();
-  heap_.push_back(entry);
-  while (hole > 0) {
-    const std::size_t parent = (hole - 1) / kArity;
-    if (!before(entry, heap_[parent])) break;
-    heap_[hole] = heap_[parent];
-    hole = parent;
-  }
-  heap_[hole] = entry;
-}
-
-Engine::Entry Engine::pop() {
-  // Floyd's variant: walk the hole from the root down along the smallest children to a leaf,
-  // then sift the last element up from there. New events in a hold model are mostly late,
-  // so the last element rarely climbs far and we save a comparison per level.
-  const Entry top = heap_.front();
-  const Entry last = heap_.back();
-  heap_.pop_back();
-  const std::size_t n = heap_.size();
-  if (n == 0) return top;
-  std::size_t hole = 0;
-  for (;;) {
-    const std::size_t first = hole * kArity + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    const std::size_t end = first + kArity < n ? first + kArity : n;
-    for (std::size_t c = first + 1; c < end; ++c) {
-      if (before(heap_[c], heap_[best])) best = c;
-    }
-    heap_[hole] = heap_[best];
-    hole = best;
-  }
-  while (hole > 0) {
-    const std::size_t parent = (hole - 1) / kArity;
-    if (!before(last, heap_[parent])) break;
-    heap_[hole] = heap_[parent];
-    hole = parent;
-  }
-  heap_[hole] = last;
-  return top;
+std::uint64_t Engine::take_seq() {
+  if (next_seq_ >= kSeqLimit) renumber();
+  return next_seq_++;
 }
 
 bool Engine::is_pending(EventId id) const {
   if (!id.valid() || (id.slot_ >> kChunkBits) >= chunks_.size()) return false;
-  return slot(id.slot_).seq == id.seq_;
+  const Slot& s = slot(id.slot_);
+  return s.generation == id.generation_ && s.seq != 0;
 }
 
 bool Engine::cancel(EventId id) {
   if (!is_pending(id)) return false;
   Slot& s = slot(id.slot_);
   s.seq = 0;
-  if (s.destroy != nullptr) s.destroy(s.storage);
+  if (s.ops->destroy != nullptr) s.ops->destroy(s.storage);
   free_slots_.push_back(id.slot_);
-  // The heap entry stays until it surfaces or a compaction drops it; its seq no longer
+  // The queue entry stays until it surfaces or a compaction drops it; its seq no longer
   // matches the slot's, which marks it stale.
   ++stale_;
-  if (stale_ > 4096 && stale_ * 2 > heap_.size()) compact();
+  if (stale_ > 4096 && stale_ * 2 > queue_.size()) compact();
   return true;
 }
 
 void Engine::compact() {
-  std::erase_if(heap_, [this](const Entry& e) { return slot(e.slot).seq != e.seq; });
+  queue_.erase_if([this](const Entry& e) { return is_stale(e); });
   stale_ = 0;
-  // Bottom-up heap construction, O(n).
-  const std::size_t n = heap_.size();
-  if (n < 2) return;
-  for (std::size_t i = (n - 2) / kArity + 1; i-- > 0;) {
-    const Entry moving = heap_[i];
-    std::size_t hole = i;
-    for (;;) {
-      const std::size_t first = hole * kArity + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      const std::size_t end = first + kArity < n ? first + kArity : n;
-      for (std::size_t c = first + 1; c < end; ++c) {
-        if (before(heap_[c], heap_[best])) best = c;
-      }
-      if (!before(heap_[best], moving)) break;
-      heap_[hole] = heap_[best];
-      hole = best;
-    }
-    heap_[hole] = moving;
+}
+
+void Engine::renumber() {
+  // Numbering the live entries from 1 in (time, seq) order keeps their order.
+  compact();
+  std::vector<Entry> live = queue_.drain();
+  std::sort(live.begin(), live.end(), [](const Entry& a, const Entry& b) {
+    return a.time < b.time || (a.time == b.time && a.key < b.key);
+  });
+  std::uint64_t seq = 0;
+  for (Entry& e : live) {
+    slot(slot_of(e)).seq = ++seq;
+    e.key = (seq << kSlotBits) | slot_of(e);
+    queue_.push(e);
   }
+  next_seq_ = seq + 1;
 }
 
 void Engine::drop_stale_top() {
-  while (!heap_.empty() && slot(heap_.front().slot).seq != heap_.front().seq) {
-    pop();
+  while (!queue_.empty() && is_stale(queue_.top())) {
+    queue_.pop();
     --stale_;
   }
 }
 
 Time Engine::next_event_time() {
   drop_stale_top();
-  return heap_.empty() ? Time::max() : Time::from_ns(heap_.front().time);
+  return queue_.empty() ? Time::max() : Time::from_ns(queue_.top().time);
 }
 
 void Engine::fire(const Entry& entry) {
-  Slot& s = slot(entry.slot);
+  Slot& s = slot(slot_of(entry));
   now_ = Time::from_ns(entry.time);
   s.seq = 0;  // running: no longer pending, not yet free
   ++processed_;
@@ -135,18 +98,18 @@ void Engine::fire(const Entry& entry) {
     Slot* s;
     std::uint32_t index;
     ~Release() {
-      if (s->destroy != nullptr) s->destroy(s->storage);
+      if (s->ops->destroy != nullptr) s->ops->destroy(s->storage);
       engine->free_slots_.push_back(index);
     }
-  } release{this, &s, entry.slot};
-  s.invoke(s.storage);
+  } release{this, &s, slot_of(entry)};
+  s.ops->invoke(s.storage);
 }
 
 void Engine::run() {
   stopped_ = false;
-  while (!stopped_ && !heap_.empty()) {
-    const Entry entry = pop();
-    if (slot(entry.slot).seq != entry.seq) {
+  while (!stopped_ && !queue_.empty()) {
+    const Entry entry = queue_.pop();
+    if (is_stale(entry)) {
       --stale_;
       continue;
     }
@@ -159,8 +122,8 @@ void Engine::run_until(Time until) {
   stopped_ = false;
   while (!stopped_) {
     drop_stale_top();
-    if (heap_.empty() || heap_.front().time > until.ns()) break;
-    fire(pop());
+    if (queue_.empty() || queue_.top().time > until.ns()) break;
+    fire(queue_.pop());
   }
   if (!stopped_) now_ = until;
 }

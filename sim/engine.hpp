@@ -7,6 +7,7 @@
 #pragma once
 
 #include "sim/error.hpp"
+#include "sim/radix_queue.hpp"
 #include "sim/units.hpp"
 
 #include <cstddef>
@@ -23,19 +24,19 @@ namespace orrery::sim {
 class EventId {
  public:
   constexpr EventId() = default;
-  constexpr bool valid() const { return seq_ != 0; }
+  constexpr bool valid() const { return generation_ != 0; }
   friend constexpr bool operator==(EventId, EventId) = default;
 
  private:
   friend class Engine;
-  constexpr EventId(std::uint32_t slot, std::uint64_t seq) : slot_(slot), seq_(seq) {}
+  constexpr EventId(std::uint32_t slot, std::uint32_t generation) : slot_(slot), generation_(generation) {}
   std::uint32_t slot_ = 0;
-  std::uint64_t seq_ = 0;
+  std::uint32_t generation_ = 0;
 };
 
 class Engine {
  public:
-  // A callback's captures must fit here (five pointers); capture a pointer to a larger state.
+  // A callback's captures must fit here (five pointers); capture a pointer to larger state.
   static constexpr std::size_t kCallbackCapacity = 40;
 
   Engine();
@@ -66,48 +67,60 @@ class Engine {
   void stop() { stopped_ = true; }
 
   std::uint64_t events_processed() const { return processed_; }
-  std::size_t pending() const { return heap_.size() - stale_; }
+  std::size_t pending() const { return queue_.size() - stale_; }
   // The time of the next pending event, or Time::max() when there is none.
   Time next_event_time();
 
+  // Testing only: the insertion sequence number the next event gets, to exercise renumbering
+  // (numbers run out after 2^36 events and are then reassigned in order).
+  void set_next_sequence_for_testing(std::uint64_t seq) { next_seq_ = seq; }
+
  private:
-  struct Slot {
-    alignas(std::max_align_t) std::byte storage[kCallbackCapacity];
+  // A queue entry's key holds the insertion sequence (high bits) and the slot (low bits), so
+  // that ordering by (time, key) is ordering by (time, seq).
+  static constexpr unsigned kSlotBits = 28;  // 268M pending events: 16 GiB of slots
+  static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
+  static constexpr std::uint64_t kSeqLimit = std::uint64_t{1} << (64 - kSlotBits);
+  using Entry = RadixQueue::Entry;
+  static std::uint32_t slot_of(const Entry& e) { return static_cast<std::uint32_t>(e.key & kSlotMask); }
+  static std::uint64_t seq_of(const Entry& e) { return e.key >> kSlotBits; }
+
+  struct Ops {
     void (*invoke)(void*);
     void (*destroy)(void*);  // null for trivially destructible callbacks
-    std::uint64_t seq;       // of the pending event held here; 0 when free or running
+  };
+  template <class Fn>
+  static constexpr Ops kOps = {
+      [](void* p) { (*std::launder(static_cast<Fn*>(p)))(); },
+      std::is_trivially_destructible_v<Fn> ? nullptr
+                                           : +[](void* p) { std::launder(static_cast<Fn*>(p))->~Fn(); }};
+
+  struct alignas(64) Slot {
+    alignas(std::max_align_t) std::byte storage[kCallbackCapacity];
+    const Ops* ops;
+    std::uint64_t seq;         // of the pending event held here; 0 when free or running
+    std::uint32_t generation;  // bumped on each use, so stale EventIds never match
   };
   static_assert(sizeof(Slot) == 64, "a slot fills one cache line");
-
-  struct Entry {
-    std::int64_t time;
-    std::uint64_t seq;
-    std::uint32_t slot;
-  };
-  static constexpr std::size_t kArity = 4;  // a 4-ary heap: fewer levels, children share cache lines
   static constexpr std::uint32_t kChunkBits = 10;
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
 
-  static bool before(const Entry& a, const Entry& b) {
-    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
-  }
   Slot& slot(std::uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
-  const Slot& slot(std::uint32_t index) const {
-    return chunks_[index >> kChunkBits][index & (kChunkSize - 1)];
-  }
+  const Slot& slot(std::uint32_t index) const { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
+  bool is_stale(const Entry& e) const { return slot(slot_of(e)).seq != seq_of(e); }
   std::uint32_t acquire_slot();
-  void push(Entry entry);
-  Entry pop();
+  std::uint64_t take_seq();
   void drop_stale_top();
   void compact();
+  void renumber();
   void fire(const Entry& entry);
 
   Time now_ = Time::zero();
   std::uint64_t next_seq_ = 1;
   std::uint64_t processed_ = 0;
-  std::size_t stale_ = 0;  // cancelled entries still in heap_
+  std::size_t stale_ = 0;  // cancelled entries still in queue_
   bool stopped_ = false;
-  std::vector<Entry> heap_;
+  RadixQueue queue_;
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::vector<std::uint32_t> free_slots_;
 };
@@ -123,16 +136,11 @@ EventId Engine::schedule_at(Time at, F&& callback) {
   const std::uint32_t index = acquire_slot();
   Slot& s = slot(index);
   ::new (static_cast<void*>(s.storage)) Fn(std::forward<F>(callback));
-  s.invoke = [](void* p) { (*std::launder(static_cast<Fn*>(p)))(); };
-  if constexpr (std::is_trivially_destructible_v<Fn>) {
-    s.destroy = nullptr;
-  } else {
-    s.destroy = [](void* p) { std::launder(static_cast<Fn*>(p))->~Fn(); };
-  }
-  const std::uint64_t seq = next_seq_++;
+  s.ops = &kOps<Fn>;
+  const std::uint64_t seq = take_seq();
   s.seq = seq;
-  push(Entry{at.ns(), seq, index});
-  return EventId(index, seq);
+  queue_.push(Entry{at.ns(), (seq << kSlotBits) | index});
+  return EventId(index, s.generation);
 }
 
 }  // namespace orrery::sim

@@ -205,3 +205,21 @@ TEST_CASE("mass cancellation compacts the queue and keeps the survivors in order
   REQUIRE(fired.size() == 4'000);
   for (std::size_t k = 0; k < fired.size(); ++k) CHECK(fired[k] == 19'995 - 5 * static_cast<int>(k));
 }
+
+TEST_CASE("running out of sequence numbers renumbers pending events without reordering them") {
+  Engine engine;
+  std::vector<int> fired;
+  // Four events, two at the same time, then the sequence space is exhausted.
+  engine.schedule_at(Time::from_ns(30), [&] { fired.push_back(3); });
+  const EventId keep = engine.schedule_at(Time::from_ns(20), [&] { fired.push_back(1); });
+  engine.schedule_at(Time::from_ns(20), [&] { fired.push_back(2); });
+  const EventId gone = engine.schedule_at(Time::from_ns(25), [&] { fired.push_back(-1); });
+  engine.set_next_sequence_for_testing(std::uint64_t{1} << 36);
+  // This one needs a fresh number: everything pending is renumbered 1..n first.
+  engine.schedule_at(Time::from_ns(20), [&] { fired.push_back(21); });
+  engine.schedule_at(Time::from_ns(10), [&] { fired.push_back(0); });
+  CHECK(engine.is_pending(keep));
+  CHECK(engine.cancel(gone));  // handles survive the renumbering
+  engine.run();
+  CHECK(fired == std::vector<int>{0, 1, 2, 21, 3});
+}
