@@ -44,8 +44,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kExitBadInput;
   }
 
-  try {
+  return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
+  }, err);
+}
+
+int run_guarded(const std::function<void()>& command, std::ostream& err) {
+  try {
+    command();
     return kExitOk;
   } catch (const sim::InputError& e) {
     err << fmt::format("orrery: error: {}\n", e.what());

@@ -1,4 +1,5 @@
 #include "cli/app.hpp"
+#include "sim/error.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -141,6 +142,23 @@ TEST_CASE("replay writes a Perfetto timeline and a report, byte-identical across
   int spans = 0;
   for (const auto& e : trace["traceEvents"]) spans += e["ph"] == "X" ? 1 : 0;
   CHECK(spans == 41);
+}
+
+TEST_CASE("what a command throws maps to one line and an exit code") {
+  const auto code_of = [](const std::function<void()>& body, std::string expected_start) {
+    std::ostringstream err;
+    const int code = orrery::cli::run_guarded(body, err);
+    const std::string message = err.str();
+    CHECK(message.find(expected_start) == 0);
+    CHECK(std::count(message.begin(), message.end(), '\n') == (code == 0 ? 0 : 1));
+    return code;
+  };
+  CHECK(code_of([] {}, "") == 0);
+  CHECK(code_of([] { throw orrery::sim::InputError("f.json", "/x", "found 1, expected 2"); },
+                "orrery: error: f.json:/x: found 1, expected 2") == 1);
+  CHECK(code_of([] { ORRERY_CHECK(1 + 1 == 3, "arithmetic broke"); }, "orrery: internal error: check `1 + 1 == 3` failed") == 2);
+  CHECK(code_of([] { throw std::bad_alloc(); }, "orrery: internal error: out of memory") == 2);
+  CHECK(code_of([] { throw std::runtime_error("surprise"); }, "orrery: internal error: surprise") == 2);
 }
 
 // The real binary: exit codes as the shell sees them.
