@@ -51,5 +51,6 @@ double best_seconds(int repeats, F&& f) {
 
 void bench_engine(Figures& out, bool quick);
 void bench_executor(Figures& out, bool quick);
+void bench_flow_all_to_all(Figures& out, bool quick);
 
 }  // namespace orrery::bench

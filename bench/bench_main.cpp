@@ -14,11 +14,15 @@ int main(int argc, char** argv) {
   bool quick = false;
   app.add_option("--out", out_path, "Where to write the figures as JSON");
   app.add_flag("--quick", quick, "Small sizes, one repeat (a smoke test, not a measurement)");
+  std::string only;
+  app.add_option("--only", only, "Run only the benchmarks whose name starts with this (engine, executor, flow)");
   CLI11_PARSE(app, argc, argv);
 
   orrery::bench::Figures figures;
-  orrery::bench::bench_engine(figures, quick);
-  orrery::bench::bench_executor(figures, quick);
+  const auto wanted = [&](std::string_view name) { return only.empty() || name.starts_with(only); };
+  if (wanted("engine")) orrery::bench::bench_engine(figures, quick);
+  if (wanted("executor")) orrery::bench::bench_executor(figures, quick);
+  if (wanted("flow")) orrery::bench::bench_flow_all_to_all(figures, quick);
 
   std::size_t width = 9;
   for (const auto& f : figures) width = std::max(width, f.name.size());
