@@ -1,0 +1,512 @@
+#include "models/topology.hpp"
+
+#include "sim/error.hpp"
+#include "sim/registry.hpp"
+#include "sim/unit_parse.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/graph/reverse_graph.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace orrery::models {
+
+using sim::InputError;
+using sim::quote;
+
+std::string_view to_string(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::gpu: return "gpu";
+    case NodeKind::nvswitch: return "nvswitch";
+    case NodeKind::nic: return "nic";
+    case NodeKind::leaf: return "leaf";
+    case NodeKind::spine: return "spine";
+    case NodeKind::core: return "core";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::nvlink: return "nvlink";
+    case LinkKind::pcie: return "pcie";
+    case LinkKind::network: return "network";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// Graph and routing
+
+namespace {
+constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                                    boost::property<boost::edge_index_t, LinkIndex>>;
+
+// An edge filter for the search from a destination: GPUs are endpoints, never relays, so the
+// search does not continue from a GPU other than the destination.
+template <class G>
+struct NoRelayThroughGpus {
+  const std::vector<TopoNode>* nodes = nullptr;
+  NodeIndex dst = 0;
+  const G* graph = nullptr;
+  template <class Edge>
+  bool operator()(const Edge& e) const {
+    const auto from = static_cast<NodeIndex>(boost::source(e, *graph));
+    return from == dst || (*nodes)[from].kind != NodeKind::gpu;
+  }
+};
+}  // namespace
+
+struct Topology::Cache {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<std::vector<std::uint16_t>>> to;  // per destination node
+};
+
+Topology::Topology() : cache_(std::make_unique<Cache>()) {}
+Topology::~Topology() = default;
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+
+NodeIndex Topology::add_node(std::string name, NodeKind kind, std::int32_t server, bool reduces_in_network) {
+  const auto index = static_cast<NodeIndex>(nodes_.size());
+  nodes_.push_back(TopoNode{std::move(name), kind, server, reduces_in_network});
+  out_.emplace_back();
+  if (kind == NodeKind::gpu) gpus_.push_back(index);
+  server_count_ = std::max(server_count_, server + 1);
+  cache_->to.clear();
+  return index;
+}
+
+LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond bandwidth, sim::Duration latency,
+                            LinkKind kind) {
+  return connect(a, b, bandwidth, bandwidth, latency, kind);
+}
+
+LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
+                            sim::Duration latency, LinkKind kind) {
+  ORRERY_CHECK(a < nodes_.size() && b < nodes_.size() && a != b, "bad link {} - {}", a, b);
+  ORRERY_CHECK(a_to_b.value() > 0 && b_to_a.value() > 0, "link {} - {} has no bandwidth", nodes_[a].name,
+               nodes_[b].name);
+  const auto first = static_cast<LinkIndex>(links_.size());
+  links_.push_back(TopoLink{a, b, a_to_b, latency, kind});
+  links_.push_back(TopoLink{b, a, b_to_a, latency, kind});
+  out_[a].push_back(first);
+  out_[b].push_back(first + 1);
+  cache_->to.clear();
+  return first;
+}
+
+std::int64_t Topology::find(std::string_view name) const {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].name == name) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+const std::vector<std::uint16_t>& Topology::distances_to(NodeIndex dst) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->to.size() != nodes_.size()) cache_->to.resize(nodes_.size());
+  if (cache_->to[dst]) return *cache_->to[dst];
+
+  // Breadth-first search from the destination against the link direction.
+  Graph g(nodes_.size());
+  for (LinkIndex l = 0; l < links_.size(); ++l) boost::add_edge(links_[l].from, links_[l].to, l, g);
+  const auto reversed = boost::make_reverse_graph(g);
+  using Reversed = decltype(reversed);
+  const boost::filtered_graph<Reversed, NoRelayThroughGpus<Reversed>> searchable(
+      reversed, NoRelayThroughGpus<Reversed>{&nodes_, dst, &reversed});
+  auto table = std::make_unique<std::vector<std::uint16_t>>(nodes_.size(), kUnreached);
+  (*table)[dst] = 0;
+  std::vector<std::uint16_t>& d = *table;
+  boost::breadth_first_search(
+      searchable, dst,
+      boost::visitor(boost::make_bfs_visitor(boost::record_distances(d.data(), boost::on_tree_edge()))));
+  d[dst] = 0;
+  cache_->to[dst] = std::move(table);
+  return *cache_->to[dst];
+}
+
+int Topology::distance(NodeIndex src, NodeIndex dst) const {
+  const std::uint16_t d = distances_to(dst)[src];
+  return d == kUnreached ? -1 : d;
+}
+
+std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const {
+  std::vector<LinkIndex> path;
+  if (src == dst) return path;
+  const std::vector<std::uint16_t>& d = distances_to(dst);
+  ORRERY_CHECK(d[src] != kUnreached, "no route from {} to {}", nodes_[src].name, nodes_[dst].name);
+  path.reserve(d[src]);
+  NodeIndex at = src;
+  std::uint64_t h = flow_hash;
+  while (at != dst) {
+    // splitmix64 of the flow hash and the hop: independent choices at each hop.
+    h += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
+    std::uint32_t candidates = 0;
+    for (const LinkIndex l : out_[at]) candidates += d[links_[l].to] == next_distance ? 1u : 0u;
+    ORRERY_CHECK(candidates > 0, "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name,
+                 nodes_[at].name);
+    std::uint32_t pick = static_cast<std::uint32_t>(z % candidates);
+    for (const LinkIndex l : out_[at]) {
+      if (d[links_[l].to] != next_distance) continue;
+      if (pick-- == 0) {
+        path.push_back(l);
+        at = links_[l].to;
+        break;
+      }
+    }
+  }
+  return path;
+}
+
+std::vector<std::string> Topology::problems() const {
+  std::vector<std::string> out;
+  if (gpus_.empty()) {
+    out.emplace_back("it has no GPU");
+    return out;
+  }
+  const std::vector<std::uint16_t>& d = distances_to(gpus_.front());
+  for (const NodeIndex g : gpus_) {
+    if (d[g] == kUnreached) {
+      out.push_back(fmt::format("GPU {} cannot reach GPU {}: it is disconnected", quote(nodes_[g].name),
+                                quote(nodes_[gpus_.front()].name)));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Datasheet figures
+
+const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, std::string_view where) {
+  // NVLink bandwidth per GPU, per direction: NVLink 3 (A100) 300 GB/s, NVLink 4 (H100, H200)
+  // 450 GB/s, NVLink 5 (B200, GB200) 900 GB/s. Source: ../shared/data/ml-engineering/
+  // nvlink_generations.csv (S. Bekman, ML Engineering Open Book, network/README.md), matching
+  // NVIDIA's DGX A100/H100/B200 datasheets. NVLS (NVLink SHARP, reduction in the NVSwitch)
+  // arrived with third-generation NVSwitch (H100); ml-engineering/nccl_allreduce_nvls_sharp_8GiB.csv
+  // measures it on H200 and B200.
+  static const std::vector<GpuLinkSpec> specs = {
+      {"a100", sim::BytesPerSecond(300e9), false}, {"h100", sim::BytesPerSecond(450e9), true},
+      {"h200", sim::BytesPerSecond(450e9), true},  {"b200", sim::BytesPerSecond(900e9), true},
+      {"gb200", sim::BytesPerSecond(900e9), true},
+  };
+  for (const GpuLinkSpec& s : specs) {
+    if (s.name == gpu) return s;
+  }
+  std::vector<std::string> names;
+  for (const GpuLinkSpec& s : specs) names.emplace_back(s.name);
+  throw InputError(std::string(source), std::string(where),
+                   fmt::format("unknown GPU {}{}; valid: a100, h100, h200, b200, gb200", quote(gpu),
+                               sim::did_you_mean(gpu, names)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Builders
+
+namespace {
+
+// Link latencies are assumptions of the order of magnitude (a hop through an NVSwitch or a
+// PCIe switch is a few hundred ns; an InfiniBand switch hop plus cable is under a microsecond);
+// they matter only for small messages, and calibration replaces them.
+constexpr auto kNvlinkLatency = sim::Duration::nanoseconds(250);
+constexpr auto kPcieLatency = sim::Duration::nanoseconds(250);
+constexpr auto kNetworkLatency = sim::Duration::nanoseconds(500);
+
+struct Fabric {
+  std::string kind;            // rail, fat-tree, fat-tree-3
+  sim::BytesPerSecond nic;     // per NIC, per direction
+  std::int64_t leaf_down;      // NIC ports below a leaf (rail: servers per rail leaf)
+  double oversubscription;     // leaf downlink bandwidth over uplink bandwidth
+  std::int64_t planes;         // independent copies of the fabric; each NIC splits over them
+  std::int64_t pod_leaves;     // fat-tree-3: leaves per pod
+};
+
+// Connects NICs (nics[server][i]) to a switched fabric.
+void attach_fabric(Topology& t, const std::vector<std::vector<NodeIndex>>& nics, const Fabric& f) {
+  const auto servers = static_cast<std::int64_t>(nics.size());
+  const auto per_server = servers == 0 ? 0 : static_cast<std::int64_t>(nics.front().size());
+  if (servers * per_server == 0) return;
+  const sim::BytesPerSecond port = f.nic / static_cast<double>(f.planes);
+  // Each leaf has leaf_down ports down; its uplinks carry leaf_down * port / oversubscription
+  // in all, spread evenly over the spines it connects to.
+  const auto spines = std::max<std::int64_t>(1, std::llround(static_cast<double>(f.leaf_down) / f.oversubscription));
+  const sim::BytesPerSecond uplink = port * (static_cast<double>(f.leaf_down) / (f.oversubscription * static_cast<double>(spines)));
+
+  for (std::int64_t p = 0; p < f.planes; ++p) {
+    const std::string plane = f.planes > 1 ? fmt::format("p{}.", p) : "";
+    // Which leaf each NIC port attaches to.
+    std::vector<NodeIndex> leaves;
+    std::vector<std::vector<NodeIndex>> leaf_of(static_cast<std::size_t>(servers));
+    if (f.kind == "rail") {
+      // Rail-optimized: the leaf of rail r in scalable unit u takes NIC r of the leaf_down
+      // servers of u, so that same-rail traffic crosses one switch.
+      const std::int64_t units = (servers + f.leaf_down - 1) / f.leaf_down;
+      for (std::int64_t u = 0; u < units; ++u) {
+        for (std::int64_t r = 0; r < per_server; ++r) {
+          leaves.push_back(t.add_node(fmt::format("{}su{}.rail{}", plane, u, r), NodeKind::leaf));
+        }
+      }
+      for (std::int64_t s = 0; s < servers; ++s) {
+        for (std::int64_t r = 0; r < per_server; ++r) {
+          leaf_of[static_cast<std::size_t>(s)].push_back(leaves[static_cast<std::size_t>((s / f.leaf_down) * per_server + r)]);
+        }
+      }
+    } else {
+      // Plain fat-tree: NIC ports fill leaves in order.
+      const std::int64_t ports = servers * per_server;
+      for (std::int64_t l = 0; l < (ports + f.leaf_down - 1) / f.leaf_down; ++l) {
+        leaves.push_back(t.add_node(fmt::format("{}leaf{}", plane, l), NodeKind::leaf));
+      }
+      for (std::int64_t k = 0; k < ports; ++k) {
+        leaf_of[static_cast<std::size_t>(k / per_server)].push_back(leaves[static_cast<std::size_t>(k / f.leaf_down)]);
+      }
+    }
+    for (std::int64_t s = 0; s < servers; ++s) {
+      for (std::int64_t r = 0; r < per_server; ++r) {
+        t.connect(nics[static_cast<std::size_t>(s)][static_cast<std::size_t>(r)], leaf_of[static_cast<std::size_t>(s)][static_cast<std::size_t>(r)], port,
+                  kNetworkLatency, LinkKind::network);
+      }
+    }
+
+    if (f.kind != "fat-tree-3") {
+      for (std::int64_t j = 0; j < spines; ++j) {
+        const NodeIndex spine = t.add_node(fmt::format("{}spine{}", plane, j), NodeKind::spine);
+        for (const NodeIndex leaf : leaves) t.connect(leaf, spine, uplink, kNetworkLatency, LinkKind::network);
+      }
+      continue;
+    }
+    // Three levels: pods of pod_leaves leaves, each with `spines` aggregation switches; spine
+    // j of every pod connects to core group j, non-blocking above the leaves.
+    const auto pods = (static_cast<std::int64_t>(leaves.size()) + f.pod_leaves - 1) / f.pod_leaves;
+    const std::int64_t cores_per_group = f.pod_leaves;
+    std::vector<NodeIndex> cores;
+    for (std::int64_t j = 0; j < spines; ++j) {
+      for (std::int64_t c = 0; c < cores_per_group; ++c) {
+        cores.push_back(t.add_node(fmt::format("{}core{}.{}", plane, j, c), NodeKind::core));
+      }
+    }
+    for (std::int64_t pod = 0; pod < pods; ++pod) {
+      for (std::int64_t j = 0; j < spines; ++j) {
+        const NodeIndex spine = t.add_node(fmt::format("{}pod{}.spine{}", plane, pod, j), NodeKind::spine);
+        for (std::int64_t l = pod * f.pod_leaves; l < std::min<std::int64_t>((pod + 1) * f.pod_leaves, static_cast<std::int64_t>(leaves.size())); ++l) {
+          t.connect(leaves[static_cast<std::size_t>(l)], spine, uplink, kNetworkLatency, LinkKind::network);
+        }
+        for (std::int64_t c = 0; c < cores_per_group; ++c) {
+          t.connect(spine, cores[static_cast<std::size_t>(j * cores_per_group + c)], uplink, kNetworkLatency, LinkKind::network);
+        }
+      }
+    }
+  }
+}
+
+struct BuildContext {
+  std::string_view source;
+  std::string where;  // the spec string, quoted
+};
+
+sim::BytesPerSecond bandwidth_param(const sim::Params& p, std::string_view name, const BuildContext& at) {
+  const std::string where = fmt::format("{} parameter {}", at.where, name);
+  const sim::BytesPerSecond bw = sim::parse_bandwidth(p.get_string(name), {at.source, where});
+  if (bw.value() <= 0) throw InputError(std::string(at.source), where, fmt::format("bandwidth must be positive, found {}", quote(p.get_string(name))));
+  return bw;
+}
+
+std::int64_t positive(const sim::Params& p, std::string_view name, const BuildContext& at) {
+  const std::int64_t v = p.get_int(name);
+  if (v <= 0) {
+    throw InputError(std::string(at.source), fmt::format("{} parameter {}", at.where, name),
+                     fmt::format("found {}, expected a positive integer", v));
+  }
+  return v;
+}
+
+Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
+  Fabric f{p.get_string("fabric"), bandwidth_param(p, "nic", at), positive(p, "leaf_ports", at),
+           p.get_number("oversubscription"), positive(p, "planes", at), positive(p, "pod_leaves", at)};
+  if (f.kind != "rail" && f.kind != "fat-tree" && f.kind != "fat-tree-3") {
+    throw InputError(std::string(at.source), fmt::format("{} parameter fabric", at.where),
+                     fmt::format("unknown fabric {}{}; valid: rail, fat-tree, fat-tree-3", quote(f.kind),
+                                 sim::did_you_mean(f.kind, {"rail", "fat-tree", "fat-tree-3"})));
+  }
+  if (!(f.oversubscription >= 1.0)) {
+    throw InputError(std::string(at.source), fmt::format("{} parameter oversubscription", at.where),
+                     fmt::format("found {}, expected a ratio of at least 1", f.oversubscription));
+  }
+  return f;
+}
+
+std::vector<sim::ParamSpec> fabric_specs() {
+  return {
+      {"nic", sim::ParamType::string, std::string("400 Gb/s"), "bandwidth of each NIC, per direction (one NIC per GPU)"},
+      {"fabric", sim::ParamType::string, std::string("rail"), "rail (rail-optimized leaf-spine), fat-tree (2 levels) or fat-tree-3"},
+      {"leaf_ports", sim::ParamType::integer, std::int64_t{32}, "NIC ports per leaf switch (rail: servers per rail leaf)"},
+      {"oversubscription", sim::ParamType::number, 1.0, "leaf downlink over uplink bandwidth (1 = non-blocking)"},
+      {"planes", sim::ParamType::integer, std::int64_t{1}, "independent fabric planes; each NIC splits its bandwidth over them"},
+      {"pod_leaves", sim::ParamType::integer, std::int64_t{8}, "fat-tree-3: leaves per pod"},
+  };
+}
+
+struct Builder {
+  virtual ~Builder() = default;
+  virtual Topology build(const BuildContext& at) const = 0;
+};
+
+// HGX/DGX servers: `gpus` GPUs on one NVSwitch fabric (modelled as one non-blocking switch
+// node), one NIC per GPU on PCIe, NICs on a switched fabric.
+struct DgxBuilder : Builder {
+  std::string gpu;
+  sim::Params p;
+  DgxBuilder(std::string g, sim::Params params) : gpu(std::move(g)), p(std::move(params)) {}
+  Topology build(const BuildContext& at) const override {
+    const GpuLinkSpec& spec = gpu_link_spec(gpu, at.source, at.where);
+    const std::int64_t nodes = positive(p, "nodes", at);
+    const std::int64_t per_node = positive(p, "gpus_per_node", at);
+    const sim::BytesPerSecond nvlink = p.get_string("nvlink").empty() ? spec.nvlink : bandwidth_param(p, "nvlink", at);
+    const sim::BytesPerSecond pcie = bandwidth_param(p, "pcie", at);
+    const Fabric fabric = fabric_params(p, at);
+    Topology t;
+    std::vector<std::vector<NodeIndex>> nics(static_cast<std::size_t>(nodes));
+    for (std::int64_t s = 0; s < nodes; ++s) {
+      const auto server = static_cast<std::int32_t>(s);
+      std::vector<NodeIndex> gpus;
+      for (std::int64_t g = 0; g < per_node; ++g) gpus.push_back(t.add_node(fmt::format("s{}.gpu{}", s, g), NodeKind::gpu, server));
+      const NodeIndex nvswitch = t.add_node(fmt::format("s{}.nvswitch", s), NodeKind::nvswitch, server, spec.nvls);
+      for (std::int64_t g = 0; g < per_node; ++g) {
+        t.connect(gpus[static_cast<std::size_t>(g)], nvswitch, nvlink, kNvlinkLatency, LinkKind::nvlink);
+        const NodeIndex nic = t.add_node(fmt::format("s{}.nic{}", s, g), NodeKind::nic, server);
+        t.connect(gpus[static_cast<std::size_t>(g)], nic, pcie, kPcieLatency, LinkKind::pcie);
+        nics[static_cast<std::size_t>(s)].push_back(nic);
+      }
+    }
+    if (nodes > 1) attach_fabric(t, nics, fabric);
+    return t;
+  }
+};
+
+// NVL72-style domains: 72 GPUs on one NVLink switch domain, 4 GPUs per compute tray (the
+// GB200 NVL72 layout: 18 trays of 4 GPUs), one NIC per GPU, domains joined by the fabric.
+struct Nvl72Builder : Builder {
+  sim::Params p;
+  explicit Nvl72Builder(sim::Params params) : p(std::move(params)) {}
+  Topology build(const BuildContext& at) const override {
+    const GpuLinkSpec& spec = gpu_link_spec(p.get_string("gpu"), at.source, at.where);
+    const std::int64_t domains = positive(p, "domains", at);
+    const std::int64_t per_domain = positive(p, "gpus_per_domain", at);
+    const sim::BytesPerSecond pcie = bandwidth_param(p, "pcie", at);
+    const Fabric fabric = fabric_params(p, at);
+    Topology t;
+    std::vector<std::vector<NodeIndex>> nics;  // per tray of 4
+    for (std::int64_t d = 0; d < domains; ++d) {
+      const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, spec.nvls);
+      for (std::int64_t g = 0; g < per_domain; ++g) {
+        const auto tray = static_cast<std::int32_t>((d * per_domain + g) / 4);
+        const NodeIndex gpu = t.add_node(fmt::format("d{}.gpu{}", d, g), NodeKind::gpu, tray);
+        t.connect(gpu, nvswitch, spec.nvlink, kNvlinkLatency, LinkKind::nvlink);
+        const NodeIndex nic = t.add_node(fmt::format("d{}.nic{}", d, g), NodeKind::nic, tray);
+        t.connect(gpu, nic, pcie, kPcieLatency, LinkKind::pcie);
+        if (static_cast<std::size_t>(tray) >= nics.size()) nics.emplace_back();
+        nics[static_cast<std::size_t>(tray)].push_back(nic);
+      }
+    }
+    if (domains > 1) attach_fabric(t, nics, fabric);
+    return t;
+  }
+};
+
+const sim::Registry<Builder>& builders() {
+  static const sim::Registry<Builder> registry = [] {
+    sim::Registry<Builder> r("topology");
+    // PCIe Gen5 x16: 32 GT/s x 16 lanes x 128b/130b = 63 GB/s per direction (PCI-SIG PCIe 5.0
+    // specification); Gen4 (A100 systems) is half of it.
+    const auto dgx_specs = [](std::string_view pcie) {
+      std::vector<sim::ParamSpec> s = {
+          {"nodes", sim::ParamType::integer, std::int64_t{1}, "servers"},
+          {"gpus_per_node", sim::ParamType::integer, std::int64_t{8}, "GPUs per server, on one NVSwitch fabric"},
+          {"nvlink", sim::ParamType::string, std::string(), "NVLink bandwidth per GPU per direction (default: the GPU's datasheet)"},
+          {"pcie", sim::ParamType::string, std::string(pcie), "GPU-NIC PCIe bandwidth per direction"},
+      };
+      for (sim::ParamSpec& f : fabric_specs()) s.push_back(std::move(f));
+      return s;
+    };
+    for (const std::string gpu : {"a100", "h100", "h200", "b200"}) {
+      const std::string pcie = gpu == "a100" ? "31.5 GB/s" : "63 GB/s";
+      r.add({"dgx-" + gpu, fmt::format("DGX/HGX {} servers of 8 GPUs on NVSwitch, a NIC per GPU", gpu), dgx_specs(pcie),
+             [gpu](const sim::Params& p) { return std::make_unique<DgxBuilder>(gpu, p); }});
+    }
+    std::vector<sim::ParamSpec> nvl = {
+        {"domains", sim::ParamType::integer, std::int64_t{1}, "NVLink domains"},
+        {"gpus_per_domain", sim::ParamType::integer, std::int64_t{72}, "GPUs per NVLink domain"},
+        {"gpu", sim::ParamType::string, std::string("gb200"), "GPU type (sets the NVLink bandwidth)"},
+        {"pcie", sim::ParamType::string, std::string("63 GB/s"), "GPU-NIC bandwidth per direction"},
+    };
+    for (sim::ParamSpec& f : fabric_specs()) nvl.push_back(std::move(f));
+    r.add({"nvl72", "NVL72-style domains: 72 GPUs on one NVLink switch, a NIC per GPU", nvl,
+           [](const sim::Params& p) { return std::make_unique<Nvl72Builder>(p); }});
+    return r;
+  }();
+  return registry;
+}
+
+// "4" -> integer, "1.5" -> number, "true" -> boolean, anything else -> string.
+sim::ParamValue param_value(std::string_view text) {
+  std::int64_t i = 0;
+  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i); ec == std::errc() && end == text.data() + text.size()) return i;
+  double d = 0;
+  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d); ec == std::errc() && end == text.data() + text.size()) return d;
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return std::string(text);
+}
+
+}  // namespace
+
+Topology build_topology(std::string_view spec, std::string_view source) {
+  const BuildContext at{source, fmt::format("topology {}", quote(spec))};
+  const auto colon = spec.find(':');
+  const std::string_view kind = spec.substr(0, colon);
+  sim::GivenParams given;
+  if (colon != std::string_view::npos) {
+    std::string_view rest = spec.substr(colon + 1);
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      const auto eq = item.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        throw InputError(std::string(source), at.where,
+                         fmt::format("found {}, expected key=value (e.g. \"dgx-h100:nodes=4,nic=400Gb/s\")", quote(item)));
+      }
+      given[std::string(item.substr(0, eq))] = param_value(item.substr(eq + 1));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  const auto builder = builders().create(kind, given, {source, at.where});
+  Topology t = builder->build(at);
+  const std::vector<std::string> problems = t.problems();
+  ORRERY_CHECK(problems.empty(), "builder {} made an unsound topology: {}", kind, problems.front());
+  return t;
+}
+
+std::string topology_help() {
+  std::string out;
+  for (const auto& [name, entry] : builders().entries()) {
+    out += fmt::format("  {:<10} {}\n", name, entry.description);
+    for (const sim::ParamSpec& p : entry.params) {
+      out += fmt::format("      {}={} ({})\n", p.name, sim::to_string(p.default_value), p.description);
+    }
+  }
+  return out;
+}
+
+}  // namespace orrery::models

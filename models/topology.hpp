@@ -1,0 +1,109 @@
+// A cluster fabric: GPUs, NVSwitches, NICs and leaf/spine/core switches joined by full-duplex
+// links (each direction its own resource). Routes are shortest paths with ECMP: among equal
+// next hops, a deterministic hash of the flow picks one. Boost.Graph stays in the .cpp.
+//   Topology t = build_topology("dgx-h100:nodes=4");
+//   std::span<const LinkIndex> r = t.route(t.gpus()[0], t.gpus()[9], /*flow_hash=*/42);
+#pragma once
+
+#include "sim/units.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::models {
+
+enum class NodeKind : std::uint8_t { gpu, nvswitch, nic, leaf, spine, core };
+// What a link is made of: each kind has one efficiency factor in the collective models.
+enum class LinkKind : std::uint8_t { nvlink, pcie, network };
+
+std::string_view to_string(NodeKind kind);
+std::string_view to_string(LinkKind kind);
+
+using NodeIndex = std::uint32_t;
+using LinkIndex = std::uint32_t;  // a directed link; full-duplex links come in pairs
+
+struct TopoNode {
+  std::string name;
+  NodeKind kind;
+  std::int32_t server = -1;        // the server (host) a GPU, NIC or NVSwitch belongs to
+  bool reduces_in_network = false; // an NVSwitch with NVLink SHARP (NVLS)
+};
+
+struct TopoLink {
+  NodeIndex from;
+  NodeIndex to;
+  sim::BytesPerSecond bandwidth;
+  sim::Duration latency;
+  LinkKind kind;
+};
+
+class Topology {
+ public:
+  Topology();
+  ~Topology();
+  Topology(Topology&&) noexcept;
+  Topology& operator=(Topology&&) noexcept;
+
+  NodeIndex add_node(std::string name, NodeKind kind, std::int32_t server = -1, bool reduces_in_network = false);
+  // Two directed links, a->b then b->a; returns the first (the reverse is its index + 1).
+  LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond bandwidth, sim::Duration latency, LinkKind kind);
+  // The same with a different bandwidth for b->a.
+  LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
+                    sim::Duration latency, LinkKind kind);
+
+  const std::vector<TopoNode>& nodes() const { return nodes_; }
+  const std::vector<TopoLink>& links() const { return links_; }
+  const TopoNode& node(NodeIndex n) const { return nodes_[n]; }
+  const TopoLink& link(LinkIndex l) const { return links_[l]; }
+  // GPUs in the order they were added: rank r is gpus()[r].
+  const std::vector<NodeIndex>& gpus() const { return gpus_; }
+  std::size_t servers() const { return static_cast<std::size_t>(server_count_); }
+  // Outgoing directed links of a node.
+  std::span<const LinkIndex> out_links(NodeIndex n) const { return out_[n]; }
+  // The index of a node by name, or -1.
+  std::int64_t find(std::string_view name) const;
+
+  // The directed links of a shortest path from src to dst; among equal-cost next hops the
+  // hash picks one (ECMP), the same for the same hash. Cached per destination. Empty when src
+  // == dst; an InternalError when dst cannot be reached (validate() rules that out).
+  std::vector<LinkIndex> route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const;
+  // Hops on a shortest path, or -1 when unreachable.
+  int distance(NodeIndex src, NodeIndex dst) const;
+
+  // Problems a hand-written topology can have, as messages (empty when sound): a GPU that
+  // cannot reach every other GPU.
+  std::vector<std::string> problems() const;
+
+ private:
+  const std::vector<std::uint16_t>& distances_to(NodeIndex dst) const;
+
+  std::vector<TopoNode> nodes_;
+  std::vector<TopoLink> links_;
+  std::vector<std::vector<LinkIndex>> out_;
+  std::vector<NodeIndex> gpus_;
+  std::int32_t server_count_ = 0;
+  struct Cache;
+  std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
+};
+
+// GPU datasheet figures that the builders need. Sources are cited in topology.cpp.
+struct GpuLinkSpec {
+  std::string_view name;          // "h100"
+  sim::BytesPerSecond nvlink;     // per GPU, per direction
+  bool nvls;                      // NVSwitch generation with in-switch reduction
+};
+const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, std::string_view where);
+
+// Builders, from a spec string "<kind>:key=value,...", e.g. "dgx-h100:nodes=4",
+// "dgx-h100:nodes=64,fabric=fat-tree,oversubscription=2", "nvl72:domains=2". Unknown kinds
+// and keys are InputErrors listing the valid ones. `source` names where the string came
+// from ("<command line>" or a file) for messages.
+Topology build_topology(std::string_view spec, std::string_view source = "<command line>");
+// The spec kinds with their parameters, for --help.
+std::string topology_help();
+
+}  // namespace orrery::models
