@@ -1,6 +1,7 @@
 #include "cli/app.hpp"
 
 #include "cli/commands.hpp"
+#include "models/topology.hpp"
 #include "sim/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,23 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                          "Write the timeline as Chrome trace-event JSON (opens in ui.perfetto.dev)");
   replay_cmd->add_option("--report", replay_options.report_path, "Write every metric of the run as JSON");
 
+  CollectiveOptions coll;
+  CLI::App* coll_cmd = app.add_subcommand("collective", "Simulate one collective on a topology; print time, algbw and busbw");
+  coll_cmd->add_option("--topology", coll.topology,
+                       "A spec \"kind:key=value,...\" or a topology .json file. Kinds:\n" + models::topology_help())
+      ->capture_default_str();
+  coll_cmd->add_option("--op", coll.op, "all-reduce, reduce-scatter, all-gather, broadcast, reduce, all-to-all, send-recv")
+      ->capture_default_str();
+  coll_cmd->add_option("--algo", coll.algo, "ring, tree, hierarchical, nvls, direct")->capture_default_str();
+  coll_cmd->add_option("--size", coll.size, "nccl-tests size, e.g. 1GiB")->capture_default_str();
+  coll_cmd->add_option("--ranks", coll.ranks, "use the first N GPUs (0: all)")->capture_default_str();
+  coll_cmd->add_option("--channels", coll.channels, "parallel rings/trees (0: one per NIC of a server)")->capture_default_str();
+  coll_cmd->add_option("--chunks", coll.chunks, "pipeline chunks per step (1: the algorithm's default)")->capture_default_str();
+  coll_cmd->add_option("--root", coll.root, "root rank of broadcast and reduce")->capture_default_str();
+  coll_cmd->add_option("--peer", coll.peer, "send-recv: rank 0 sends to this rank")->capture_default_str();
+  coll_cmd->add_option("--trace", coll.trace_path, "Write link-utilisation counters as Chrome trace-event JSON");
+  coll_cmd->add_option("--report", coll.report_path, "Write time_s, algbw_GBps, busbw_GBps and more as JSON");
+
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -46,6 +64,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
+    if (*coll_cmd) collective(coll, out);
   }, err);
 }
 

@@ -15,4 +15,20 @@ struct ReplayOptions {
 
 void replay(const ReplayOptions& options, std::ostream& out);
 
+struct CollectiveOptions {
+  std::string topology = "dgx-h100";
+  std::string op = "all-reduce";
+  std::string algo = "ring";
+  std::string size = "1 GiB";
+  int ranks = 0;
+  int channels = 0;
+  int chunks = 1;
+  int root = 0;
+  int peer = 1;
+  std::string trace_path;
+  std::string report_path;
+};
+
+void collective(const CollectiveOptions& options, std::ostream& out);
+
 }  // namespace orrery::cli
