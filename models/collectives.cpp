@@ -253,7 +253,7 @@ NodeIndex nvls_switch(const Topology& t, const Layout& l, const CollectiveSpec& 
     for (const LinkIndex e : t.out_links(g)) {
       if (t.node(t.link(e).to).kind == NodeKind::nvswitch) found = t.link(e).to;
     }
-    if (found < 0 || !t.node(static_cast<NodeIndex>(found)).reduces_in_network) {
+    if (found < 0 || !t.node(static_cast<NodeIndex>(found)).reduces_in_network()) {
       unsupported(s, fmt::format("needs every rank on an NVSwitch with NVLS; GPU {} has none", quote(t.node(g).name)));
     }
     if (sw >= 0 && found != sw) unsupported(s, "needs all ranks on one NVLink domain (one NVSwitch)");
@@ -482,10 +482,11 @@ class Runner : public sim::FlowObserver {
     nvls_port_.assign(t.links().size(), kNone);
     for (LinkIndex l = 0; l < t.links().size(); ++l) {
       const TopoLink& link = t.link(l);
-      const bool to_switch = t.node(link.to).reduces_in_network && t.node(link.from).kind == NodeKind::gpu;
-      const bool from_switch = t.node(link.from).reduces_in_network && t.node(link.to).kind == NodeKind::gpu;
+      const bool to_switch = t.node(link.to).reduces_in_network() && t.node(link.from).kind == NodeKind::gpu;
+      const bool from_switch = t.node(link.from).reduces_in_network() && t.node(link.to).kind == NodeKind::gpu;
       if (to_switch || from_switch) {
-        nvls_port_[l] = index_of(net_.add_link(link.bandwidth * e.nvls, sim::Duration::zero()));
+        const double efficiency = t.node(to_switch ? link.to : link.from).nvls_efficiency;
+        nvls_port_[l] = index_of(net_.add_link(link.bandwidth * efficiency, sim::Duration::zero()));
         port_of_.push_back(l);
       }
     }
@@ -638,7 +639,11 @@ sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkE
     }
     case CollectiveAlgo::nvls: {
       // Up and down S(n+1)/n per GPU through the reduction port, pipelined in chunks.
-      const double port = t.link(t.out_links(first)[0]).bandwidth.value() * e.nvls;
+      const NodeIndex sw = nvls_switch(t, l, s);
+      double port = 0;
+      for (const LinkIndex k : t.out_links(first)) {
+        if (t.link(k).to == sw) port = t.link(k).bandwidth.value() * t.node(sw).nvls_efficiency;
+      }
       const double bytes = size * (n + 1.0) / n;
       seconds = (chunks + 1) * (bytes / chunks / port) + 2 * a_in;
       break;

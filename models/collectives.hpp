@@ -38,9 +38,7 @@ struct LinkEfficiency {
   double pcie = 1.0;
   // "For NDR @ 400Gbps you should see 46-48GB/s per NIC" of 50 (nccl-tests#290): 47/50.
   double network = 0.94;
-  // NVSwitch reduction port (NVLS), per GPU port: 8x H200 NVLS all-reduce at 16 GiB, 480 GB/s
-  // busbw (same H200 file), with this model's 32-chunk pipeline.
-  double nvls = 0.707;
+  // NVLS ports take their efficiency from their NVSwitch (TopoNode::nvls_efficiency).
 };
 
 struct CollectiveSpec {

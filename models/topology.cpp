@@ -74,9 +74,10 @@ Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
 
-NodeIndex Topology::add_node(std::string name, NodeKind kind, std::int32_t server, bool reduces_in_network) {
+NodeIndex Topology::add_node(std::string name, NodeKind kind, std::int32_t server, double nvls_efficiency) {
   const auto index = static_cast<NodeIndex>(nodes_.size());
-  nodes_.push_back(TopoNode{std::move(name), kind, server, reduces_in_network});
+  ORRERY_CHECK(nvls_efficiency >= 0 && nvls_efficiency <= 1, "NVLS efficiency {} outside [0, 1]", nvls_efficiency);
+  nodes_.push_back(TopoNode{std::move(name), kind, server, nvls_efficiency});
   out_.emplace_back();
   if (kind == NodeKind::gpu) gpus_.push_back(index);
   server_count_ = std::max(server_count_, server + 1);
@@ -195,12 +196,15 @@ const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, 
   // 450 GB/s, NVLink 5 (B200, GB200) 900 GB/s. Source: ../shared/data/ml-engineering/
   // nvlink_generations.csv (S. Bekman, ML Engineering Open Book, network/README.md), matching
   // NVIDIA's DGX A100/H100/B200 datasheets. NVLS (NVLink SHARP, reduction in the NVSwitch)
-  // arrived with third-generation NVSwitch (H100); ml-engineering/nccl_allreduce_nvls_sharp_8GiB.csv
-  // measures it on H200 and B200.
+  // arrived with third-generation NVSwitch (H100). The share of a port's line rate that the
+  // switch's reduction engine sustains is calibrated once per NVSwitch generation, each on one
+  // measurement with this model's 32-chunk pipeline: third generation (H100, H200) on 8x H200
+  // NVLS all-reduce at 16 GiB, 480.0 GB/s busbw (ml-engineering/nccl_collectives_8xH200_16GiB.csv);
+  // fourth (B200, GB200) on 8x B200 at 8 GiB, 838.0 GB/s (nccl_allreduce_nvls_sharp_8GiB.csv).
   static const std::vector<GpuLinkSpec> specs = {
-      {"a100", sim::BytesPerSecond(300e9), false}, {"h100", sim::BytesPerSecond(450e9), true},
-      {"h200", sim::BytesPerSecond(450e9), true},  {"b200", sim::BytesPerSecond(900e9), true},
-      {"gb200", sim::BytesPerSecond(900e9), true},
+      {"a100", sim::BytesPerSecond(300e9), 0.0},   {"h100", sim::BytesPerSecond(450e9), 0.707},
+      {"h200", sim::BytesPerSecond(450e9), 0.707}, {"b200", sim::BytesPerSecond(900e9), 0.617},
+      {"gb200", sim::BytesPerSecond(900e9), 0.617},
   };
   for (const GpuLinkSpec& s : specs) {
     if (s.name == gpu) return s;
@@ -382,7 +386,7 @@ struct DgxBuilder : Builder {
       const auto server = static_cast<std::int32_t>(s);
       std::vector<NodeIndex> gpus;
       for (std::int64_t g = 0; g < per_node; ++g) gpus.push_back(t.add_node(fmt::format("s{}.gpu{}", s, g), NodeKind::gpu, server));
-      const NodeIndex nvswitch = t.add_node(fmt::format("s{}.nvswitch", s), NodeKind::nvswitch, server, spec.nvls);
+      const NodeIndex nvswitch = t.add_node(fmt::format("s{}.nvswitch", s), NodeKind::nvswitch, server, spec.nvls_efficiency);
       for (std::int64_t g = 0; g < per_node; ++g) {
         t.connect(gpus[static_cast<std::size_t>(g)], nvswitch, nvlink, kNvlinkLatency, LinkKind::nvlink);
         const NodeIndex nic = t.add_node(fmt::format("s{}.nic{}", s, g), NodeKind::nic, server);
@@ -409,7 +413,7 @@ struct Nvl72Builder : Builder {
     Topology t;
     std::vector<std::vector<NodeIndex>> nics;  // per tray of 4
     for (std::int64_t d = 0; d < domains; ++d) {
-      const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, spec.nvls);
+      const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, spec.nvls_efficiency);
       for (std::int64_t g = 0; g < per_domain; ++g) {
         const auto tray = static_cast<std::int32_t>((d * per_domain + g) / 4);
         const NodeIndex gpu = t.add_node(fmt::format("d{}.gpu{}", d, g), NodeKind::gpu, tray);

@@ -29,8 +29,12 @@ using LinkIndex = std::uint32_t;  // a directed link; full-duplex links come in 
 struct TopoNode {
   std::string name;
   NodeKind kind;
-  std::int32_t server = -1;        // the server (host) a GPU, NIC or NVSwitch belongs to
-  bool reduces_in_network = false; // an NVSwitch with NVLink SHARP (NVLS)
+  std::int32_t server = -1;   // the server (host) a GPU, NIC or NVSwitch belongs to
+  // An NVSwitch with NVLink SHARP (NVLS) reduces in the network; this is the fraction of a
+  // GPU port's line rate its reduction engine sustains (0: no NVLS). It differs by switch
+  // generation, not by link, so it lives on the switch.
+  double nvls_efficiency = 0;
+  bool reduces_in_network() const { return nvls_efficiency > 0; }
 };
 
 struct TopoLink {
@@ -48,7 +52,7 @@ class Topology {
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;
 
-  NodeIndex add_node(std::string name, NodeKind kind, std::int32_t server = -1, bool reduces_in_network = false);
+  NodeIndex add_node(std::string name, NodeKind kind, std::int32_t server = -1, double nvls_efficiency = 0);
   // Two directed links, a->b then b->a; returns the first (the reverse is its index + 1).
   LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond bandwidth, sim::Duration latency, LinkKind kind);
   // The same with a different bandwidth for b->a.
@@ -94,7 +98,7 @@ class Topology {
 struct GpuLinkSpec {
   std::string_view name;          // "h100"
   sim::BytesPerSecond nvlink;     // per GPU, per direction
-  bool nvls;                      // NVSwitch generation with in-switch reduction
+  double nvls_efficiency;         // of its NVSwitch generation's reduction port; 0: no NVLS
 };
 const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, std::string_view where);
 

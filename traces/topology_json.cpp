@@ -60,10 +60,11 @@ models::Topology read_topology(std::string_view json_text, const std::string& so
       if (v < 0 || v > 1'000'000) s->fail_expected("a server index from 0 to 1000000");
       server = static_cast<std::int32_t>(v);
     }
-    bool nvls = false;
-    if (auto r = f.optional("nvls")) {
-      nvls = r->as_bool();
-      if (nvls && kind != models::NodeKind::nvswitch) r->fail("only an nvswitch reduces in the network (NVLS)");
+    double nvls = 0;
+    if (auto r = f.optional("nvls_efficiency")) {
+      nvls = r->as_number();
+      if (kind != models::NodeKind::nvswitch) r->fail("only an nvswitch reduces in the network (NVLS)");
+      if (!(nvls > 0 && nvls <= 1)) r->fail_expected("a fraction of line rate in (0, 1]");
     }
     f.finish();
     const auto [it, added] = by_name.try_emplace(name, 0, n.pointer());
@@ -121,7 +122,7 @@ std::string topology_json(const models::Topology& t) {
   for (const models::TopoNode& n : t.nodes()) {
     nlohmann::ordered_json node = {{"name", n.name}, {"kind", std::string(models::to_string(n.kind))}};
     if (n.server >= 0) node["server"] = n.server;
-    if (n.reduces_in_network) node["nvls"] = true;
+    if (n.reduces_in_network()) node["nvls_efficiency"] = n.nvls_efficiency;
     out["nodes"].push_back(std::move(node));
   }
   out["links"] = nlohmann::ordered_json::array();

@@ -78,7 +78,7 @@ TEST_CASE("hierarchical all-reduce: NVLink stages inside, a rail ring across") {
 TEST_CASE("NVLS all-reduce through the switch's reduction ports") {
   const Topology t = build_topology("dgx-h200");
   const CollectiveResult r = run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls, 16 * kGiB));
-  const double port = 450e9 * LinkEfficiency{}.nvls;
+  const double port = 450e9 * t.node(8).nvls_efficiency;
   const double chunks = 32, n = 8;
   CHECK(r.algbw == doctest::Approx(port * n / (n + 1) * chunks / (chunks + 1)).epsilon(0.001));
   CHECK_THROWS_AS(run_collective(build_topology("dgx-a100"), spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls, kGiB)),

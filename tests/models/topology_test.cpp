@@ -38,8 +38,8 @@ TEST_CASE("one DGX H100: 8 GPUs on an NVSwitch at 450 GB/s per direction") {
   CHECK(names_on(t, r) == std::vector<std::string>{"s0.nvswitch", "s0.gpu5"});
   CHECK(t.link(r[0]).bandwidth.value() == 450e9);
   CHECK(t.link(r[0]).kind == LinkKind::nvlink);
-  CHECK(t.node(node(t, "s0.nvswitch")).reduces_in_network);
-  CHECK_FALSE(build_topology("dgx-a100").node(8).reduces_in_network);  // A100's NVSwitch has no NVLS
+  CHECK(t.node(node(t, "s0.nvswitch")).reduces_in_network());
+  CHECK_FALSE(build_topology("dgx-a100").node(8).reduces_in_network());  // A100's NVSwitch has no NVLS
   CHECK(build_topology("dgx-a100").link(0).bandwidth.value() == 300e9);
   CHECK(build_topology("dgx-b200").link(0).bandwidth.value() == 900e9);
   // Full duplex: each direction is its own link.

@@ -21,7 +21,7 @@ constexpr std::string_view kGood = R"({
   "nodes": [
     {"name": "g0", "kind": "gpu", "server": 0},
     {"name": "g1", "kind": "gpu", "server": 0},
-    {"name": "sw", "kind": "nvswitch", "nvls": true}
+    {"name": "sw", "kind": "nvswitch", "nvls_efficiency": 0.7}
   ],
   "links": [
     {"between": ["g0", "sw"], "bandwidth": "450 GB/s", "latency": "250 ns", "kind": "nvlink"},
@@ -33,7 +33,7 @@ constexpr std::string_view kGood = R"({
 TEST_CASE("a topology file loads, and saving it loads back the same fabric") {
   const models::Topology t = traces::read_topology(kGood, "fabric.json");
   CHECK(t.gpus().size() == 2);
-  CHECK(t.node(2).reduces_in_network);
+  CHECK(t.node(2).nvls_efficiency == 0.7);
   CHECK(t.link(0).bandwidth.value() == 450e9);
   CHECK(t.link(3).bandwidth.value() == 400e9);  // sw -> g1
   CHECK(t.link(0).latency.ns() == 250);
@@ -76,7 +76,7 @@ TEST_CASE("bad topology files get precise errors") {
         "fabric.json:/nodes/0/kind: unknown kind \"gpx\"; did you mean \"gpu\"?; valid: gpu, nvswitch, nic, leaf, spine, core");
   CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}], "links": [{"between": ["a", "a"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})")
             .find("both ends are the same") != std::string::npos);
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu", "nvls": true}], "links": []})")
+  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu", "nvls_efficiency": 0.5}], "links": []})")
             .find("only an nvswitch reduces in the network") != std::string::npos);
   CHECK(error_of(R"({"nodes": [], "links": []})") == "fabric.json:/nodes: it has no GPU");
 }
