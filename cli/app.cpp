@@ -43,6 +43,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   coll_cmd->add_option("--trace", coll.trace_path, "Write link-utilisation counters as Chrome trace-event JSON");
   coll_cmd->add_option("--report", coll.report_path, "Write time_s, algbw_GBps, busbw_GBps and more as JSON");
 
+  ValidateOptions validate;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate-network", "Compare simulated collective bandwidth with published measurements (writes docs/validation.md)");
+  validate_cmd->add_option("--data", validate.data_dir, "The shared data folder")->capture_default_str();
+  validate_cmd->add_option("--out", validate.out_path, "Write the comparison table as markdown");
+
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -65,6 +71,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
+    if (*validate_cmd) validate_network(validate, out);
   }, err);
 }
 

@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace orrery::cli {
 
@@ -30,5 +31,23 @@ struct CollectiveOptions {
 };
 
 void collective(const CollectiveOptions& options, std::ostream& out);
+
+}  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct ValidateOptions {
+  std::string data_dir = "../shared/data";
+  std::string out_path;  // markdown table; empty: summary only
+};
+
+struct ValidationSummary {
+  int held = 0;    // predictions at >= 1 GiB
+  int within = 0;  // ... of them within 10%
+  std::vector<std::string> misses;  // "file:line system" of the others
+};
+
+// Compares simulated collective bandwidth with the published measurements in data_dir.
+ValidationSummary validate_network(const ValidateOptions& options, std::ostream& out);
 
 }  // namespace orrery::cli

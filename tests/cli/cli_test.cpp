@@ -1,4 +1,5 @@
 #include "cli/app.hpp"
+#include "cli/commands.hpp"
 #include "sim/error.hpp"
 
 #include <doctest/doctest.h>
@@ -172,4 +173,26 @@ TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
   write("bad-unit.json", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 lightyear"}]})");
   CHECK(status("replay bad-unit.json") == 1);
   CHECK(status("no-such-command") == 1);
+}
+
+// The published NCCL measurements in ../shared/data: every prediction at 1 GiB and above
+// within 10% of the measurement, but one known miss. GB200 NVL72 NVLS on 32 GPUs: this model's
+// NVLS busbw grows with the rank count (algbw flat, bus factor 2(n-1)/n), the slide shows the
+// same ~850 GB/s as 8 GPUs; the multi-switch NVL72 reduction is not modelled yet.
+TEST_CASE("network validation against published NCCL measurements") {
+  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
+  if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw")) {
+    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw) is absent");
+    return;
+  }
+  std::ostringstream out;
+  orrery::cli::ValidateOptions options;
+  options.data_dir = data;
+  options.out_path = "validation.md";
+  const auto summary = orrery::cli::validate_network(options, out);
+  CHECK(summary.held >= 40);
+  REQUIRE(summary.misses.size() == 1);
+  CHECK(summary.misses[0].find("GB200 NVL72 NVLink5 SHARP") != std::string::npos);
+  // The committed table is what the command writes today.
+  CHECK(slurp("validation.md") == slurp(std::string(ORRERY_SOURCE_DIR) + "/docs/validation.md"));
 }
