@@ -5,8 +5,42 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
+
+namespace {
+
+using Group = void (*)(orrery::bench::Figures&, bool);
+struct GroupSpec {
+  std::string name;
+  Group run;
+  int budget_s;  // wall-clock limit of its child process
+};
+const std::vector<GroupSpec> kGroups = {
+    {"engine", orrery::bench::bench_engine, 600},
+    {"executor", orrery::bench::bench_executor, 600},
+    {"network.all_to_all", orrery::bench::bench_network_all_to_all, 120},
+    {"network.hierarchical", orrery::bench::bench_network_hierarchical, 300},
+};
+
+// Figures written by a child run: lines of `  "name": value`.
+orrery::bench::Figures read_figures(const std::string& path) {
+  orrery::bench::Figures figures;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto q1 = line.find('"'), q2 = line.find('"', q1 + 1), colon = line.find(':', q2);
+    if (q1 == std::string::npos || q2 == std::string::npos || colon == std::string::npos) continue;
+    figures.push_back({line.substr(q1 + 1, q2 - q1 - 1), std::stod(line.substr(colon + 1)), ""});
+  }
+  return figures;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app("Orrery benchmarks");
@@ -15,14 +49,51 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "Where to write the figures as JSON");
   app.add_flag("--quick", quick, "Small sizes, one repeat (a smoke test, not a measurement)");
   std::string only;
-  app.add_option("--only", only, "Run only the benchmarks whose name starts with this (engine, executor, flow)");
+  app.add_option("--only", only, "Run only the benchmark groups whose name starts with this (engine, executor, network)");
+  std::string units_out;
+  app.add_option("--units-out", units_out, "Also write 'name<TAB>unit' lines here (used between runs)")->group("");
+  bool in_process = false;
+  app.add_flag("--in-process", in_process, "Run every group in this process (by default each runs in a child, so that peak RSS is its own)");
   CLI11_PARSE(app, argc, argv);
 
   orrery::bench::Figures figures;
-  const auto wanted = [&](std::string_view name) { return only.empty() || name.starts_with(only); };
-  if (wanted("engine")) orrery::bench::bench_engine(figures, quick);
-  if (wanted("executor")) orrery::bench::bench_executor(figures, quick);
-  if (wanted("flow")) orrery::bench::bench_flow_all_to_all(figures, quick);
+  std::map<std::string, std::string> units;
+  for (const auto& [name, group, budget_s] : kGroups) {
+    if (!only.empty() && !name.starts_with(only)) continue;
+    if (in_process || !only.empty()) {
+      group(figures, quick);
+      continue;
+    }
+    // A child process per group: its peak RSS is that group's alone.
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const std::string part = out_path + "." + name + ".part";
+    const std::string command = fmt::format("timeout {} \"{}\" --only {} --out \"{}\" --units-out \"{}.units\"{} > \"{}.log\"", budget_s,
+                                            self, name, part, part, quick ? " --quick" : "", part);
+    const int status = std::system(command.c_str());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+      // Over its budget: say so, as a figure, rather than hang or drop it.
+      figures.push_back({name + ".wall", static_cast<double>(budget_s), "s: DID NOT FINISH within this budget"});
+      std::remove((part + ".log").c_str());
+      continue;
+    }
+    if (status != 0) {
+      fmt::print(stderr, "orrery_bench: group {} failed (see {}.log)\n", name, part);
+      return 1;
+    }
+    std::ifstream unit_lines(part + ".units");
+    std::string line;
+    while (std::getline(unit_lines, line)) {
+      const auto tab = line.find('\t');
+      if (tab != std::string::npos) units[line.substr(0, tab)] = line.substr(tab + 1);
+    }
+    for (auto& f : read_figures(part)) {
+      f.unit = units[f.name];
+      figures.push_back(f);
+    }
+    std::remove(part.c_str());
+    std::remove((part + ".log").c_str());
+    std::remove((part + ".units").c_str());
+  }
 
   std::size_t width = 9;
   for (const auto& f : figures) width = std::max(width, f.name.size());
@@ -41,6 +112,10 @@ int main(int argc, char** argv) {
   if (!file || !(file << json)) {
     fmt::print(stderr, "orrery_bench: cannot write {}\n", out_path);
     return 1;
+  }
+  if (!units_out.empty()) {
+    std::ofstream units_file(units_out);
+    for (const auto& f : figures) units_file << f.name << '\t' << f.unit << '\n';
   }
   fmt::print("\nfigures written to {}\n", out_path);
   return 0;

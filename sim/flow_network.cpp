@@ -16,6 +16,7 @@ LinkId FlowNetwork::add_link(BytesPerSecond capacity, Duration latency) {
   on_link_.emplace_back();
   link_dirty_.push_back(0);
   link_mark_.push_back(0);
+  touched_mark_.push_back(0);
   residual_.push_back(0);
   weight_left_.push_back(0);
   level_.push_back(0);
@@ -235,6 +236,9 @@ void FlowNetwork::solve() {
     heap_.pop_back();
     const std::uint32_t l = top.link;
     if (unfrozen_[l] == 0 || top.level != level_[l]) continue;  // done, or a stale key
+    // Freeze every unfrozen flow of the bottleneck at its level; the links they also cross
+    // lose capacity and weight. Each touched link gets one new key per round, not one per flow.
+    touched_.clear();
     for (const std::uint32_t f : on_link_[l]) {
       if (flow_mark_[f] == frozen) continue;
       flow_mark_[f] = frozen;
@@ -245,11 +249,19 @@ void FlowNetwork::solve() {
         const std::uint32_t m = index_of(route_pool_[begin + i]);
         residual_[m] -= r;
         weight_left_[m] -= weight_[f];
-        if (--unfrozen_[m] == 0 || m == l) continue;
-        level_[m] = std::max(residual_[m], 0.0) / weight_left_[m];
-        heap_.push_back({level_[m], m});
-        std::push_heap(heap_.begin(), heap_.end(), later);
+        --unfrozen_[m];
+        if (m != l && touched_mark_[m] != touched_epoch_) {
+          touched_mark_[m] = touched_epoch_;
+          touched_.push_back(m);
+        }
       }
+    }
+    ++touched_epoch_;
+    for (const std::uint32_t m : touched_) {
+      if (unfrozen_[m] == 0) continue;
+      level_[m] = std::max(residual_[m], 0.0) / weight_left_[m];
+      heap_.push_back({level_[m], m});
+      std::push_heap(heap_.begin(), heap_.end(), later);
     }
   }
 

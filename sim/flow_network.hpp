@@ -128,6 +128,9 @@ class FlowNetwork {
     std::uint32_t link;
   };
   std::vector<Level> heap_;
+  std::vector<std::uint64_t> touched_mark_;   // == touched_epoch_: already in touched_
+  std::vector<std::uint32_t> touched_;        // links whose level changed in this round
+  std::uint64_t touched_epoch_ = 1;
   std::vector<double> residual_;              // capacity left, per link, during a solve
   std::vector<double> weight_left_;           // unfrozen weight, per link, during a solve
   std::vector<std::uint32_t> component_links_;

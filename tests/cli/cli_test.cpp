@@ -196,3 +196,36 @@ TEST_CASE("network validation against published NCCL measurements") {
   // The committed table is what the command writes today.
   CHECK(slurp("validation.md") == slurp(std::string(ORRERY_SOURCE_DIR) + "/docs/validation.md"));
 }
+
+TEST_CASE("orrery collective prints time, algbw and busbw, and writes the report and counters") {
+  const Result r = run({"collective", "--topology", "dgx-h100:nodes=2", "--op", "all-reduce", "--algo", "ring", "--size", "256MiB",
+                        "--report", "coll.json", "--trace", "coll-trace.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("busbw") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(slurp("coll.json"));
+  CHECK(report["time_s"].get<double>() > 0);
+  CHECK(report["algbw_GBps"].get<double>() > 0);
+  // busbw = algbw x 2(n-1)/n for an all-reduce on 16 ranks.
+  CHECK(report["busbw_GBps"].get<double>() == doctest::Approx(report["algbw_GBps"].get<double>() * 30.0 / 16.0));
+  const nlohmann::json trace = nlohmann::json::parse(slurp("coll-trace.json"));
+  int counters = 0;
+  for (const auto& e : trace["traceEvents"]) counters += e["ph"] == "C" ? 1 : 0;
+  CHECK(counters > 16);
+}
+
+TEST_CASE("orrery collective rejects bad input with one line") {
+  const auto error_of = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "collective");
+    const Result r = run(args);
+    CHECK(r.code == 1);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    return r.err;
+  };
+  CHECK(error_of({"--op", "all-reduc"}).find("unknown collective \"all-reduc\"; did you mean \"all-reduce\"?") != std::string::npos);
+  CHECK(error_of({"--algo", "rign"}).find("did you mean \"ring\"?") != std::string::npos);
+  CHECK(error_of({"--topology", "dgx-h10"}).find("did you mean \"dgx-h100\"?") != std::string::npos);
+  CHECK(error_of({"--size", "1 GiX"}).find("<command line>:--size: bad byte amount \"1 GiX\"") != std::string::npos);
+  CHECK(error_of({"--algo", "nvls", "--topology", "dgx-a100"}).find("needs every rank on an NVSwitch with NVLS") != std::string::npos);
+  write("broken-topology.json", R"({"nodes": [{"name": "g", "kind": "gpu"}], "links": [{"between": ["g", "x"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})");
+  CHECK(error_of({"--topology", "broken-topology.json"}).find("broken-topology.json:/links/0/between/1: unknown node \"x\"") != std::string::npos);
+}
