@@ -51,7 +51,8 @@ double best_seconds(int repeats, F&& f) {
 
 void bench_engine(Figures& out, bool quick);
 void bench_executor(Figures& out, bool quick);
-void bench_network_all_to_all(Figures& out, bool quick);
+void bench_network_all_to_all_spray(Figures& out, bool quick);
+void bench_network_all_to_all_ecmp(Figures& out, bool quick);
 void bench_network_hierarchical(Figures& out, bool quick);
 double peak_rss_gb();
 

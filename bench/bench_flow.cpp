@@ -1,6 +1,8 @@
 // Network scale, on the built-in rail-optimized fabric (DGX H100 servers, 8 rails, 400 Gb/s
 // NICs, leaf-spine):
-//  - an all-to-all among 1,024 GPUs (128 servers): 1,047,552 flows at once;
+//  - an all-to-all among 1,024 GPUs (128 servers): 1,047,552 flows at once, with adaptive
+//    routing (spray) and with per-flow ECMP, whose hash collisions on the spines give every
+//    flow its own rate, so that departures re-solve the whole fabric again and again;
 //  - a hierarchical ring all-reduce of 1 GiB over 4,096 GPUs (512 servers): NVLink
 //    reduce-scatter, 8 rail rings of 512, NVLink all-gather; 4.2M transfers in sequence.
 // Prints wall time, flows, re-solves and peak RSS (each benchmark group runs in its own process).
@@ -35,14 +37,18 @@ void run(Figures& out, const std::string& name, const std::string& topology_spec
 }
 }  // namespace
 
-void bench_network_all_to_all(Figures& out, bool quick) {
+void bench_network_all_to_all(Figures& out, bool quick, std::string_view routing) {
   models::CollectiveSpec spec;
   spec.op = models::CollectiveOp::all_to_all;
   spec.algo = models::CollectiveAlgo::direct;
   spec.size = sim::Bytes(quick ? 128e6 : 1024e6);  // per rank: 1 MB to each peer
-  run(out, "network.all_to_all", quick ? "dgx-h100:nodes=16" : "dgx-h100:nodes=128", spec, 30);
+  run(out, fmt::format("network.all_to_all.{}", routing),
+      fmt::format("dgx-h100:nodes={},routing={}", quick ? 16 : 128, routing), spec, 30);
   out.back().unit = "GB (target < 4)";
 }
+
+void bench_network_all_to_all_spray(Figures& out, bool quick) { bench_network_all_to_all(out, quick, "spray"); }
+void bench_network_all_to_all_ecmp(Figures& out, bool quick) { bench_network_all_to_all(out, quick, "ecmp"); }
 
 void bench_network_hierarchical(Figures& out, bool quick) {
   models::CollectiveSpec spec;

@@ -23,7 +23,8 @@ struct GroupSpec {
 const std::vector<GroupSpec> kGroups = {
     {"engine", orrery::bench::bench_engine, 600},
     {"executor", orrery::bench::bench_executor, 600},
-    {"network.all_to_all", orrery::bench::bench_network_all_to_all, 120},
+    {"network.all_to_all.spray", orrery::bench::bench_network_all_to_all_spray, 300},
+    {"network.all_to_all.ecmp", orrery::bench::bench_network_all_to_all_ecmp, 120},
     {"network.hierarchical", orrery::bench::bench_network_hierarchical, 300},
 };
 

@@ -235,6 +235,7 @@ struct Fabric {
   double oversubscription;     // leaf downlink bandwidth over uplink bandwidth
   std::int64_t planes;         // independent copies of the fabric; each NIC splits over them
   std::int64_t pod_leaves;     // fat-tree-3: leaves per pod
+  bool spray;                  // adaptive routing / packet spraying instead of per-flow ECMP
 };
 
 // Connects NICs (nics[server][i]) to a switched fabric.
@@ -245,7 +246,9 @@ void attach_fabric(Topology& t, const std::vector<std::vector<NodeIndex>>& nics,
   const sim::BytesPerSecond port = f.nic / static_cast<double>(f.planes);
   // Each leaf has leaf_down ports down; its uplinks carry leaf_down * port / oversubscription
   // in all, spread evenly over the spines it connects to.
-  const auto spines = std::max<std::int64_t>(1, std::llround(static_cast<double>(f.leaf_down) / f.oversubscription));
+  // With spraying (adaptive routing) every flow spreads evenly over all spines: for a fluid
+  // model that is one spine whose link from each leaf carries the leaf's whole uplink capacity.
+  const auto spines = f.spray ? std::int64_t{1} : std::max<std::int64_t>(1, std::llround(static_cast<double>(f.leaf_down) / f.oversubscription));
   const sim::BytesPerSecond uplink = port * (static_cast<double>(f.leaf_down) / (f.oversubscription * static_cast<double>(spines)));
 
   for (std::int64_t p = 0; p < f.planes; ++p) {
@@ -337,8 +340,17 @@ std::int64_t positive(const sim::Params& p, std::string_view name, const BuildCo
 }
 
 Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
+  const std::string routing = p.get_string("routing");
+  if (routing != "ecmp" && routing != "spray") {
+    throw InputError(std::string(at.source), fmt::format("{} parameter routing", at.where),
+                     fmt::format("unknown routing {}{}; valid: ecmp, spray", quote(routing), sim::did_you_mean(routing, {"ecmp", "spray"})));
+  }
   Fabric f{p.get_string("fabric"), bandwidth_param(p, "nic", at), positive(p, "leaf_ports", at),
-           p.get_number("oversubscription"), positive(p, "planes", at), positive(p, "pod_leaves", at)};
+           p.get_number("oversubscription"), positive(p, "planes", at), positive(p, "pod_leaves", at), routing == "spray"};
+  if (f.spray && f.kind == "fat-tree-3") {
+    throw InputError(std::string(at.source), fmt::format("{} parameter routing", at.where),
+                     "spray is modelled for two-level fabrics (rail, fat-tree); use ecmp with fat-tree-3");
+  }
   if (f.kind != "rail" && f.kind != "fat-tree" && f.kind != "fat-tree-3") {
     throw InputError(std::string(at.source), fmt::format("{} parameter fabric", at.where),
                      fmt::format("unknown fabric {}{}; valid: rail, fat-tree, fat-tree-3", quote(f.kind),
@@ -359,6 +371,8 @@ std::vector<sim::ParamSpec> fabric_specs() {
       {"oversubscription", sim::ParamType::number, 1.0, "leaf downlink over uplink bandwidth (1 = non-blocking)"},
       {"planes", sim::ParamType::integer, std::int64_t{1}, "independent fabric planes; each NIC splits its bandwidth over them"},
       {"pod_leaves", sim::ParamType::integer, std::int64_t{8}, "fat-tree-3: leaves per pod"},
+      {"routing", sim::ParamType::string, std::string("ecmp"),
+       "ecmp (per-flow hash over equal-cost spines) or spray (adaptive routing: flows spread evenly)"},
   };
 }
 

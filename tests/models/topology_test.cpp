@@ -77,6 +77,21 @@ TEST_CASE("fat-tree oversubscription sets the uplink bandwidth") {
   CHECK(up == doctest::Approx(8 * 50e9));
 }
 
+// Spraying spreads every flow evenly over the spines: as one spine carrying each leaf's whole
+// uplink capacity. Per-flow ECMP instead hashes each flow onto one of the 32 spines.
+TEST_CASE("spray routing aggregates the spine tier") {
+  const Topology t = build_topology("dgx-h100:nodes=64,routing=spray");
+  std::size_t spines = 0;
+  for (const TopoNode& n : t.nodes()) spines += n.kind == NodeKind::spine ? 1 : 0;
+  CHECK(spines == 1);
+  const NodeIndex leaf = node(t, "su0.rail0");
+  for (const LinkIndex l : t.out_links(leaf)) {
+    if (t.node(t.link(l).to).kind == NodeKind::spine) CHECK(t.link(l).bandwidth.value() == doctest::Approx(32 * 50e9));
+  }
+  CHECK(error_of("dgx-h100:nodes=64,routing=sprya").find("did you mean \"spray\"?") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=64,routing=spray,fabric=fat-tree-3").find("two-level") != std::string::npos);
+}
+
 TEST_CASE("three-level fat-tree routes across pods through a core switch") {
   const Topology t = build_topology("dgx-h100:nodes=8,fabric=fat-tree-3,leaf_ports=8,pod_leaves=2");
   // 64 NICs, 8 leaves, 4 pods of 2 leaves.
