@@ -41,8 +41,9 @@ demo: build
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# Benchmarks always use the optimised, unsanitised build.
+# Benchmarks always use the optimised, unsanitised build, with the bench-only packages.
 bench:
+	@bash scripts/install-deps.sh --bench
 	@$(MAKE) --no-print-directory build SANITIZE=0 BUILD_DIR=build
 	@mkdir -p build/bench
 	build/bin/orrery_bench --out build/bench/results.json

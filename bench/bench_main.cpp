@@ -7,6 +7,7 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,8 +18,8 @@ namespace {
 using Group = void (*)(orrery::bench::Figures&, bool);
 struct GroupSpec {
   std::string name;
-  Group run;
-  int budget_s;  // wall-clock limit of its child process
+  Group run;         // null: an external program beside orrery_bench, named orrery_bench_<name>
+  int budget_s;      // wall-clock limit of its child process
 };
 const std::vector<GroupSpec> kGroups = {
     {"engine", orrery::bench::bench_engine, 600},
@@ -26,6 +27,7 @@ const std::vector<GroupSpec> kGroups = {
     {"network.all_to_all.spray", orrery::bench::bench_network_all_to_all_spray, 300},
     {"network.all_to_all.ecmp", orrery::bench::bench_network_all_to_all_ecmp, 120},
     {"network.hierarchical", orrery::bench::bench_network_hierarchical, 300},
+    {"simgrid", nullptr, 600},
 };
 
 // Figures written by a child run: lines of `  "name": value`.
@@ -61,15 +63,24 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> units;
   for (const auto& [name, group, budget_s] : kGroups) {
     if (!only.empty() && !name.starts_with(only)) continue;
-    if (in_process || !only.empty()) {
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::string program = fmt::format("\"{}\" --only {}", self, name);
+    if (group == nullptr) {
+      const auto external = std::filesystem::path(self).parent_path() / ("orrery_bench_" + name);
+      if (!std::filesystem::exists(external)) {
+        fmt::print(stderr, "orrery_bench: skipping {}: {} was not built (needs libsimgrid-dev; `make bench` installs it)\n", name,
+                   external.string());
+        continue;
+      }
+      program = fmt::format("\"{}\" --log=root.thres:critical", external.string());
+    } else if (in_process || !only.empty()) {
       group(figures, quick);
       continue;
     }
     // A child process per group: its peak RSS is that group's alone.
-    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const std::string part = out_path + "." + name + ".part";
-    const std::string command = fmt::format("timeout {} \"{}\" --only {} --out \"{}\" --units-out \"{}.units\"{} > \"{}.log\"", budget_s,
-                                            self, name, part, part, quick ? " --quick" : "", part);
+    const std::string command = fmt::format("timeout {} {} --out \"{}\" --units-out \"{}.units\"{} > \"{}.log\" 2>&1", budget_s, program,
+                                            part, part, quick ? " --quick" : "", part);
     const int status = std::system(command.c_str());
     if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
       // Over its budget: say so, as a figure, rather than hang or drop it.
@@ -100,7 +111,9 @@ int main(int argc, char** argv) {
   for (const auto& f : figures) width = std::max(width, f.name.size());
   fmt::print("{:<{}}  {:>14}  {}\n", "benchmark", width, "value", "unit");
   for (const auto& f : figures) {
-    const std::string value = f.value >= 1e4 ? fmt::format("{:.4g}", f.value) : fmt::format("{:.3f}", f.value);
+    const double magnitude = std::fabs(f.value);
+    const std::string value = magnitude >= 1e4 || (magnitude > 0 && magnitude < 1e-2) ? fmt::format("{:.4g}", f.value)
+                                                                                        : fmt::format("{:.3f}", f.value);
     fmt::print("{:<{}}  {:>14}  {}\n", f.name, width, value, f.unit);
   }
 

@@ -3,12 +3,17 @@
 # Works as root or through sudo; does nothing (and needs neither) when all are present.
 #   scripts/install-deps.sh            # install what is missing
 #   scripts/install-deps.sh --check    # list what is missing, exit 1 if anything is
+#   scripts/install-deps.sh --bench    # also the bench-only packages (SimGrid, for `make bench`)
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev libeigen3-dev doctest-dev
 )
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libsimgrid-dev pkg-config)
+  shift
+fi
 
 missing=()
 for p in "${packages[@]}"; do
