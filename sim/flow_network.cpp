@@ -109,6 +109,7 @@ void FlowNetwork::activate(std::uint32_t f) {
     return;
   }
   state_[f] = State::sharing;
+  arrivals_ = true;
   const std::uint32_t begin = route_begin_[f];
   for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
     const std::uint32_t l = index_of(route_pool_[begin + i]);
@@ -144,6 +145,9 @@ void FlowNetwork::detach(std::uint32_t f) {
 
 void FlowNetwork::complete(std::uint32_t f) {
   if (state_[f] == State::sharing) {
+    const double level = rate_[f] / weight_[f];
+    departure_floor_ = departures_ ? std::min(departure_floor_, level) : level;
+    departures_ = true;
     detach(f);
     request_solve();
   }
@@ -180,8 +184,22 @@ void FlowNetwork::solve() {
   const std::uint64_t in_component = 2 * solve_epoch_;
   const std::uint64_t frozen = in_component + 1;
 
-  // The affected part: every link and flow connected to a changed link through shared flows.
-  // Flows outside it keep their rates: max-min shares depend only on their component.
+  // When flows only left, the flows whose level (rate / weight) is below the lowest level of
+  // those that left keep their rates: in progressive filling every link a departed flow
+  // crossed saturated at or above its level, so nothing that froze below it can change. Only
+  // flows at or above that floor are re-solved, with the others' rates held on their links,
+  // and changes do not propagate through the held flows. An arrival re-solves everything
+  // connected to it (its level is not known in advance).
+  // The floor is lowered by a millionth: a flow that shared the departed flow's bottleneck has
+  // level (w x level) / w, which rounding can put a hair below it; re-solving a flow that did
+  // not need it is only work, never an error.
+  const double floor = (arrivals_ || !departures_ || always_full_) ? 0.0 : departure_floor_ * (1 - 1e-6);
+  arrivals_ = false;
+  departures_ = false;
+  const auto held = [&](std::uint32_t f) { return rate_[f] / weight_[f] < floor; };
+
+  // The affected part: every link and flow connected to a changed link through shared flows
+  // (that are not held). Flows outside it keep their rates.
   component_links_.clear();
   component_flows_.clear();
   for (const std::uint32_t l : dirty_links_) {
@@ -195,7 +213,7 @@ void FlowNetwork::solve() {
   for (std::size_t next = 0; next < component_links_.size(); ++next) {
     const std::uint32_t l = component_links_[next];
     for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] >= in_component) continue;
+      if (flow_mark_[f] >= in_component || held(f)) continue;
       flow_mark_[f] = in_component;
       component_flows_.push_back(f);
       const std::uint32_t begin = route_begin_[f];
@@ -219,14 +237,22 @@ void FlowNetwork::solve() {
     return a.level > b.level || (a.level == b.level && a.link > b.link);
   };
   for (const std::uint32_t l : component_links_) {
-    double w = 0;
-    for (const std::uint32_t f : on_link_[l]) w += weight_[f];
+    double w = 0, held_rate = 0;
+    std::uint32_t count = 0;
+    for (const std::uint32_t f : on_link_[l]) {
+      if (flow_mark_[f] >= in_component) {
+        w += weight_[f];
+        ++count;
+      } else {
+        held_rate += rate_[f];
+      }
+    }
     solve_work_ += on_link_[l].size();
-    residual_[l] = capacity_[l];
+    residual_[l] = capacity_[l] - held_rate;
     weight_left_[l] = w;
-    unfrozen_[l] = static_cast<std::uint32_t>(on_link_[l].size());
+    unfrozen_[l] = count;
     if (unfrozen_[l] == 0) continue;
-    level_[l] = capacity_[l] / w;
+    level_[l] = std::max(residual_[l], 0.0) / w;
     heap_.push_back({level_[l], l});
   }
   std::make_heap(heap_.begin(), heap_.end(), later);
@@ -240,7 +266,7 @@ void FlowNetwork::solve() {
     // lose capacity and weight. Each touched link gets one new key per round, not one per flow.
     touched_.clear();
     for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] == frozen) continue;
+      if (flow_mark_[f] != in_component) continue;  // frozen already, or held outside the solve
       flow_mark_[f] = frozen;
       const double r = weight_[f] * top.level;
       new_rate_[f] = r;

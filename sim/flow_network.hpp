@@ -74,6 +74,9 @@ class FlowNetwork {
   // Re-solves run so far, and the flow-link incidences they visited (the work done).
   std::uint64_t solves() const { return solves_; }
   std::uint64_t solve_work() const { return solve_work_; }
+  // Testing only: re-solve whole components even when only flows left (the default re-solves
+  // just the flows at or above the lowest departing flow's level; see solve()).
+  void set_full_solves_for_testing(bool full) { always_full_ = full; }
 
  private:
   // latency: waiting out its latency; sharing: on its links; finishing: nothing to share
@@ -137,6 +140,10 @@ class FlowNetwork {
   std::vector<std::uint32_t> component_flows_;
   std::uint64_t solve_epoch_ = 0;
   bool solve_pending_ = false;
+  bool arrivals_ = false;          // a flow joined since the last solve
+  double departure_floor_ = 0;     // least level (rate/weight) of the flows that left since
+  bool departures_ = false;
+  bool always_full_ = false;
   std::uint64_t solves_ = 0;
   std::uint64_t solve_work_ = 0;
 };
