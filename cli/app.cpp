@@ -43,6 +43,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   coll_cmd->add_option("--trace", coll.trace_path, "Write link-utilisation counters as Chrome trace-event JSON");
   coll_cmd->add_option("--report", coll.report_path, "Write time_s, algbw_GBps, busbw_GBps and more as JSON");
 
+  TopologyOptions topo;
+  CLI::App* topo_cmd = app.add_subcommand("topology", "Summarise a topology (spec or .json); --save writes it as JSON to edit");
+  topo_cmd->add_option("--topology", topo.topology, "A spec \"kind:key=value,...\" or a topology .json file")->capture_default_str();
+  topo_cmd->add_option("--save", topo.save_path, "Write the topology as JSON (format: traces/README.md)");
+
   ValidateOptions validate;
   CLI::App* validate_cmd = app.add_subcommand(
       "validate-network", "Compare simulated collective bandwidth with published measurements (writes docs/validation.md)");
@@ -72,6 +77,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
     if (*validate_cmd) validate_network(validate, out);
+    if (*topo_cmd) topology(topo, out);
   }, err);
 }
 

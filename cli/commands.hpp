@@ -36,6 +36,14 @@ void collective(const CollectiveOptions& options, std::ostream& out);
 
 namespace orrery::cli {
 
+struct TopologyOptions {
+  std::string topology = "dgx-h100";
+  std::string save_path;  // write the topology as JSON; empty: summary only
+};
+
+// Summarises a topology (a spec or a .json file) and optionally saves it as JSON.
+void topology(const TopologyOptions& options, std::ostream& out);
+
 struct ValidateOptions {
   std::string data_dir = "../shared/data";
   std::string out_path;  // markdown table; empty: summary only

@@ -270,7 +270,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
     throw InputError("<command line>", "--ranks",
                      fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, t.gpus().size()));
   }
-  if (!(s.size.value() > 0)) throw InputError("<command line>", "--size", "expected a positive size");
+  if (!(s.size.value() > 0) && s.pair_bytes.empty()) throw InputError("<command line>", "--size", "expected a positive size");
   if (s.root < 0 || s.root >= n) throw InputError("<command line>", "--root", fmt::format("root {} is not a rank of 0..{}", s.root, n - 1));
   if (s.peer <= 0 || s.peer >= n) throw InputError("<command line>", "--peer", fmt::format("peer {} is not a rank of 1..{}", s.peer, n - 1));
   const Layout l = layout_of(t, n);
@@ -438,11 +438,20 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
     }
     case CollectiveAlgo::direct: {
       if (s.op == CollectiveOp::all_to_all) {
-        // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer.
-        const double piece = size / n;
+        // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer; all-to-allv
+        // takes each pair's bytes from the matrix.
+        const auto nn = static_cast<std::size_t>(n);
+        if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
+          throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
+        }
         for (int a = 0; a < n; ++a) {
           for (int z = 0; z < n; ++z) {
             if (a == z) continue;
+            const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(a) * nn + static_cast<std::size_t>(z)];
+            if (!(piece >= 0) || !std::isfinite(piece)) {
+              throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", a, z, piece));
+            }
+            if (piece == 0) continue;
             const NodeIndex src = l.ranks[static_cast<std::size_t>(a)], dst = l.ranks[static_cast<std::size_t>(z)];
             b.add(src, dst, piece, mix(9, src, dst), {});
           }
@@ -584,7 +593,18 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
   const CollectivePlan plan = plan_collective(t, spec);
   Runner runner(t, plan, e, record_link_loads);
   CollectiveResult r = runner.run();
-  r.algbw = spec.size.value() / r.time.to_seconds();
+  double size = spec.size.value();
+  if (!spec.pair_bytes.empty()) {
+    // All-to-allv: the busiest sender's bytes play the role of the per-rank buffer.
+    const auto n = static_cast<std::size_t>(plan.ranks);
+    size = 0;
+    for (std::size_t a = 0; a < n; ++a) {
+      double row = 0;
+      for (std::size_t z = 0; z < n; ++z) row += a == z ? 0 : spec.pair_bytes[a * n + z];
+      size = std::max(size, row * static_cast<double>(n) / static_cast<double>(n - 1));
+    }
+  }
+  r.algbw = size / r.time.to_seconds();
   r.busbw = r.algbw * bus_factor(spec.op, plan.ranks);
   return r;
 }

@@ -52,6 +52,9 @@ struct CollectiveSpec {
   int chunks = 1;      // pipeline depth: each step's data in this many pieces
   int root = 0;        // broadcast and reduce
   int peer = 1;        // send/recv: rank 0 sends to this rank
+  // All-to-allv: bytes from rank a to rank b at [a * ranks + b] (the diagonal is ignored);
+  // empty for a uniform all-to-all. `size` is then the largest amount one rank sends.
+  std::vector<double> pair_bytes;
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.

@@ -92,12 +92,18 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond bandwi
 
 LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
                             sim::Duration latency, LinkKind kind) {
+  return connect(a, b, a_to_b, b_to_a, latency, latency, kind);
+}
+
+LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
+                            sim::Duration latency_a_to_b, sim::Duration latency_b_to_a, LinkKind kind) {
   ORRERY_CHECK(a < nodes_.size() && b < nodes_.size() && a != b, "bad link {} - {}", a, b);
+  ORRERY_CHECK(latency_a_to_b >= sim::Duration::zero() && latency_b_to_a >= sim::Duration::zero(), "negative latency");
   ORRERY_CHECK(a_to_b.value() > 0 && b_to_a.value() > 0, "link {} - {} has no bandwidth", nodes_[a].name,
                nodes_[b].name);
   const auto first = static_cast<LinkIndex>(links_.size());
-  links_.push_back(TopoLink{a, b, a_to_b, latency, kind});
-  links_.push_back(TopoLink{b, a, b_to_a, latency, kind});
+  links_.push_back(TopoLink{a, b, a_to_b, latency_a_to_b, kind});
+  links_.push_back(TopoLink{b, a, b_to_a, latency_b_to_a, kind});
   out_[a].push_back(first);
   out_[b].push_back(first + 1);
   cache_->to.clear();

@@ -55,9 +55,11 @@ class Topology {
   NodeIndex add_node(std::string name, NodeKind kind, std::int32_t server = -1, double nvls_efficiency = 0);
   // Two directed links, a->b then b->a; returns the first (the reverse is its index + 1).
   LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond bandwidth, sim::Duration latency, LinkKind kind);
-  // The same with a different bandwidth for b->a.
+  // The same with a different bandwidth (and latency) for b->a: each direction is its own resource.
   LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
                     sim::Duration latency, LinkKind kind);
+  LinkIndex connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b, sim::BytesPerSecond b_to_a,
+                    sim::Duration latency_a_to_b, sim::Duration latency_b_to_a, LinkKind kind);
 
   const std::vector<TopoNode>& nodes() const { return nodes_; }
   const std::vector<TopoLink>& links() const { return links_; }

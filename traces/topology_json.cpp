@@ -94,9 +94,11 @@ models::Topology read_topology(std::string_view json_text, const std::string& so
     const sim::BytesPerSecond back = reverse ? positive_bandwidth(*reverse) : bandwidth;
     const std::optional<JsonNode> latency = f.optional("latency");
     const sim::Duration lat = latency ? latency->as_duration() : sim::Duration::zero();
+    const std::optional<JsonNode> latency_reverse = f.optional("latency_reverse");
+    const sim::Duration lat_back = latency_reverse ? latency_reverse->as_duration() : lat;
     const models::LinkKind kind = parse_kind(f.required("kind"), kLinkKinds);
     f.finish();
-    t.connect(end[0], end[1], bandwidth, back, lat, kind);
+    t.connect(end[0], end[1], bandwidth, back, lat, lat_back, kind);
   }
 
   const std::vector<std::string> problems = t.problems();
@@ -134,6 +136,7 @@ std::string topology_json(const models::Topology& t) {
                                    {"bandwidth", fmt::format("{} B/s", ab.bandwidth.value())}};
     if (ba.bandwidth != ab.bandwidth) link["bandwidth_reverse"] = fmt::format("{} B/s", ba.bandwidth.value());
     link["latency"] = fmt::format("{} ns", ab.latency.ns());
+    if (ba.latency != ab.latency) link["latency_reverse"] = fmt::format("{} ns", ba.latency.ns());
     link["kind"] = std::string(models::to_string(ab.kind));
     out["links"].push_back(std::move(link));
   }

@@ -229,3 +229,18 @@ TEST_CASE("orrery collective rejects bad input with one line") {
   write("broken-topology.json", R"({"nodes": [{"name": "g", "kind": "gpu"}], "links": [{"between": ["g", "x"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})");
   CHECK(error_of({"--topology", "broken-topology.json"}).find("broken-topology.json:/links/0/between/1: unknown node \"x\"") != std::string::npos);
 }
+
+TEST_CASE("orrery topology summarises a fabric and saves it as JSON that loads back") {
+  const Result r = run({"topology", "--topology", "dgx-h100:nodes=2,fabric=fat-tree", "--save", "fabric.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("GPUs       16 on 2 servers") != std::string::npos);
+  const Result again = run({"topology", "--topology", "fabric.json"});
+  REQUIRE(again.code == 0);
+  // The same summary, but for the first line (the topology's name) and the "saved to" line.
+  const auto body = [](const std::string& text) {
+    const std::string rest = text.substr(text.find('\n') + 1);
+    return rest.substr(0, rest.find("saved to"));
+  };
+  CHECK(body(again.out) == body(r.out));
+  CHECK(run({"topology", "--topology", "no-such.json"}).code == 1);
+}

@@ -137,3 +137,19 @@ TEST_CASE("a collective is deterministic") {
   const auto s = spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, 1e8);
   CHECK(run_collective(t, s).time == run_collective(t, s).time);
 }
+
+// All-to-allv: per-pair sizes. One busy sender is limited by its own NVLink port.
+TEST_CASE("all-to-allv moves each pair's bytes") {
+  const Topology t = build_topology("dgx-h100");
+  const double b = 450e9 * LinkEfficiency{}.nvlink;
+  auto s = spec(CollectiveOp::all_to_all, CollectiveAlgo::direct, 0);
+  s.pair_bytes.assign(64, 0.0);
+  for (int z = 1; z < 8; ++z) s.pair_bytes[static_cast<std::size_t>(z)] = 1e9;  // rank 0 sends 1 GB to everyone
+  s.pair_bytes[3 * 8 + 4] = 2e9;                                                 // and rank 3 sends 2 GB to rank 4
+  const CollectiveResult r = run_collective(t, s);
+  CHECK(r.flows == 8);
+  // Rank 0's port carries 7 GB; rank 4's downlink carries 1 + 2 GB, shared with rank 0's flow.
+  CHECK(r.time.to_seconds() == doctest::Approx(500e-9 + 7e9 / b).epsilon(1e-6));
+  s.pair_bytes.resize(10);
+  CHECK_THROWS_AS(run_collective(t, s), sim::InputError);
+}

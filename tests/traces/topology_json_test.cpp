@@ -25,7 +25,8 @@ constexpr std::string_view kGood = R"({
   ],
   "links": [
     {"between": ["g0", "sw"], "bandwidth": "450 GB/s", "latency": "250 ns", "kind": "nvlink"},
-    {"between": ["g1", "sw"], "bandwidth": "450 GB/s", "bandwidth_reverse": "400 GB/s", "kind": "nvlink"}
+    {"between": ["g1", "sw"], "bandwidth": "450 GB/s", "bandwidth_reverse": "400 GB/s", "latency": "1 us",
+     "latency_reverse": "2 us", "kind": "nvlink"}
   ]
 })";
 }  // namespace
@@ -37,6 +38,9 @@ TEST_CASE("a topology file loads, and saving it loads back the same fabric") {
   CHECK(t.link(0).bandwidth.value() == 450e9);
   CHECK(t.link(3).bandwidth.value() == 400e9);  // sw -> g1
   CHECK(t.link(0).latency.ns() == 250);
+  CHECK(t.link(2).latency.ns() == 1000);  // g1 -> sw
+  CHECK(t.link(3).latency.ns() == 2000);  // sw -> g1: each direction its own latency
+  CHECK(traces::read_topology(traces::topology_json(t), "again.json").link(3).latency.ns() == 2000);
   CHECK(t.route(0, 1, 0).size() == 2);
 
   const models::Topology built = models::build_topology("dgx-h100:nodes=2,planes=2");
