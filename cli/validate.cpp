@@ -129,7 +129,7 @@ void gtc(const std::string& dir, std::vector<Row>& rows, std::vector<Skipped>& s
       continue;
     }
     const int ranks = t.at(r, "num_gpus").empty() ? m->ranks : static_cast<int>(t.number(r, "num_gpus"));
-    rows.push_back({where(t, r), system, std::string(m->topology), CollectiveOp::all_reduce, m->algo, std::max(ranks, m->ranks == 2 ? 2 : ranks),
+    rows.push_back({where(t, r), system, std::string(m->topology), CollectiveOp::all_reduce, m->algo, ranks,
                     8 * kGiB, false, t.number(r, "allreduce_busbw_GBps"), "prediction", "slide peak; simulated at 8 GiB"});
   }
 }

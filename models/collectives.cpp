@@ -111,25 +111,26 @@ Layout layout_of(const Topology& t, int n) {
 class PlanBuilder {
  public:
   explicit PlanBuilder(CollectivePlan& plan) : plan_(plan) {}
+  // A transfer after `deps` (kNone entries are ignored); returns its id.
   std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, std::initializer_list<std::uint32_t> deps,
                     bool nvls = false) {
+    return add(src, dst, bytes, hash, deps.begin(), deps.end(), nvls);
+  }
+  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::vector<std::uint32_t>& deps,
+                    bool nvls = false) {
+    return add(src, dst, bytes, hash, deps.data(), deps.data() + deps.size(), nvls);
+  }
+
+ private:
+  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::uint32_t* first,
+                    const std::uint32_t* last, bool nvls) {
     const auto begin = static_cast<std::uint32_t>(plan_.deps.size());
-    for (const std::uint32_t d : deps) {
-      if (d != kNone) plan_.deps.push_back(d);
+    for (; first != last; ++first) {
+      if (*first != kNone) plan_.deps.push_back(*first);
     }
     plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
     return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
   }
-  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::vector<std::uint32_t>& deps) {
-    const auto begin = static_cast<std::uint32_t>(plan_.deps.size());
-    for (const std::uint32_t d : deps) {
-      if (d != kNone) plan_.deps.push_back(d);
-    }
-    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, false, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
-    return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
-  }
-
- private:
   CollectivePlan& plan_;
 };
 
@@ -430,8 +431,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
         }
         for (int r = 0; r < n; ++r) {
           const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
-          const std::uint32_t id = b.add(sw, g, piece, mix(8, sw, g), ups);
-          plan.transfers[id].nvls = true;
+          b.add(sw, g, piece, mix(8, sw, g), ups, true);
         }
       }
       break;
