@@ -4,11 +4,13 @@
 #include "sim/unit_parse.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/csv.hpp"
 #include "traces/report.hpp"
 #include "traces/topology_json.hpp"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ostream>
 
 namespace orrery::cli {
@@ -26,6 +28,27 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   spec.peer = o.peer;
   if (spec.channels < 0) throw sim::InputError("<command line>", "--channels", "expected 0 (automatic) or more");
   if (spec.chunks < 1) throw sim::InputError("<command line>", "--chunks", "expected 1 or more");
+  if (!o.alltoallv_path.empty()) {
+    if (spec.op != models::CollectiveOp::all_to_all) {
+      throw sim::InputError("<command line>", "--alltoallv", "per-pair sizes need --op all-to-all");
+    }
+    const traces::CsvTable csv = traces::read_csv_file(o.alltoallv_path);
+    const auto n = static_cast<std::size_t>(spec.ranks > 0 ? spec.ranks : static_cast<int>(topology.gpus().size()));
+    spec.pair_bytes.assign(n * n, 0.0);
+    for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+      const std::string where = fmt::format("line {}", csv.lines[r]);
+      const auto rank = [&](std::string_view column) {
+        const double v = csv.number(r, column);
+        if (v < 0 || v >= static_cast<double>(n) || v != std::floor(v)) {
+          throw sim::InputError(csv.source, where, fmt::format("{} {} is not a rank of 0..{}", column, csv.at(r, column), n - 1));
+        }
+        return static_cast<std::size_t>(v);
+      };
+      const std::size_t from = rank("from"), to = rank("to");
+      if (from == to) throw sim::InputError(csv.source, where, fmt::format("from and to are both rank {}; expected two ranks", from));
+      spec.pair_bytes[from * n + to] += sim::parse_bytes(csv.at(r, "bytes"), {csv.source, where}).value();
+    }
+  }
 
   const bool counters = !o.trace_path.empty();
   const models::CollectiveResult r = models::run_collective(topology, spec, {}, counters);

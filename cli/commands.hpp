@@ -26,6 +26,7 @@ struct CollectiveOptions {
   int chunks = 1;
   int root = 0;
   int peer = 1;
+  std::string alltoallv_path;  // CSV of from,to,bytes rows: all-to-allv
   std::string trace_path;
   std::string report_path;
 };

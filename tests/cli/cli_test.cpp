@@ -244,3 +244,17 @@ TEST_CASE("orrery topology summarises a fabric and saves it as JSON that loads b
   CHECK(body(again.out) == body(r.out));
   CHECK(run({"topology", "--topology", "no-such.json"}).code == 1);
 }
+
+TEST_CASE("orrery collective --alltoallv reads per-pair sizes, with line-precise errors") {
+  write("pairs.csv", "from,to,bytes\n0,1,1GB\n0,2,1GB\n3,4,2GB\n");
+  const Result r = run({"collective", "--op", "all-to-all", "--algo", "direct", "--alltoallv", "pairs.csv", "--report", "v.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("flows      3 ") != std::string::npos);
+  write("bad-pairs.csv", "from,to,bytes\n0,1,1GB\n0,9,1GB\n");
+  const Result bad = run({"collective", "--op", "all-to-all", "--algo", "direct", "--alltoallv", "bad-pairs.csv"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("bad-pairs.csv:line 3: to 9 is not a rank of 0..7") != std::string::npos);
+  write("bad-size.csv", "from,to,bytes\n0,1,lots\n");
+  CHECK(run({"collective", "--op", "all-to-all", "--algo", "direct", "--alltoallv", "bad-size.csv"}).err.find("bad-size.csv:line 2: bad byte amount \"lots\"") !=
+        std::string::npos);
+}
