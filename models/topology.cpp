@@ -9,6 +9,7 @@
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -523,12 +524,20 @@ Topology build_topology(std::string_view spec, std::string_view source) {
 }
 
 std::string topology_help() {
+  // Each kind's own parameters, then the fabric parameters they all share, once.
+  std::vector<std::string> shared;
+  for (const sim::ParamSpec& p : fabric_specs()) shared.push_back(p.name);
+  const auto is_shared = [&](const std::string& name) { return std::find(shared.begin(), shared.end(), name) != shared.end(); };
   std::string out;
   for (const auto& [name, entry] : builders().entries()) {
     out += fmt::format("  {:<10} {}\n", name, entry.description);
     for (const sim::ParamSpec& p : entry.params) {
-      out += fmt::format("      {}={} ({})\n", p.name, sim::to_string(p.default_value), p.description);
+      if (!is_shared(p.name)) out += fmt::format("      {}={} ({})\n", p.name, sim::to_string(p.default_value), p.description);
     }
+  }
+  out += "  fabric parameters of every kind (used with more than one server or domain):\n";
+  for (const sim::ParamSpec& p : fabric_specs()) {
+    out += fmt::format("      {}={} ({})\n", p.name, sim::to_string(p.default_value), p.description);
   }
   return out;
 }

@@ -258,3 +258,15 @@ TEST_CASE("orrery collective --alltoallv reads per-pair sizes, with line-precise
   CHECK(run({"collective", "--op", "all-to-all", "--algo", "direct", "--alltoallv", "bad-size.csv"}).err.find("bad-size.csv:line 2: bad byte amount \"lots\"") !=
         std::string::npos);
 }
+
+TEST_CASE("orrery collective reports are byte-identical across runs") {
+  const std::vector<std::string> args = {"collective", "--topology", "dgx-h100:nodes=2,fabric=fat-tree,oversubscription=2,leaf_ports=4",
+                                         "--op", "all-reduce", "--size", "64MiB"};
+  auto first = args, second = args;
+  first.insert(first.end(), {"--report", "det1.json", "--trace", "det1-trace.json"});
+  second.insert(second.end(), {"--report", "det2.json", "--trace", "det2-trace.json"});
+  REQUIRE(run(first).code == 0);
+  REQUIRE(run(second).code == 0);
+  CHECK(slurp("det1.json") == slurp("det2.json"));
+  CHECK(slurp("det1-trace.json") == slurp("det2-trace.json"));
+}
