@@ -196,7 +196,7 @@ void FlowNetwork::solve() {
   const double floor = (arrivals_ || !departures_ || always_full_) ? 0.0 : departure_floor_ * (1 - 1e-6);
   arrivals_ = false;
   departures_ = false;
-  const auto held = [&](std::uint32_t f) { return rate_[f] / weight_[f] < floor; };
+  const auto held = [&](std::uint32_t f) { return rate_[f] < floor * weight_[f]; };
 
   // The affected part: every link and flow connected to a changed link through shared flows
   // (that are not held). Flows outside it keep their rates.
@@ -210,10 +210,20 @@ void FlowNetwork::solve() {
     }
   }
   dirty_links_.clear();
+  // One pass over each link's flows gathers what the filling needs: the rate of the held flows
+  // (their capacity is taken), and the weight and count of the others (all in the component).
   for (std::size_t next = 0; next < component_links_.size(); ++next) {
     const std::uint32_t l = component_links_[next];
+    double weight = 0, held_rate = 0;
+    std::uint32_t count = 0;
     for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] >= in_component || held(f)) continue;
+      if (held(f)) {
+        held_rate += rate_[f];
+        continue;
+      }
+      weight += weight_[f];
+      ++count;
+      if (flow_mark_[f] >= in_component) continue;
       flow_mark_[f] = in_component;
       component_flows_.push_back(f);
       const std::uint32_t begin = route_begin_[f];
@@ -225,6 +235,10 @@ void FlowNetwork::solve() {
         }
       }
     }
+    solve_work_ += on_link_[l].size();
+    residual_[l] = capacity_[l] - held_rate;
+    weight_left_[l] = weight;
+    unfrozen_[l] = count;
   }
 
   // Weighted progressive filling. A link's level is the rate per unit weight its unfrozen
@@ -237,22 +251,8 @@ void FlowNetwork::solve() {
     return a.level > b.level || (a.level == b.level && a.link > b.link);
   };
   for (const std::uint32_t l : component_links_) {
-    double w = 0, held_rate = 0;
-    std::uint32_t count = 0;
-    for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] >= in_component) {
-        w += weight_[f];
-        ++count;
-      } else {
-        held_rate += rate_[f];
-      }
-    }
-    solve_work_ += on_link_[l].size();
-    residual_[l] = capacity_[l] - held_rate;
-    weight_left_[l] = w;
-    unfrozen_[l] = count;
     if (unfrozen_[l] == 0) continue;
-    level_[l] = std::max(residual_[l], 0.0) / w;
+    level_[l] = std::max(residual_[l], 0.0) / weight_left_[l];
     heap_.push_back({level_[l], l});
   }
   std::make_heap(heap_.begin(), heap_.end(), later);
