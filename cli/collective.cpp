@@ -62,7 +62,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   out << fmt::format("busbw      {:.2f} GB/s\n", r.busbw / 1e9);
   out << fmt::format("alpha-beta {} ({:+.1f}% vs simulated)\n", sim::to_string(estimate),
                      100.0 * (static_cast<double>(estimate.ns()) / static_cast<double>(r.time.ns()) - 1.0));
-  out << fmt::format("flows      {} ({} re-solves, {} events)\n", r.flows, r.solves, r.events);
+  out << fmt::format("flows      {} ({} re-solves visiting {} flow-links, {} events)\n", r.flows, r.solves, r.solve_work, r.events);
 
   if (counters) {
     // Link utilisation as trace-event counters, one track per link that carried traffic.
@@ -96,6 +96,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     report.set("/alpha_beta_s", estimate.to_seconds());
     report.set("/flows", static_cast<std::int64_t>(r.flows));
     report.set("/solves", static_cast<std::int64_t>(r.solves));
+    report.set("/solve_work", static_cast<std::int64_t>(r.solve_work));
     report.set("/events", static_cast<std::int64_t>(r.events));
     report.write(o.report_path);
   }

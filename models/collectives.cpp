@@ -528,6 +528,7 @@ class Runner : public sim::FlowObserver {
     r.time = engine_.now().since_start();
     r.flows = net_.flows_started();
     r.solves = net_.solves();
+    r.solve_work = net_.solve_work();
     r.events = engine_.events_processed();
     r.ranks = plan_.ranks;
     r.channels = plan_.channels;

@@ -91,6 +91,7 @@ struct CollectiveResult {
   double busbw = 0;
   std::uint64_t flows = 0;
   std::uint64_t solves = 0;
+  std::uint64_t solve_work = 0;  // flow-link incidences the re-solves visited
   std::uint64_t events = 0;
   int ranks = 0;
   int channels = 0;
