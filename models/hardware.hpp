@@ -1,0 +1,68 @@
+// Hardware catalog: the GPUs Orrery knows, with peak dense FLOP/s per data type, HBM capacity
+// and bandwidth, SM count and NVLink bandwidth. Every built-in number cites its source in
+// hardware.cpp; users add or override GPUs in JSON (traces/hardware_json.hpp).
+//   const HardwareCatalog catalog = HardwareCatalog::builtin();
+//   const GpuSpec& h100 = catalog.gpu("H100");            // case-insensitive, aliases allowed
+//   sim::FlopsPerSecond peak = h100.peak(DType::bf16);     // 989e12
+#pragma once
+
+#include "sim/units.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::models {
+
+// Data types a kernel computes in. tf32 is fp32 storage with tensor-core math.
+enum class DType : std::uint8_t { fp32, tf32, bf16, fp16, fp8 };
+inline constexpr std::size_t kDTypeCount = 5;
+inline constexpr std::array<DType, kDTypeCount> kAllDTypes = {DType::fp32, DType::tf32, DType::bf16, DType::fp16,
+                                                               DType::fp8};
+std::string_view to_string(DType);
+std::optional<DType> parse_dtype(std::string_view);  // "bf16", "fp8", ...
+std::vector<std::string> dtype_names();
+// Bytes of one element as stored in memory (tf32 is stored as fp32).
+double element_bytes(DType);
+
+struct GpuSpec {
+  std::string name;                       // canonical, e.g. "H100"
+  std::vector<std::string> aliases;       // other names it answers to, e.g. "H100-SXM"
+  std::array<double, kDTypeCount> peak_flops{};  // dense FLOP/s per DType; 0 = not supported
+  double hbm_bytes = 0;
+  double hbm_bandwidth = 0;               // bytes/s
+  int sm_count = 0;                       // streaming multiprocessors (compute units on AMD)
+  std::string interconnect;               // "nvlink", "xgmi" (AMD Infinity Fabric), or "" for none
+  int nvlink_generation = 0;              // 0 when the GPU has no NVLink
+  double nvlink_bandwidth = 0;            // per GPU, per direction, bytes/s
+  std::string source;                     // where the numbers come from
+
+  bool supports(DType t) const { return peak_flops[static_cast<std::size_t>(t)] > 0; }
+  sim::FlopsPerSecond peak(DType t) const { return sim::FlopsPerSecond(peak_flops[static_cast<std::size_t>(t)]); }
+  sim::Bytes hbm() const { return sim::Bytes(hbm_bytes); }
+  sim::BytesPerSecond memory_bandwidth() const { return sim::BytesPerSecond(hbm_bandwidth); }
+};
+
+class HardwareCatalog {
+ public:
+  // The built-in GPUs: A100-40GB, A100-80GB, H100, H200, B200, GB200, MI300X.
+  static const HardwareCatalog& builtin();
+
+  // Case-insensitive lookup by name or alias; nullptr when absent.
+  const GpuSpec* find(std::string_view name) const;
+  // As find(), but an unknown name throws InputError(source, where) with "did you mean".
+  const GpuSpec& gpu(std::string_view name, std::string_view source = "<input>", std::string_view where = "") const;
+  // Adds a GPU, or replaces the one with the same name (or alias).
+  void add_or_replace(GpuSpec spec);
+  std::span<const GpuSpec> gpus() const { return gpus_; }
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<GpuSpec> gpus_;
+};
+
+}  // namespace orrery::models
