@@ -50,11 +50,43 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   topo_cmd->add_option("--topology", topo.topology, "A spec \"kind:key=value,...\" or a topology .json file")->capture_default_str();
   topo_cmd->add_option("--save", topo.save_path, "Write the topology as JSON (format: traces/README.md)");
 
-  ValidateOptions validate;
+  ValidateOptions validate_options;
   CLI::App* validate_cmd = app.add_subcommand(
-      "validate-network", "Compare simulated collective bandwidth with published measurements (writes docs/validation.md)");
-  validate_cmd->add_option("--data", validate.data_dir, "The shared data folder")->capture_default_str();
-  validate_cmd->add_option("--out", validate.out_path, "Write the comparison table as markdown");
+      "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
+  validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
+  validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
+  validate_cmd->add_option("--only", validate_options.only, "network or kernels (default: both)");
+
+  GpusOptions gpus_options;
+  CLI::App* gpus_cmd = app.add_subcommand("gpus", "List the GPU catalog: peak FLOP/s per dtype, HBM, SMs, NVLink, sources");
+  gpus_cmd->add_option("--gpus", gpus_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs (traces/README.md)");
+
+  CostOptions cost_options;
+  CLI::App* cost_cmd = app.add_subcommand("cost", "Cost kernels on a GPU with the roofline or a calibrated model");
+  cost_cmd->add_option("--gpu", cost_options.gpu, "GPU name from `orrery gpus`")->capture_default_str();
+  cost_cmd->add_option("--kernel", cost_options.kernels,
+                       "kind:key=value,... (repeatable), e.g. gemm:m=8192,n=8192,k=8192,dtype=bf16;\n"
+                       "attention_fwd:seqlen=4096,batch=2,heads=32,kv_heads=8,head_dim=128,causal=1;\n"
+                       "attention_bwd:docs=4096/512/100,...; norm:bytes=64MB; optimizer:params=1e9")
+      ->required();
+  cost_cmd->add_option("--calibration", cost_options.calibration_path, "Cost curves from `orrery calibrate fit`");
+  cost_cmd->add_option("--gpus", cost_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
+  cost_cmd->add_option("--report", cost_options.report_path, "Write each kernel's time, FLOPs, bytes and the counters as JSON");
+
+  CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "Measure kernels (CPU harness) and fit cost curves");
+  calibrate_cmd->require_subcommand(1);
+  CalibrateMeasureOptions measure_options;
+  CLI::App* measure_cmd = calibrate_cmd->add_subcommand("measure", "Run the CPU harness and write a profile");
+  measure_cmd->add_option("--device", measure_options.device, "cpu (the CUDA harness is build/bin/orrery-calibrate-cuda)")
+      ->capture_default_str();
+  measure_cmd->add_flag("--quick", measure_options.quick, "A small grid (seconds)");
+  measure_cmd->add_option("--repetitions", measure_options.repetitions, "Timed runs per point")->capture_default_str();
+  measure_cmd->add_option("--seed", measure_options.seed, "Seed of the random inputs")->capture_default_str();
+  measure_cmd->add_option("-o,--out", measure_options.out_path, "Profile JSON to write")->required();
+  CalibrateFitOptions fit_options;
+  CLI::App* fit_cmd = calibrate_cmd->add_subcommand("fit", "Fit cost curves to a profile; print leave-one-out errors per kind");
+  fit_cmd->add_option("profile", fit_options.profile_path, "Profile JSON (calibration/README.md)")->required();
+  fit_cmd->add_option("-o,--out", fit_options.out_path, "Curves JSON to write (scenarios load it as \"calibration\")");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -78,7 +110,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
-    if (*validate_cmd) validate_network(validate, out);
+    if (*validate_cmd) validate(validate_options, out);
+    if (*gpus_cmd) gpus(gpus_options, out);
+    if (*cost_cmd) cost(cost_options, out);
+    if (*measure_cmd) calibrate_measure(measure_options, out);
+    if (*fit_cmd) calibrate_fit(fit_options, out);
     if (*topo_cmd) topology(topo, out);
   }, err);
 }

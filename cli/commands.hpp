@@ -2,6 +2,7 @@
 // and throws sim::InputError for bad input.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -47,7 +48,8 @@ void topology(const TopologyOptions& options, std::ostream& out);
 
 struct ValidateOptions {
   std::string data_dir = "../shared/data";
-  std::string out_path;  // markdown table; empty: summary only
+  std::string out_path;  // markdown tables; empty: summary only
+  std::string only;      // "network", "kernels", or empty for both
 };
 
 struct ValidationSummary {
@@ -56,7 +58,66 @@ struct ValidationSummary {
   std::vector<std::string> misses;  // "file:line system" of the others
 };
 
-// Compares simulated collective bandwidth with the published measurements in data_dir.
-ValidationSummary validate_network(const ValidateOptions& options, std::ostream& out);
+// Compares simulated collective bandwidth with the published measurements in data_dir;
+// appends a markdown section.
+ValidationSummary validate_network(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+// Runs the network and kernel validations and writes docs/validation.md (--out).
+void validate(const ValidateOptions& options, std::ostream& out);
+
+}  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct GpusOptions {
+  std::string gpus_path;  // extra GPU catalog JSON; empty: built-ins only
+};
+
+// Lists the GPU catalog (built-ins plus --gpus) with its sources.
+void gpus(const GpusOptions& options, std::ostream& out);
+
+struct CostOptions {
+  std::string gpu = "H100";
+  std::vector<std::string> kernels;  // "kind:key=value,..." (models::parse_kernel)
+  std::string calibration_path;       // curves JSON; empty: roofline
+  std::string gpus_path;
+  std::string report_path;
+};
+
+// Costs kernels on a GPU with the roofline or calibrated model; prints time and throughput.
+void cost(const CostOptions& options, std::ostream& out);
+
+struct CalibrateMeasureOptions {
+  std::string device = "cpu";
+  bool quick = false;
+  int repetitions = 7;
+  std::uint64_t seed = 1;
+  std::string out_path;
+};
+
+// Runs the CPU harness and writes a profile (the CUDA harness is its own executable).
+void calibrate_measure(const CalibrateMeasureOptions& options, std::ostream& out);
+
+struct CalibrateFitOptions {
+  std::string profile_path;
+  std::string out_path;
+};
+
+// Fits cost curves to a profile, prints each curve's leave-one-out errors, writes the curves.
+void calibrate_fit(const CalibrateFitOptions& options, std::ostream& out);
+
+struct KernelValidationSummary {
+  struct Table {
+    std::string name;     // "FlashAttention-2 fwd+bwd, A100 80GB SXM4"
+    int predictions = 0;  // rows not used for calibration
+    double mape = 0;      // over the predictions
+  };
+  std::vector<Table> tables;
+  double worst_calibration_error = 0;  // rows that set a parameter must be reproduced
+};
+
+// Compares the roofline cost model with published kernel measurements (FlashAttention
+// TFLOP/s vs sequence length; best-shape matmul TFLOP/s); appends a markdown section.
+KernelValidationSummary validate_kernels(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 }  // namespace orrery::cli

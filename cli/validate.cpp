@@ -158,17 +158,17 @@ void maintainers(const std::string& dir, std::vector<Row>& rows, std::vector<Ski
 
 }  // namespace
 
-ValidationSummary validate_network(const ValidateOptions& o, std::ostream& out) {
-  if (!std::filesystem::is_directory(o.data_dir + "/ml-engineering") || !std::filesystem::is_directory(o.data_dir + "/nccl-busbw")) {
-    throw sim::InputError(o.data_dir, "", "expected the shared data folder with ml-engineering/ and nccl-busbw/ (see ../shared/data)");
+ValidationSummary validate_network(const std::string& data_dir, std::string& md, std::ostream& out) {
+  if (!std::filesystem::is_directory(data_dir + "/ml-engineering") || !std::filesystem::is_directory(data_dir + "/nccl-busbw")) {
+    throw sim::InputError(data_dir, "", "expected the shared data folder with ml-engineering/ and nccl-busbw/ (see ../shared/data)");
   }
   std::vector<Row> rows;
   std::vector<Skipped> skipped;
-  h200_16gib(o.data_dir, rows);
-  nvls_sweep(o.data_dir, rows);
-  p6_b200(o.data_dir, rows);
-  gtc(o.data_dir, rows, skipped);
-  maintainers(o.data_dir, rows, skipped);
+  h200_16gib(data_dir, rows);
+  nvls_sweep(data_dir, rows);
+  p6_b200(data_dir, rows);
+  gtc(data_dir, rows, skipped);
+  maintainers(data_dir, rows, skipped);
 
   std::map<std::string, models::Topology> topologies;
   int held = 0, within = 0;
@@ -191,8 +191,7 @@ ValidationSummary validate_network(const ValidateOptions& o, std::ostream& out) 
     }
   }
 
-  std::string md = "# Network validation: simulated vs measured collective bandwidth\n\n";
-  md += "Produced by `build/bin/orrery validate-network --data ../shared/data --out docs/validation.md`; do not edit by hand.\n\n";
+  md += "## Network: simulated vs measured collective bandwidth\n\n";
   md += "Each row runs the collective on the named topology (`orrery collective --topology ... --op ... --algo ... --size ...`)\n"
         "with one efficiency factor per link type: NVLink 0.816, network (NIC) 0.94, PCIe 1.0, and one NVLS factor per\n"
         "NVSwitch generation (gen 3: 0.707, gen 4: 0.617). Each factor is set by the one row marked *calibration*;\n"
@@ -208,12 +207,11 @@ ValidationSummary validate_network(const ValidateOptions& o, std::ostream& out) 
                       row.algbw ? " (algbw)" : "", row.simulated, 100 * (row.simulated / row.measured - 1.0),
                       row.size < kGiB ? "latency-bound" : row.role, row.note);
   }
-  md += "\n## Not compared\n\n| source | measurement | why |\n|---|---|---|\n";
+  md += "\n### Not compared\n\n| source | measurement | why |\n|---|---|---|\n";
   for (const Skipped& s : skipped) md += fmt::format("| {} | {} | {} |\n", s.source, s.what, s.why);
-  if (!o.out_path.empty()) traces::write_file_atomically(o.out_path, md);
-  out << fmt::format("{} rows compared ({} skipped); predictions at >= 1 GiB: {} of {} within 10%, worst {:.1f}%\n", rows.size(), skipped.size(),
-                     within, held, 100 * worst);
-  if (!o.out_path.empty()) out << fmt::format("table written to {}\n", o.out_path);
+  md += "\n";
+  out << fmt::format("network: {} rows compared ({} skipped); predictions at >= 1 GiB: {} of {} within 10%, worst {:.1f}%\n", rows.size(),
+                     skipped.size(), within, held, 100 * worst);
   ValidationSummary summary;
   for (const Row& row : rows) {
     if (row.size >= kGiB && row.role == "prediction" && std::fabs(row.simulated / row.measured - 1.0) > 0.10) {
@@ -223,6 +221,21 @@ ValidationSummary validate_network(const ValidateOptions& o, std::ostream& out) 
   summary.held = held;
   summary.within = within;
   return summary;
+}
+
+void validate(const ValidateOptions& o, std::ostream& out) {
+  if (!o.only.empty() && o.only != "network" && o.only != "kernels") {
+    throw sim::InputError("<command line>", "--only", fmt::format("found {}, expected network or kernels", sim::quote(o.only)));
+  }
+  std::string md = "# Validation: simulated vs published measurements\n\n";
+  md += fmt::format("Produced by `build/bin/orrery validate --data ../shared/data --out docs/validation.md{}`; do not edit by hand.\n\n",
+                    o.only.empty() ? "" : " --only " + o.only);
+  if (o.only.empty() || o.only == "network") validate_network(o.data_dir, md, out);
+  if (o.only.empty() || o.only == "kernels") validate_kernels(o.data_dir, md, out);
+  if (!o.out_path.empty()) {
+    traces::write_file_atomically(o.out_path, md);
+    out << fmt::format("tables written to {}\n", o.out_path);
+  }
 }
 
 }  // namespace orrery::cli

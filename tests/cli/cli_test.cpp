@@ -179,21 +179,39 @@ TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
 // within 10% of the measurement, but one known miss. GB200 NVL72 NVLS on 32 GPUs: this model's
 // NVLS busbw grows with the rank count (algbw flat, bus factor 2(n-1)/n), the slide shows the
 // same ~850 GB/s as 8 GPUs; the multi-switch NVL72 reduction is not modelled yet.
-TEST_CASE("network validation against published NCCL measurements") {
+TEST_CASE("network and kernel validation against published measurements") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
-  if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw")) {
-    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw) is absent");
+  if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw") || !fs::is_directory(data + "/flashattention")) {
+    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention) is absent");
     return;
   }
   std::ostringstream out;
-  orrery::cli::ValidateOptions options;
-  options.data_dir = data;
-  options.out_path = "validation.md";
-  const auto summary = orrery::cli::validate_network(options, out);
+  std::string md;
+  const auto summary = orrery::cli::validate_network(data, md, out);
   CHECK(summary.held >= 40);
   REQUIRE(summary.misses.size() == 1);
   CHECK(summary.misses[0].find("GB200 NVL72 NVLink5 SHARP") != std::string::npos);
+
+  // Kernels: the rows that set a roofline parameter are reproduced, and the state-of-the-art
+  // kernels of each GPU are predicted within 10% on average.
+  const auto kernels = orrery::cli::validate_kernels(data, md, out);
+  CHECK(kernels.worst_calibration_error < 0.005);
+  const auto mape = [&](std::string_view table) {
+    for (const auto& t : kernels.tables) {
+      if (t.name == table) return t.mape;
+    }
+    FAIL("no table " << table);
+    return 1.0;
+  };
+  CHECK(mape("FlashAttention-2 fwd+bwd, A100 80GB SXM4") < 0.10);
+  CHECK(mape("FlashAttention-3 fwd, H100 80GB SXM5") < 0.10);
+  CHECK(mape("best-shape matmul (bf16)") > 0);
+
   // The committed table is what the command writes today.
+  orrery::cli::ValidateOptions options;
+  options.data_dir = data;
+  options.out_path = "validation.md";
+  orrery::cli::validate(options, out);
   CHECK(slurp("validation.md") == slurp(std::string(ORRERY_SOURCE_DIR) + "/docs/validation.md"));
 }
 

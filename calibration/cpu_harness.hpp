@@ -1,0 +1,28 @@
+// The CPU harness: the calibration pipeline with the CPU as the device, so that measure ->
+// fit -> simulate runs anywhere (CI included). It times, with the same discipline as the CUDA
+// harness (warm-up, median of repetitions, rotated input buffers, seeded random inputs):
+//  - gemm (fp32, Eigen), over an m x n x k grid;
+//  - elementwise (a copy) and norm (a layer norm over rows of 4096), over byte sizes;
+//  - attention_fwd (fp32 reference: softmax(QK^T / sqrt(d)) V per document and head), over
+//    tokens x sequence length.
+//   Profile p = measure_cpu({.quick = true});
+#pragma once
+
+#include "calibration/profile.hpp"
+
+#include <cstdint>
+
+namespace orrery::calibration {
+
+struct CpuHarnessOptions {
+  bool quick = false;    // a smaller grid (seconds, for tests)
+  int repetitions = 7;   // timed runs per point, after one warm-up run
+  std::uint64_t seed = 1;
+};
+
+Profile measure_cpu(const CpuHarnessOptions& options);
+// Times one kernel; throws InputError for kinds or dtypes the CPU harness does not run.
+Measurement measure_cpu_kernel(const models::Kernel& kernel, int repetitions, std::uint64_t seed);
+bool cpu_supports(const models::Kernel& kernel);
+
+}  // namespace orrery::calibration
