@@ -288,3 +288,62 @@ TEST_CASE("orrery collective reports are byte-identical across runs") {
   CHECK(slurp("det1.json") == slurp("det2.json"));
   CHECK(slurp("det1-trace.json") == slurp("det2-trace.json"));
 }
+
+TEST_CASE("orrery gpus lists the catalog with sources, and takes a catalog file") {
+  const Result r = run({"gpus"});
+  REQUIRE(r.code == 0);
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "MI300X"}) CHECK(r.out.find(name) != std::string::npos);
+  CHECK(r.out.find("sources:") != std::string::npos);
+  {
+    std::ofstream f("extra-gpus.json");
+    f << R"({"gpus": [{"name": "H100-PCIe", "base": "H100", "peak_flops": {"bf16": "756 TFLOP/s"}, "sm_count": 114}]})";
+  }
+  const Result extra = run({"gpus", "--gpus", "extra-gpus.json"});
+  REQUIRE(extra.code == 0);
+  CHECK(extra.out.find("H100-PCIe") != std::string::npos);
+  {
+    std::ofstream f("bad-gpus.json");
+    f << R"({"gpus": [{"name": "H100-PCIe", "base": "H100", "sm_count": "many"}]})";
+  }
+  const Result bad = run({"gpus", "--gpus", "bad-gpus.json"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("bad-gpus.json:/gpus/0/sm_count") != std::string::npos);
+}
+
+TEST_CASE("orrery cost: roofline and calibrated, with the fallbacks in the report") {
+  const Result r = run({"cost", "--gpu", "H100", "--kernel", "gemm:m=8192,n=8192,k=8192", "--kernel",
+                        "attention_fwd:seqlen=4096,batch=2,heads=32,kv_heads=8,head_dim=128,causal=1", "--report", "cost.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("TFLOP/s") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(slurp("cost.json"));
+  CHECK(report["model"] == "roofline");
+  CHECK(report["kernels"][0]["time_s"].get<double>() > 0);
+
+  // Measure on the CPU, fit, and cost with the curves: a point inside the grid is calibrated,
+  // one outside falls back to the roofline and is counted.
+  REQUIRE(run({"calibrate", "measure", "--device", "cpu", "--quick", "--repetitions", "2", "-o", "cpu-profile.json"}).code == 0);
+  const Result fit = run({"calibrate", "fit", "cpu-profile.json", "-o", "cpu-curves.json"});
+  REQUIRE(fit.code == 0);
+  CHECK(fit.out.find("loo interp") != std::string::npos);
+  const Result cal = run({"cost", "--gpu", "H100", "--calibration", "cpu-curves.json", "--kernel", "gemm:m=200,n=300,k=400,dtype=fp32",
+                          "--kernel", "gemm:m=8192,n=8192,k=8192", "--report", "cal.json"});
+  REQUIRE(cal.code == 0);
+  const nlohmann::json cr = nlohmann::json::parse(slurp("cal.json"));
+  CHECK(cr["kernels"][0]["source"] == "calibrated");
+  CHECK(cr["kernels"][1]["source"] == "roofline");
+  CHECK(cr["counters"]["fallback.gemm"] == 1);
+  CHECK(cr["counters"]["calibrated.gemm"] == 1);
+
+  const Result bad_kernel = run({"cost", "--kernel", "gemm:m=8,n=8"});
+  CHECK(bad_kernel.code == 1);
+  CHECK(bad_kernel.err.find("<command line>:--kernel #1: k: found 0, expected a positive size") != std::string::npos);
+  const Result bad_gpu = run({"cost", "--gpu", "H1000", "--kernel", "gemm:m=8,n=8,k=8"});
+  CHECK(bad_gpu.code == 1);
+  CHECK(bad_gpu.err.find("did you mean \"H100\"?") != std::string::npos);
+  const Result fp8 = run({"cost", "--gpu", "A100", "--kernel", "gemm:m=8,n=8,k=8,dtype=fp8"});
+  CHECK(fp8.code == 1);
+  CHECK(fp8.err.find("A100-80GB has no fp8 tensor math") != std::string::npos);
+  const Result missing = run({"calibrate", "fit", "no-such-profile.json"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("no-such-profile.json") != std::string::npos);
+}
