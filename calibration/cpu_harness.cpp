@@ -55,6 +55,23 @@ Measurement gemm(const models::Kernel& k, int reps, std::mt19937_64& rng) {
   });
 }
 
+// y = 1.5 x + b: two streams read, one written.
+Measurement elementwise(const models::Kernel& k, int reps, std::mt19937_64& rng) {
+  const auto n = static_cast<Eigen::Index>(k.bytes / 3 / sizeof(float));
+  std::array<Eigen::VectorXf, 2> x, b;
+  for (std::size_t s = 0; s < 2; ++s) {
+    x[s].resize(n);
+    b[s].resize(n);
+    randomize(x[s].data(), static_cast<std::size_t>(n), rng);
+    randomize(b[s].data(), static_cast<std::size_t>(n), rng);
+  }
+  Eigen::VectorXf y(n);
+  return time_runs(k, reps, [&](int i) {
+    const auto s = static_cast<std::size_t>(i % 2);
+    y.noalias() = 1.5f * x[s] + b[s];
+  });
+}
+
 Measurement copy(const models::Kernel& k, int reps, std::mt19937_64& rng) {
   const auto n = static_cast<std::size_t>(k.bytes / 2 / sizeof(float));  // half read, half written
   std::array<std::vector<float>, 2> src = {std::vector<float>(n), std::vector<float>(n)};
@@ -145,6 +162,7 @@ bool cpu_supports(const models::Kernel& k) {
   switch (k.kind) {
     case models::KernelKind::gemm:
     case models::KernelKind::attention_fwd: return k.dtype == models::DType::fp32;
+    case models::KernelKind::copy:
     case models::KernelKind::elementwise:
     case models::KernelKind::norm: return true;
     default: return false;
@@ -154,7 +172,7 @@ bool cpu_supports(const models::Kernel& k) {
 Measurement measure_cpu_kernel(const models::Kernel& k, int repetitions, std::uint64_t seed) {
   if (!cpu_supports(k)) {
     throw sim::InputError("<cpu harness>", models::describe(k),
-                          "the CPU harness runs gemm and attention_fwd in fp32, elementwise and norm; not this kernel");
+                          "the CPU harness runs gemm and attention_fwd in fp32, copy, elementwise and norm; not this kernel");
   }
   ORRERY_CHECK(repetitions >= 1, "repetitions {} < 1", repetitions);
   std::mt19937_64 rng(seed);
@@ -162,6 +180,7 @@ Measurement measure_cpu_kernel(const models::Kernel& k, int repetitions, std::ui
     case models::KernelKind::gemm: return gemm(k, repetitions, rng);
     case models::KernelKind::attention_fwd: return attention(k, repetitions, rng);
     case models::KernelKind::norm: return norm(k, repetitions, rng);
+    case models::KernelKind::elementwise: return elementwise(k, repetitions, rng);
     default: return copy(k, repetitions, rng);
   }
 }
@@ -186,7 +205,7 @@ Profile measure_cpu(const CpuHarnessOptions& o) {
     }
   }
   const std::vector<double> mib = o.quick ? std::vector<double>{32, 64, 128} : std::vector<double>{16, 32, 64, 128, 256};
-  for (const models::KernelKind kind : {models::KernelKind::elementwise, models::KernelKind::norm}) {
+  for (const models::KernelKind kind : {models::KernelKind::copy, models::KernelKind::elementwise, models::KernelKind::norm}) {
     for (const double m : mib) add(models::Kernel::memory_bound(kind, sim::Bytes(m * 1048576), models::DType::fp32));
   }
   const std::vector<std::int64_t> token_counts = o.quick ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{1024, 4096};

@@ -2,7 +2,7 @@
 // fit -> simulate runs anywhere (CI included). It times, with the same discipline as the CUDA
 // harness (warm-up, median of repetitions, rotated input buffers, seeded random inputs):
 //  - gemm (fp32, Eigen), over an m x n x k grid;
-//  - elementwise (a copy) and norm (a layer norm over rows of 4096), over byte sizes;
+//  - copy, elementwise (y = 1.5 x + b) and norm (a layer norm over rows of 4096), over bytes;
 //  - attention_fwd (fp32 reference: softmax(QK^T / sqrt(d)) V per document and head), over
 //    tokens x sequence length.
 //   Profile p = measure_cpu({.quick = true});

@@ -185,6 +185,28 @@ Profile read_profile(std::string_view json_text, const std::string& source) {
     p.points.push_back(std::move(m));
   }
   if (p.points.empty()) points.fail_expected("at least one measured point");
+  if (auto collectives = top.optional("collectives")) {
+    for (const JsonNode& n : collectives->as_array()) {
+      JsonObject f = n.as_object();
+      CollectiveMeasurement c;
+      c.op = f.required("op").as_string();
+      const JsonNode bytes = f.required("bytes");
+      c.bytes = bytes.as_number();
+      if (!(c.bytes > 0)) bytes.fail_expected("a positive byte count");
+      const JsonNode ranks = f.required("ranks");
+      const std::int64_t r = ranks.as_int();
+      if (r < 2 || r > 1'000'000) ranks.fail_expected("2 or more ranks");
+      c.ranks = static_cast<int>(r);
+      c.median_s = seconds(f, "median_s");
+      c.p10_s = seconds(f, "p10_s");
+      c.p90_s = seconds(f, "p90_s");
+      const JsonNode reps = f.required("repetitions");
+      if (reps.as_int() < 1) reps.fail_expected("a repetition count of at least 1");
+      c.repetitions = static_cast<int>(reps.as_int());
+      f.finish();
+      p.collectives.push_back(std::move(c));
+    }
+  }
   top.finish();
   return p;
 }
@@ -215,6 +237,14 @@ std::string profile_to_json(const Profile& p) {
     points.push_back(std::move(j));
   }
   top["points"] = points;
+  if (!p.collectives.empty()) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const CollectiveMeasurement& c : p.collectives) {
+      list.push_back({{"op", c.op}, {"bytes", c.bytes}, {"ranks", c.ranks}, {"median_s", c.median_s}, {"p10_s", c.p10_s}, {"p90_s", c.p90_s},
+                      {"repetitions", c.repetitions}});
+    }
+    top["collectives"] = list;
+  }
   return top.dump(1) + "\n";
 }
 

@@ -5,7 +5,8 @@
 //    "software": {"driver": "580.65", "cuda_runtime": "13.0", "cublas": "13.0.0", ...},
 //    "clocks": {"sm_mhz": "1980", "memory_mhz": "3201"}, "date": "2026-11-30T06:00:00Z",
 //    "points": [{"kind": "gemm", "dtype": "bf16", "shape": {"m": 4096, "n": 4096, "k": 4096},
-//                "median_s": 1.6e-4, "p10_s": 1.58e-4, "p90_s": 1.63e-4, "repetitions": 50}]}
+//                "median_s": 1.6e-4, "p10_s": 1.58e-4, "p90_s": 1.63e-4, "repetitions": 50}],
+//    "collectives": [{"op": "all-reduce", "bytes": 1073741824, "ranks": 8, "median_s": ..., ...}]}
 // Shapes by kind: gemm {m, n, k, batch}; grouped_gemm {m: [rows per group], n, k}; attention
 // {seqlen, batch} or {docs: [lengths]}, plus heads, kv_heads, head_dim, head_dim_v, causal;
 // memory-bound kinds {bytes}; optimizer {params}.
@@ -32,6 +33,16 @@ struct Measurement {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
+// A collective measured with NCCL (when the harness saw more than one GPU). Not fitted into
+// kernel curves: the network model is validated against collectives on its own.
+struct CollectiveMeasurement {
+  std::string op;  // "all-reduce", ...
+  double bytes = 0;
+  int ranks = 0;
+  double median_s = 0, p10_s = 0, p90_s = 0;
+  int repetitions = 0;
+};
+
 struct Profile {
   std::string harness;  // "cpu" or "cuda"
   std::string device;
@@ -40,6 +51,7 @@ struct Profile {
   Fields clocks;
   std::string date;  // ISO 8601, UTC
   std::vector<Measurement> points;
+  std::vector<CollectiveMeasurement> collectives;
 };
 
 Profile read_profile(std::string_view json_text, const std::string& source);
