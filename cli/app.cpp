@@ -50,6 +50,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   topo_cmd->add_option("--topology", topo.topology, "A spec \"kind:key=value,...\" or a topology .json file")->capture_default_str();
   topo_cmd->add_option("--save", topo.save_path, "Write the topology as JSON (format: traces/README.md)");
 
+  StepOptions step_options;
+  CLI::App* step_cmd = app.add_subcommand("step", "Emulate one training step of a scenario (model, cluster, parallel plan); no file: the default");
+  step_cmd->add_option("scenario", step_options.scenario_path, "Step scenario JSON (traces/README.md); omitted: the built-in default");
+  step_cmd->add_option("--report", step_options.report_path, "Write step_time_s, tokens_per_s, tflops_per_gpu, mfu, bubble_fraction, "
+                                                               "peak_memory_bytes, oom and more as JSON");
+  step_cmd->add_option("--trace", step_options.trace_path, "Write the timeline (every simulated GPU's streams) as Chrome trace-event JSON");
+  step_cmd->add_option("--gpus", step_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
+  step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
+
   ValidateOptions validate_options;
   CLI::App* validate_cmd = app.add_subcommand(
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
@@ -110,6 +119,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
+    if (*step_cmd) step(step_options, out);
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);
     if (*cost_cmd) cost(cost_options, out);

@@ -121,3 +121,21 @@ struct KernelValidationSummary {
 KernelValidationSummary validate_kernels(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 }  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct StepOptions {
+  std::string scenario_path;  // empty: the built-in default scenario
+  std::string report_path;
+  std::string trace_path;
+  std::string gpus_path;
+  bool no_reuse = false;
+};
+
+// Emulates one training step; prints step time, throughput, MFU, bubble, memory.
+void step(const StepOptions& options, std::ostream& out);
+
+// The built-in default scenario (what `make demo` runs): JSON text.
+std::string default_step_scenario();
+
+}  // namespace orrery::cli

@@ -1,0 +1,117 @@
+// `orrery step`: one training step of a scenario.
+#include "cli/commands.hpp"
+
+#include "models/cost.hpp"
+#include "models/step.hpp"
+#include "policies/pipeline.hpp"
+#include "sim/error.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/curves_json.hpp"
+#include "traces/hardware_json.hpp"
+#include "traces/report.hpp"
+#include "traces/step_json.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <ostream>
+
+namespace orrery::cli {
+
+std::string default_step_scenario() {
+  return R"json({
+  "name": "Llama 3 8B on 2 DGX H100 (TP 2, PP 2, DP 4, 1F1B)",
+  "model": "llama3-8b",
+  "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"},
+  "plan": {"tp": 2, "pp": 2, "dp": 4, "micro_batch": 1, "global_batch": 64, "seq_len": 8192,
+           "schedule": "1f1b", "recompute": "none", "zero": 1}
+}
+)json";
+}
+
+void step(const StepOptions& o, std::ostream& out) {
+  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
+                                                                : traces::load_step_scenario(o.scenario_path, gpus);
+  const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
+  const models::StepScenario& sc = file.scenario;
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
+  const models::RooflineCostModel roofline(sc.gpu);
+  std::unique_ptr<models::CalibratedCostModel> calibrated;
+  if (!file.calibration_path.empty()) {
+    calibrated = std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), sc.gpu);
+  }
+  const models::CostModel& cost = calibrated ? static_cast<const models::CostModel&>(*calibrated) : roofline;
+  models::StepOptions options;
+  options.reuse = !o.no_reuse;
+  options.keep_graph = !o.trace_path.empty();
+  const models::StepResult r = models::run_step(sc, cost, *schedule, options);
+  if (r.oom && file.fail_on_oom) {
+    throw sim::InputError(source, "/plan",
+                          fmt::format("out of memory: stage {} needs {} per GPU, the {} has {} (fail_on_oom is set)", r.memory.stage,
+                                      sim::to_string(sim::Bytes(r.memory.total())), sc.gpu.name, sim::to_string(sc.gpu.hbm())));
+  }
+
+  const models::ParallelPlan& p = sc.plan;
+  const auto gib = [](double b) { return b / 1073741824.0; };
+  out << fmt::format("scenario   {}\n", file.name.empty() ? source : file.name);
+  out << fmt::format("model      {} ({:.1f}B parameters, {:.1f}B active)\n", sc.model.name, static_cast<double>(sc.model.params()) / 1e9,
+                     static_cast<double>(sc.model.active_params()) / 1e9);
+  out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
+  out << fmt::format("plan       tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}\n", p.tp,
+                     p.pp, p.vp, p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  out << fmt::format("step time  {}  ({} micro-batches)\n", sim::to_string(r.step_time), r.micro_batches);
+  out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}% (HFU {:.1f}%)\n", r.tokens_per_s, r.tflops_per_gpu, 100 * r.mfu,
+                     100 * r.hfu);
+  out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * r.bubble_fraction, 100 * r.exposed_comm_fraction);
+  out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, logits {:.1f}) "
+                     "of {:.0f} GiB{}\n",
+                     gib(r.memory.total()), r.memory.stage, gib(r.memory.params_bytes), gib(r.memory.grads_bytes), gib(r.memory.optimizer_bytes),
+                     gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), gib(sc.gpu.hbm_bytes), r.oom ? "  ** OUT OF MEMORY **" : "");
+  out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost.name());
+  out << "\nstage    compute   exposed comm     bubble       idle  (seconds per GPU)\n";
+  for (const auto& s : r.stages) {
+    out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);
+  }
+
+  if (!o.report_path.empty()) {
+    traces::Report rep;
+    rep.set("/scenario", file.name.empty() ? source : file.name);
+    rep.set("/model", sc.model.name);
+    rep.set("/gpu", sc.gpu.name);
+    rep.set("/gpus", static_cast<std::int64_t>(p.gpus()));
+    rep.set("/step_time_s", r.step_time.to_seconds());
+    rep.set("/tokens_per_s", r.tokens_per_s);
+    rep.set("/tflops_per_gpu", r.tflops_per_gpu);
+    rep.set("/mfu", r.mfu);
+    rep.set("/hfu", r.hfu);
+    rep.set("/model_flops", r.model_flops);
+    rep.set("/bubble_fraction", r.bubble_fraction);
+    rep.set("/exposed_comm_fraction", r.exposed_comm_fraction);
+    rep.set("/peak_memory_bytes", r.memory.total());
+    rep.set("/oom", r.oom);
+    rep.set("/memory/stage", static_cast<std::int64_t>(r.memory.stage));
+    rep.set("/memory/params_bytes", r.memory.params_bytes);
+    rep.set("/memory/grads_bytes", r.memory.grads_bytes);
+    rep.set("/memory/optimizer_bytes", r.memory.optimizer_bytes);
+    rep.set("/memory/activations_bytes", r.memory.activations_bytes);
+    rep.set("/memory/logits_bytes", r.memory.logits_bytes);
+    rep.set("/micro_batches", static_cast<std::int64_t>(r.micro_batches));
+    rep.set("/simulated/tasks", static_cast<std::int64_t>(r.tasks));
+    rep.set("/simulated/flows", static_cast<std::int64_t>(r.flows));
+    rep.set("/simulated/ranks", static_cast<std::int64_t>(r.ranks_simulated));
+    for (std::size_t i = 0; i < r.stages.size(); ++i) {
+      const auto& s = r.stages[i];
+      const std::string base = fmt::format("/stages/{}", i);
+      rep.set(base + "/compute_s", s.compute_s);
+      rep.set(base + "/exposed_comm_s", s.exposed_comm_s);
+      rep.set(base + "/bubble_s", s.bubble_s);
+      rep.set(base + "/idle_s", s.idle_s);
+    }
+    for (const auto& [name, value] : cost.counters()) rep.set("/cost_model/" + name, static_cast<std::int64_t>(value));
+    rep.write(o.report_path);
+  }
+  if (!o.trace_path.empty()) traces::write_chrome_trace(o.trace_path, r.graph, r.spans);
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,83 @@
+// The training-step emulator: one step of a model on a cluster under a parallel plan, with
+// every kernel of every pipeline op costed by a CostModel, communication (TP, CP, EP inside the
+// ops; PP transfers; DP gradient reduction in buckets and parameter gathers) simulated as flows
+// on the cluster's fabric, and the pipeline schedule replayed as a task graph on the engine.
+//
+// Reuse (SEMU's spatial-temporal reuse): the ranks of a TP, CP and DP group run the same ops at
+// the same times, so one rank per pipeline stage stands for all of them, and each distinct op
+// (layer composition x pass) and each distinct collective is costed once. `reuse = false`
+// instead instantiates every rank and costs every op afresh; tests check both agree.
+//   StepScenario s{model, plan, gpu, "dgx-h100:nodes=16"};
+//   StepResult r = run_step(s, cost_model, *schedule, {});
+#pragma once
+
+#include "models/cost.hpp"
+#include "models/hardware.hpp"
+#include "models/llm.hpp"
+#include "models/parallel.hpp"
+#include "models/pipeline.hpp"
+#include "sim/executor.hpp"
+#include "sim/task_graph.hpp"
+#include "sim/units.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace orrery::models {
+
+struct StepScenario {
+  ModelSpec model;
+  ParallelPlan plan;
+  GpuSpec gpu;
+  std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
+};
+
+struct StepOptions {
+  bool reuse = true;
+  bool keep_graph = false;  // keep the task graph and spans (for the timeline)
+};
+
+struct StageBreakdown {
+  int stage = 0;
+  double compute_s = 0;        // kernels
+  double exposed_comm_s = 0;   // TP/CP/EP inside ops, plus waiting on DP/PP transfers
+  double bubble_s = 0;         // pipeline waits between the stage's first and last op
+  double idle_s = 0;           // the rest of the step
+  double optimizer_s = 0;
+};
+
+struct StepResult {
+  sim::Duration step_time;
+  double tokens_per_s = 0;
+  double model_flops = 0;      // per step, all GPUs: 3x forward, no recompute
+  double hardware_flops = 0;   // what the kernels execute (recompute included)
+  double tflops_per_gpu = 0;   // model FLOPs per second per GPU / 1e12
+  double mfu = 0;              // against the GPU's dense bf16 peak
+  double hfu = 0;
+  double bubble_fraction = 0;  // mean over stages of bubble / step time
+  double exposed_comm_fraction = 0;
+  std::vector<StageBreakdown> stages;
+  MemoryEstimate memory;
+  bool oom = false;
+  int micro_batches = 0;
+  std::size_t tasks = 0;
+  std::size_t flows = 0;       // flows simulated to cost the communication
+  std::size_t ranks_simulated = 0;
+  sim::TaskGraph graph;        // when keep_graph
+  std::vector<sim::Span> spans;
+};
+
+// Throws InputError for a plan that does not fit (validate_plan), a topology spec whose GPU
+// count differs from the plan's, or a schedule that rejects the shape.
+StepResult run_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule,
+                    const StepOptions& options = {});
+
+// GPUs of a topology builder spec ("dgx-h100:nodes=16" -> 128) without building it.
+int cluster_gpus(const std::string& topology_spec);
+
+// Model FLOPs of one step (3x the forward FLOPs of every layer, the output layer included,
+// attention with causal pairs), for all GPUs together.
+double step_model_flops(const ModelSpec& model, const ParallelPlan& plan);
+
+}  // namespace orrery::models

@@ -1,0 +1,155 @@
+#include "traces/step_json.hpp"
+
+#include "sim/error.hpp"
+#include "traces/json_input.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace orrery::traces {
+
+namespace {
+
+int count(const JsonNode& n, int lo, int hi) {
+  const std::int64_t v = n.as_int();
+  if (v < lo || v > hi) n.fail_expected(fmt::format("a whole number from {} to {}", lo, hi));
+  return static_cast<int>(v);
+}
+
+std::int64_t size(const JsonNode& n) {
+  const std::int64_t v = n.as_int();
+  if (v < 1) n.fail_expected("a positive size");
+  return v;
+}
+
+models::ModelSpec read_model(const JsonNode& node) {
+  if (node.json().is_string()) return models::ModelCatalog::builtin().model(node.as_string(), node.source(), node.pointer());
+  JsonObject f = node.as_object();
+  models::ModelSpec m;
+  if (auto base = f.optional("base")) m = models::ModelCatalog::builtin().model(base->as_string(), base->source(), base->pointer());
+  m.name = f.required("name").as_string();
+  m.aliases.clear();
+  if (auto v = f.optional("layers")) m.layers = count(*v, 1, 100000);
+  if (auto v = f.optional("hidden")) m.hidden = size(*v);
+  if (auto v = f.optional("heads")) m.heads = count(*v, 1, 100000);
+  if (auto v = f.optional("kv_heads")) m.kv_heads = count(*v, 1, 100000);
+  else if (m.kv_heads == 0) m.kv_heads = m.heads;
+  if (auto v = f.optional("head_dim")) m.head_dim = size(*v);
+  else if (m.head_dim == 0 && m.heads > 0) m.head_dim = m.hidden / m.heads;
+  if (auto v = f.optional("ffn_hidden")) m.ffn_hidden = size(*v);
+  if (auto v = f.optional("vocab")) m.vocab = size(*v);
+  if (auto v = f.optional("mlp")) {
+    const std::string kind = v->as_string();
+    if (kind != "swiglu" && kind != "gelu") v->fail(fmt::format("found {}, expected swiglu or gelu", sim::quote(kind)));
+    m.mlp = kind == "gelu" ? models::MlpKind::gelu : models::MlpKind::swiglu;
+  }
+  if (auto v = f.optional("tied_embeddings")) m.tied_embeddings = v->as_bool();
+  if (auto v = f.optional("moe")) {
+    JsonObject o = v->as_object();
+    m.moe.experts = count(o.required("experts"), 1, 1 << 20);
+    m.moe.top_k = count(o.required("top_k"), 1, 1 << 20);
+    m.moe.expert_ffn = size(o.required("expert_ffn"));
+    if (auto s = o.optional("shared_experts")) m.moe.shared_experts = count(*s, 0, 1 << 20);
+    if (auto s = o.optional("dense_layers")) m.moe.dense_layers = count(*s, 0, 100000);
+    o.finish();
+  }
+  if (auto v = f.optional("mla")) {
+    JsonObject o = v->as_object();
+    if (auto s = o.optional("q_lora_rank")) m.mla.q_lora_rank = s->as_int();
+    m.mla.kv_lora_rank = size(o.required("kv_lora_rank"));
+    m.mla.qk_nope_dim = size(o.required("qk_nope_dim"));
+    if (auto s = o.optional("qk_rope_dim")) m.mla.qk_rope_dim = s->as_int();
+    m.mla.v_head_dim = size(o.required("v_head_dim"));
+    o.finish();
+  }
+  if (auto v = f.optional("source")) m.source = v->as_string();
+  f.finish();
+  models::validate_model(m, node.source(), node.pointer());
+  return m;
+}
+
+}  // namespace
+
+StepScenarioFile read_step_scenario(std::string_view json_text, const std::string& source, const models::HardwareCatalog& gpus) {
+  const auto doc = parse_json(json_text, source);
+  JsonObject top = doc->root().as_object();
+  StepScenarioFile out;
+  if (auto n = top.optional("name")) out.name = n->as_string();
+  top.optional("description");
+  out.scenario.model = read_model(top.required("model"));
+
+  JsonObject cluster = top.required("cluster").as_object();
+  const JsonNode gpu = cluster.required("gpu");
+  out.scenario.gpu = gpus.gpu(gpu.as_string(), source, gpu.pointer());
+  const JsonNode topo = cluster.required("topology");
+  out.scenario.topology = topo.as_string();
+  if (out.scenario.topology.ends_with(".json")) {
+    topo.fail("found a topology file; step scenarios take a builder spec such as \"dgx-h100:nodes=16\" (see `orrery topology --help`)");
+  }
+  int cluster_gpus = 0;
+  try {
+    cluster_gpus = models::cluster_gpus(out.scenario.topology);
+  } catch (const std::exception&) {
+    topo.fail(fmt::format("found {}, expected a builder spec with whole-number nodes/gpus_per_node", sim::quote(out.scenario.topology)));
+  }
+  cluster.finish();
+
+  models::ParallelPlan& p = out.scenario.plan;
+  const JsonNode plan_node = top.required("plan");
+  JsonObject plan = plan_node.as_object();
+  if (auto v = plan.optional("tp")) p.tp = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("pp")) p.pp = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("vp")) p.vp = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("cp")) p.cp = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("ep")) p.ep = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("dp")) {
+    p.dp = count(*v, 1, 1 << 24);
+  } else {
+    p.dp = std::max(1, cluster_gpus / (p.tp * p.pp * p.cp));
+  }
+  if (auto v = plan.optional("cp_kind")) {
+    const std::string k = v->as_string();
+    if (k != "ring" && k != "ulysses") v->fail(fmt::format("found {}, expected ring or ulysses", sim::quote(k)));
+    p.cp_kind = k == "ring" ? models::CpKind::ring : models::CpKind::ulysses;
+  }
+  if (auto v = plan.optional("zero")) p.zero = count(*v, 0, 3);
+  if (auto v = plan.optional("micro_batch")) p.micro_batch = count(*v, 1, 1 << 24);
+  const JsonNode gb = plan.required("global_batch");
+  p.global_batch = count(gb, 1, 1 << 30);
+  if (auto v = plan.optional("seq_len")) p.seq_len = size(*v);
+  if (auto v = plan.optional("recompute")) {
+    const std::string r = v->as_string();
+    if (r == "none") p.recompute = models::Recompute::none;
+    else if (r == "selective") p.recompute = models::Recompute::selective;
+    else if (r == "full") p.recompute = models::Recompute::full;
+    else v->fail(fmt::format("found {}, expected none, selective or full", sim::quote(r)));
+  }
+  if (auto v = plan.optional("sequence_parallel")) p.sequence_parallel = v->as_bool();
+  if (auto v = plan.optional("flash_attention")) p.flash_attention = v->as_bool();
+  if (auto v = plan.optional("overlap")) {
+    JsonObject o = v->as_object();
+    if (auto x = o.optional("grad_reduce")) p.overlap_grad_reduce = x->as_bool();
+    if (auto x = o.optional("param_gather")) p.overlap_param_gather = x->as_bool();
+    if (auto x = o.optional("tp_comm")) p.overlap_tp_comm = x->as_bool();
+    o.finish();
+  }
+  if (auto v = plan.optional("schedule")) p.schedule = v->as_string();
+  else if (p.vp > 1) p.schedule = "interleaved-1f1b";
+  if (auto v = plan.optional("expert_imbalance")) p.expert_imbalance = v->as_number();
+  plan.finish();
+  models::validate_plan(p, out.scenario.model, cluster_gpus, source, plan_node.pointer());
+
+  if (auto c = top.optional("calibration")) {
+    const std::filesystem::path path = c->as_string();
+    out.calibration_path = path.is_absolute() ? path.string() : (std::filesystem::path(source).parent_path() / path).string();
+  }
+  if (auto v = top.optional("fail_on_oom")) out.fail_on_oom = v->as_bool();
+  top.finish();
+  return out;
+}
+
+StepScenarioFile load_step_scenario(const std::string& path, const models::HardwareCatalog& gpus) {
+  return read_step_scenario(read_text_file(path), path, gpus);
+}
+
+}  // namespace orrery::traces

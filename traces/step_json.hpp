@@ -1,0 +1,40 @@
+// Step scenarios (`orrery step scenario.json`): a model, a cluster, a parallel plan.
+//   {"name": "llama3-8b on 4 DGX H100",
+//    "model": "llama3-8b",                      // a catalog name, or an object (below)
+//    "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=4"},
+//    "plan": {"tp": 2, "pp": 2, "dp": 8, "micro_batch": 1, "global_batch": 256, "seq_len": 8192,
+//             "schedule": "1f1b", "recompute": "selective", "zero": 1},
+//    "calibration": "curves.json",              // optional: cost curves
+//    "fail_on_oom": true}                       // optional: an OOM plan is an error
+// Plan fields (defaults in models::ParallelPlan): tp pp vp dp cp ep cp_kind(ring|ulysses) zero
+// micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
+// flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance; dp
+// defaults to the cluster's GPUs / (tp pp cp).
+// A model object: {"name", "base" (a catalog model to start from), "layers", "hidden", "heads",
+// "kv_heads", "head_dim", "ffn_hidden", "vocab", "mlp" (swiglu|gelu), "tied_embeddings",
+// "moe": {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers"},
+// "mla": {"q_lora_rank", "kv_lora_rank", "qk_nope_dim", "qk_rope_dim", "v_head_dim"}, "source"}.
+#pragma once
+
+#include "models/hardware.hpp"
+#include "models/step.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace orrery::traces {
+
+struct StepScenarioFile {
+  std::string name;
+  models::StepScenario scenario;
+  std::string calibration_path;  // resolved against the scenario's folder; empty: roofline
+  bool fail_on_oom = false;
+};
+
+// Reads and validates a scenario: unknown models and schedules, plans that do not fit the
+// cluster, and micro-batches that do not divide the batch are errors naming the JSON pointer.
+StepScenarioFile read_step_scenario(std::string_view json_text, const std::string& source,
+                                    const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
+StepScenarioFile load_step_scenario(const std::string& path, const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
+
+}  // namespace orrery::traces
