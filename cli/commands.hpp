@@ -139,3 +139,20 @@ void step(const StepOptions& options, std::ostream& out);
 std::string default_step_scenario();
 
 }  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct StepValidationSummary {
+  struct Table {
+    std::string name;
+    int rows = 0;
+    double mape = 0;
+  };
+  std::vector<Table> tables;
+};
+
+// Reproduces the Megatron-LM throughput tables (../shared/data/megatron-lm) with the step
+// emulator; appends a markdown section.
+StepValidationSummary validate_steps(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+}  // namespace orrery::cli

@@ -138,7 +138,9 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
       }
     }
     if (vs == 0) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
-    if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp + static_cast<double>(m.hidden);
+    // The output layer (tied embeddings share the first stage's copy when it is the same stage).
+    if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.hidden);
   }
   return s;
 }

@@ -344,7 +344,7 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
     }
   }
   if (vs == 0) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
-  if (vs == p.virtual_stages() - 1) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
+  if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
   return params;
 }
 
@@ -435,7 +435,9 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   const int replicas = options.reuse ? 1 : p.tp * p.cp * p.dp;
   const auto dur = [](double s) { return sim::ceil_duration_ns(s * 1e9); };
   struct RankTasks {
-    std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward)
+    std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward; its end)
+    std::vector<sim::TaskId> b_entry;  // the backward's first task (where its inputs arrive)
+    std::vector<sim::TaskId> f_entry;
     sim::TaskId last_op{}, optimizer{};
     std::vector<std::pair<sim::TaskId, double>> ops;  // (task, exposed comm inside) for the breakdown
     double optimizer_s = 0;
@@ -454,15 +456,25 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       rt.f.assign(static_cast<std::size_t>(vstages * mbs), sim::TaskId{});
       rt.b = rt.f;
       rt.w = rt.f;
-      // Parameter all-gathers (ZeRO >= 1) at the start of the step, one per chunk.
-      std::vector<std::optional<sim::TaskId>> gathered(static_cast<std::size_t>(p.vp));
-      if (p.zero >= 1 && p.overlap_param_gather && p.dp * p.cp > 1) {
+      rt.b_entry = rt.f;
+      rt.f_entry = rt.f;
+      // Parameter all-gathers (ZeRO >= 1) overlapped with the forward: one bucket per layer,
+      // issued in order on the comm stream at the start of the step; the chunk's first forward
+      // runs layer by layer, each layer after its bucket.
+      const bool gather_buckets = p.zero >= 1 && p.overlap_param_gather && dp_group > 1;
+      std::vector<std::vector<sim::TaskId>> gathers(static_cast<std::size_t>(p.vp));
+      if (gather_buckets) {
         for (int c = 0; c < p.vp; ++c) {
           const int vs = c * p.pp + stage;
-          gathered[static_cast<std::size_t>(c)] = g.add_compute(fmt::format("param all-gather vs{}", vs), comm_stream,
-                                                                dur(param_gather(chunk_params(m, p, vs))));
+          const int n = std::max(1, layers_of(p, m, vs));
+          const double bucket = param_gather(chunk_params(m, p, vs) / n);
+          for (int piece = 0; piece < n; ++piece) {
+            gathers[static_cast<std::size_t>(c)].push_back(
+                g.add_compute(fmt::format("param all-gather vs{} bucket {}", vs, piece + 1), comm_stream, dur(bucket)));
+          }
         }
       }
+      std::vector<bool> first_forward_seen(static_cast<std::size_t>(p.vp), false);
       // The chunk's last backward-side op (its gradients are then complete).
       std::vector<std::size_t> last_grad_op(static_cast<std::size_t>(p.vp), 0);
       const auto& ops = order[static_cast<std::size_t>(stage)];
@@ -486,23 +498,41 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
           case PipeOpKind::backward_weight: oc = lc.w, tag = "W"; break;
         }
         hw_flops += oc.flops;
-        const sim::TaskId t = g.add_compute(fmt::format("{}{} vs{}", tag, op.micro_batch, vs), compute, dur(oc.seconds()));
-        rt.ops.emplace_back(t, oc.comm);
-        if (prev) g.add_dependency(*prev, t);
-        prev = t;
+        // The op that completes a chunk's gradients runs layer by layer when gradient reduction
+        // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's
+        // bucketed overlap), so only the last bucket waits after the backward.
+        const bool buckets = op.kind != PipeOpKind::forward && i == last_grad_op[static_cast<std::size_t>(op.chunk)] &&
+                             p.overlap_grad_reduce && dp_group > 1;
+        const bool gated = op.kind == PipeOpKind::forward && gather_buckets && !first_forward_seen[static_cast<std::size_t>(op.chunk)];
+        if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
+        const int pieces = buckets || gated ? std::max(1, layers_of(p, m, vs)) : 1;
+        const double bucket_params = chunk_params(m, p, vs) / pieces;
+        std::optional<sim::TaskId> entry;
+        sim::TaskId t{};
+        for (int piece = 0; piece < pieces; ++piece) {
+          t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs)
+                                        : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
+                            compute, dur(oc.seconds() / pieces));
+          rt.ops.emplace_back(t, oc.comm / pieces);
+          if (!entry) entry = t;
+          if (prev) g.add_dependency(*prev, t);
+          prev = t;
+          if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
+          if (buckets) {
+            const sim::TaskId red = g.add_compute(fmt::format("grad reduce vs{} bucket {}", vs, piece + 1), comm_stream, dur(grad_reduce(bucket_params)));
+            g.add_dependency(t, red);
+            reduces.push_back(red);
+          }
+        }
         const std::size_t k = idx(vs, op.micro_batch);
         if (op.kind == PipeOpKind::forward) {
           rt.f[k] = t;
-          if (const auto& ag = gathered[static_cast<std::size_t>(op.chunk)]) g.add_dependency(*ag, t);
+          rt.f_entry[k] = *entry;
         } else if (op.kind == PipeOpKind::backward_weight) {
           rt.w[k] = t;
         } else {
           rt.b[k] = t;
-        }
-        if (op.kind != PipeOpKind::forward && i == last_grad_op[static_cast<std::size_t>(op.chunk)] && p.overlap_grad_reduce && dp_group > 1) {
-          const sim::TaskId red = g.add_compute(fmt::format("grad reduce vs{}", vs), comm_stream, dur(grad_reduce(chunk_params(m, p, vs))));
-          g.add_dependency(t, red);
-          reduces.push_back(red);
+          rt.b_entry[k] = *entry;
         }
       }
       rt.last_op = *prev;
@@ -539,9 +569,9 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
           if (p.pp > 1) {
             const sim::TaskId send = g.add_delay(fmt::format("send F{} vs{}", mb, vs - 1), dur(p2p));
             g.add_dependency(up.f[idx(vs - 1, mb)], send);
-            g.add_dependency(send, me.f[k]);
+            g.add_dependency(send, me.f_entry[k]);
           } else {
-            g.add_dependency(up.f[idx(vs - 1, mb)], me.f[k]);
+            g.add_dependency(up.f[idx(vs - 1, mb)], me.f_entry[k]);
           }
         }
         if (vs + 1 < vstages) {
@@ -549,12 +579,12 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
           if (p.pp > 1) {
             const sim::TaskId send = g.add_delay(fmt::format("send B{} vs{}", mb, vs + 1), dur(p2p));
             g.add_dependency(down.b[idx(vs + 1, mb)], send);
-            g.add_dependency(send, me.b[k]);
+            g.add_dependency(send, me.b_entry[k]);
           } else {
-            g.add_dependency(down.b[idx(vs + 1, mb)], me.b[k]);
+            g.add_dependency(down.b[idx(vs + 1, mb)], me.b_entry[k]);
           }
         }
-        g.add_dependency(me.f[k], me.b[k]);
+        g.add_dependency(me.f[k], me.b_entry[k]);
       }
     }
   }

@@ -1,0 +1,269 @@
+#include "models/cost.hpp"
+#include "models/llm.hpp"
+#include "models/parallel.hpp"
+#include "models/step.hpp"
+#include "policies/pipeline.hpp"
+#include "sim/error.hpp"
+#include "traces/csv.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+
+const ModelSpec& model(const char* name) { return ModelCatalog::builtin().model(name); }
+
+StepResult step(const StepScenario& sc, bool reuse = true) {
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const RooflineCostModel cost(sc.gpu);
+  StepOptions o;
+  o.reuse = reuse;
+  return run_step(sc, cost, *schedule, o);
+}
+
+StepScenario small(int tp, int pp, int dp, int m_per_dp, const char* schedule = "1f1b", int vp = 1) {
+  StepScenario sc;
+  sc.model = model("llama3-8b");
+  sc.model.layers = 8;
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.tp = tp;
+  sc.plan.pp = pp;
+  sc.plan.vp = vp;
+  sc.plan.dp = dp;
+  sc.plan.global_batch = m_per_dp * dp;
+  sc.plan.seq_len = 2048;
+  sc.plan.schedule = schedule;
+  sc.topology = fmt::format("dgx-h100:nodes={}", std::max(1, tp * pp * dp / 8));
+  if (tp * pp * dp < 8) sc.topology = fmt::format("dgx-h100:nodes=1,gpus_per_node={}", tp * pp * dp);
+  return sc;
+}
+
+}  // namespace
+
+TEST_CASE("catalog models have their published parameter counts") {
+  const auto near = [](const char* name, double total_b, double active_b) {
+    const ModelSpec& m = model(name);
+    CAPTURE(name);
+    CHECK(static_cast<double>(m.params()) / 1e9 == doctest::Approx(total_b).epsilon(0.015));
+    CHECK(static_cast<double>(m.active_params()) / 1e9 == doctest::Approx(active_b).epsilon(0.02));
+  };
+  near("gpt3-175b", 175, 175);
+  near("llama3-8b", 8.03, 8.03);
+  near("llama3-70b", 70.6, 70.6);
+  near("llama3-405b", 405.9, 405.9);  // Llama 3.1 405B model card: 405B
+  near("qwen3-8b", 8.2, 8.2);
+  near("qwen3-30b-a3b", 30.5, 3.3);
+  near("qwen3-235b-a22b", 235, 22);
+  near("mixtral-8x7b", 46.7, 12.9);
+  near("deepseek-v3", 671, 37);
+  near("megatron2021-1t", 1008, 1008);
+  near("megatron2024-462b", 462, 462);
+  CHECK_THROWS_WITH_AS(ModelCatalog::builtin().model("llama3-7b", "s.json", "/model"),
+                       doctest::Contains("s.json:/model: unknown model \"llama3-7b\"; did you mean \"llama3-8b\"?; known: gpt3-175b"),
+                       sim::InputError);
+}
+
+// 6 N T (forward 2, input grads 2, weight grads 2 per matmul parameter and token) plus the
+// attention terms: forward 2(d + dv) per causal query-key pair and head, backward 2(3d + 2dv)
+// (flash attention recomputes QK^T).
+TEST_CASE("step FLOPs are counted exactly: 6NT plus attention") {
+  for (const auto& [tp, pp, dp] : {std::tuple{1, 1, 1}, {2, 2, 2}, {4, 1, 2}}) {
+    StepScenario sc = small(tp, pp, dp, 4);
+    const StepResult r = step(sc);
+    const double T = static_cast<double>(sc.plan.global_batch) * static_cast<double>(sc.plan.seq_len);
+    const double s = static_cast<double>(sc.plan.seq_len), pairs = s * (s + 1) / 2 * sc.plan.global_batch;
+    const ModelSpec& m = sc.model;
+    const double d = static_cast<double>(m.head_dim);
+    const double attention_fwd = m.layers * pairs * 2 * (d + d) * m.heads;
+    const double attention_bwd = m.layers * pairs * 2 * (3 * d + 2 * d) * m.heads;
+    const double six_nt = 6 * static_cast<double>(m.active_matmul_params()) * T;
+    CAPTURE(tp);
+    CAPTURE(pp);
+    CHECK(r.hardware_flops == doctest::Approx(six_nt + attention_fwd + attention_bwd).epsilon(1e-9));
+    CHECK(r.model_flops == doctest::Approx(six_nt + 3 * attention_fwd).epsilon(1e-12));
+  }
+  // Full recompute adds one forward.
+  StepScenario sc = small(2, 2, 2, 4);
+  const double base = step(sc).hardware_flops;
+  sc.plan.recompute = Recompute::full;
+  const StepResult full = step(sc);
+  CHECK(full.hardware_flops > base * 1.3);
+  CHECK(full.model_flops == step(small(2, 2, 2, 4)).model_flops);
+}
+
+TEST_CASE("reuse does not change results: one rank per stage equals every rank, every op costed afresh") {
+  for (const auto& [schedule, vp] : {std::pair{"1f1b", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1}, {"gpipe", 1}}) {
+    StepScenario sc = small(2, 2, 2, 4, schedule, vp);
+    const StepResult reused = step(sc, true);
+    const StepResult full = step(sc, false);
+    CAPTURE(schedule);
+    CHECK(reused.ranks_simulated == 2);
+    CHECK(full.ranks_simulated == 8);
+    CHECK(full.tasks > reused.tasks);
+    CHECK(full.step_time == reused.step_time);
+    CHECK(full.hardware_flops == doctest::Approx(reused.hardware_flops).epsilon(1e-12));
+    CHECK(full.bubble_fraction == doctest::Approx(reused.bubble_fraction).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("schedules order the step: interleaving and zero bubble shrink the bubble") {
+  const double one = step(small(1, 4, 2, 8, "1f1b")).bubble_fraction;
+  const double inter = step(small(1, 4, 2, 8, "interleaved-1f1b", 2)).bubble_fraction;
+  const double zb = step(small(1, 4, 2, 8, "zb-h1")).bubble_fraction;
+  CHECK(one > 0.1);
+  CHECK(inter < one);
+  CHECK(zb < one);
+  // No pipeline, no bubble.
+  CHECK(step(small(2, 1, 4, 4)).bubble_fraction == 0);
+}
+
+TEST_CASE("plans that cannot run are rejected with the field and the reason") {
+  const auto fails = [](ParallelPlan p, const char* name, int gpus) {
+    try {
+      validate_plan(p, model(name), gpus, "s.json", "/plan");
+    } catch (const sim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ParallelPlan p;
+  p.tp = 3;
+  p.global_batch = 8;
+  CHECK(fails(p, "llama3-8b", 3).find("s.json:/plan/tp: tp=3 does not divide 32 attention heads") != std::string::npos);
+  p = ParallelPlan{};
+  p.dp = 4;
+  p.micro_batch = 3;
+  p.global_batch = 100;
+  CHECK(fails(p, "llama3-8b", 4).find("s.json:/plan/global_batch: micro_batch=3 x dp=4 = 12 does not divide the global batch of 100") !=
+        std::string::npos);
+  p = ParallelPlan{};
+  p.tp = 8;
+  p.dp = 4;
+  p.global_batch = 64;
+  CHECK(fails(p, "llama3-8b", 64).find("s.json:/plan: tp=8 x pp=1 x dp=4 x cp=1 = 32 GPUs, but the cluster has 64") != std::string::npos);
+  p = ParallelPlan{};
+  p.ep = 2;
+  p.dp = 2;
+  p.global_batch = 2;
+  CHECK(fails(p, "llama3-8b", 2).find("s.json:/plan/ep: ep=2 but llama3-8b has no experts") != std::string::npos);
+  p = ParallelPlan{};
+  p.pp = 64;
+  p.global_batch = 64;
+  CHECK(fails(p, "llama3-8b", 64).find("64 virtual stages for 32 layers") != std::string::npos);
+}
+
+TEST_CASE("MoE, MLA, context and expert parallelism run") {
+  StepScenario sc;
+  sc.model = model("qwen3-30b-a3b");
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.tp = 2;
+  sc.plan.pp = 2;
+  sc.plan.dp = 4;
+  sc.plan.ep = 4;
+  sc.plan.global_batch = 16;
+  sc.plan.seq_len = 4096;
+  sc.topology = "dgx-h100:nodes=2";
+  const StepResult moe = step(sc);
+  CHECK(moe.step_time > sim::Duration::zero());
+  sc.plan.expert_imbalance = 1.5;
+  CHECK(step(sc).step_time > moe.step_time);  // the busiest expert rank sets the pace
+
+  StepScenario cp = small(2, 1, 2, 4);
+  cp.plan.cp = 2;
+  cp.plan.seq_len = 8192;
+  cp.topology = "dgx-h100:nodes=1";
+  const StepResult ring = step(cp);
+  cp.plan.cp_kind = CpKind::ulysses;
+  const StepResult ulysses = step(cp);
+  CHECK(ring.step_time > sim::Duration::zero());
+  CHECK(ulysses.step_time > sim::Duration::zero());
+
+  StepScenario ds;
+  ds.model = model("deepseek-v3");
+  ds.model.layers = 8;  // its shapes (MLA, 256 experts, shared expert, dense first layers), fewer layers
+  ds.gpu = HardwareCatalog::builtin().gpu("H100");
+  ds.plan.tp = 1;
+  ds.plan.pp = 2;
+  ds.plan.dp = 8;
+  ds.plan.ep = 8;
+  ds.plan.global_batch = 16;
+  ds.topology = "dgx-h100:nodes=2";
+  CHECK(step(ds).model_flops > 0);
+}
+
+// Korthikanti et al. 2022 (Figure 1): activation and weight+optimizer memory per GPU.
+TEST_CASE("memory model against Korthikanti et al. 2022") {
+  const std::string path = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/megatron-lm/korthikanti2022_selective_recompute_a100.csv";
+  if (!std::filesystem::exists(path)) {
+    MESSAGE("skipped: ../shared/data/megatron-lm is absent");
+    return;
+  }
+  const traces::CsvTable t = traces::read_csv_file(path);
+  int checked = 0;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string mode = t.at(r, "recompute_mode");
+    if (t.at(r, "activations_gib_per_gpu").empty() || (mode != "none" && mode != "seq+selective")) continue;
+    ModelSpec m;
+    m.name = t.at(r, "model");
+    m.layers = static_cast<int>(t.number(r, "num_layers"));
+    m.hidden = static_cast<std::int64_t>(t.number(r, "hidden"));
+    m.heads = static_cast<int>(t.number(r, "attn_heads"));
+    m.kv_heads = m.heads;
+    m.head_dim = static_cast<std::int64_t>(t.number(r, "head_dim"));
+    m.ffn_hidden = static_cast<std::int64_t>(t.number(r, "ffn_hidden"));
+    m.vocab = 51200;
+    m.mlp = MlpKind::gelu;
+    m.tied_embeddings = true;
+    ParallelPlan p;
+    p.tp = static_cast<int>(t.number(r, "tensor_par"));
+    p.pp = static_cast<int>(t.number(r, "pipeline_par"));
+    p.dp = static_cast<int>(t.number(r, "data_par"));
+    p.vp = static_cast<int>(t.number(r, "pipeline_interleaving"));
+    p.micro_batch = static_cast<int>(t.number(r, "micro_batch"));
+    p.global_batch = static_cast<int>(t.number(r, "global_batch"));
+    p.seq_len = static_cast<std::int64_t>(t.number(r, "seq_len"));
+    p.flash_attention = false;
+    p.sequence_parallel = mode == "seq+selective";
+    p.recompute = mode == "seq+selective" ? Recompute::selective : Recompute::none;
+    const auto schedule = policies::pipeline_schedules().create(p.vp > 1 ? "interleaved-1f1b" : "1f1b", {}, {"test", ""});
+    const PipelinePlan order = schedule->plan({p.pp, p.micro_batches(), p.vp}, "test", "");
+    const MemoryEstimate e = estimate_memory(p, m, order);
+    const double gib = 1073741824.0;
+    CAPTURE(m.name);
+    CAPTURE(mode);
+    CHECK(e.activations_bytes / gib == doctest::Approx(t.number(r, "activations_gib_per_gpu")).epsilon(0.01));
+    // 18 bytes per parameter (bf16 weights, fp32 grads, fp32 master and moments; DP = 1). The
+    // paper counts the transformer layers only; the first stage also holds the embedding.
+    const double embedding = static_cast<double>(m.vocab * m.hidden) / p.tp * 18;
+    CHECK(e.stage == 0);
+    CHECK((e.params_bytes + e.grads_bytes + e.optimizer_bytes - embedding) / gib ==
+          doctest::Approx(t.number(r, "params_and_optimizer_gib_per_gpu")).epsilon(0.001));
+    ++checked;
+  }
+  CHECK(checked == 8);
+}
+
+TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported") {
+  StepScenario sc = small(1, 1, 8, 2);
+  sc.model = model("llama3-8b");
+  const StepResult z1 = step(sc);
+  sc.plan.zero = 0;
+  const StepResult z0 = step(sc);
+  CHECK(z0.memory.optimizer_bytes == doctest::Approx(8 * z1.memory.optimizer_bytes));
+  sc.plan.zero = 3;
+  CHECK(step(sc).memory.params_bytes == doctest::Approx(z1.memory.params_bytes / 8));
+  sc.plan.zero = 1;
+  sc.plan.recompute = Recompute::full;
+  CHECK(step(sc).memory.activations_bytes < z1.memory.activations_bytes / 5);
+  sc.plan.recompute = Recompute::none;
+  sc.model = model("llama3-70b");
+  sc.plan.seq_len = 8192;
+  const StepResult big = step(sc);
+  CHECK(big.oom);
+  CHECK(big.memory.total() > 80e9);
+}
