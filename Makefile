@@ -17,7 +17,6 @@ endif
 SANITIZE_FLAG := $(if $(filter 1,$(SANITIZE)),ON,OFF)
 WERROR_FLAG := $(if $(filter 1,$(WERROR)),ON,OFF)
 ORRERY := $(BUILD_DIR)/bin/orrery
-DEMO_GRAPH := examples/graphs/gpipe_4x4.json
 
 .PHONY: all deps configure build demo test bench clean
 
@@ -35,7 +34,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(ORRERY) replay $(DEMO_GRAPH) --trace $(BUILD_DIR)/demo-trace.json --report $(BUILD_DIR)/demo-report.json
+	$(ORRERY) step --trace $(BUILD_DIR)/demo-trace.json --report $(BUILD_DIR)/demo-report.json
 	@echo "timeline: $(BUILD_DIR)/demo-trace.json (open in https://ui.perfetto.dev); report: $(BUILD_DIR)/demo-report.json"
 
 test: build

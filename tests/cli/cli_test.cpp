@@ -347,3 +347,56 @@ TEST_CASE("orrery cost: roofline and calibrated, with the fallbacks in the repor
   CHECK(missing.code == 1);
   CHECK(missing.err.find("no-such-profile.json") != std::string::npos);
 }
+
+TEST_CASE("orrery step: the default scenario, its report keys and timeline") {
+  const Result r = run({"step", "--report", "step.json", "--trace", "step-trace.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("MFU") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(slurp("step.json"));
+  for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "bubble_fraction", "peak_memory_bytes", "oom"}) {
+    CAPTURE(key);
+    CHECK(report.contains(key));
+  }
+  CHECK(report["step_time_s"].get<double>() > 0);
+  CHECK(report["mfu"].get<double>() > 0.2);
+  CHECK(report["mfu"].get<double>() < 0.9);
+  CHECK(report["oom"] == false);
+  CHECK(report["stages"].size() == 2);
+  const nlohmann::json trace = nlohmann::json::parse(slurp("step-trace.json"));
+  CHECK(trace["traceEvents"].size() > 50);
+  // Deterministic: the same scenario gives byte-identical reports.
+  REQUIRE(run({"step", "--report", "step2.json"}).code == 0);
+  CHECK(slurp("step.json") == slurp("step2.json"));
+  // Reuse changes nothing.
+  REQUIRE(run({"step", "--no-reuse", "--report", "step3.json"}).code == 0);
+  CHECK(nlohmann::json::parse(slurp("step3.json"))["step_time_s"] == report["step_time_s"]);
+}
+
+TEST_CASE("orrery step: bad scenarios get one precise error") {
+  const auto fails = [](const std::string& json) {
+    {
+      std::ofstream f("bad-step.json");
+      f << json;
+    }
+    const Result r = run({"step", "bad-step.json"});
+    CHECK(r.code == 1);
+    return r.err;
+  };
+  const std::string cluster = R"("cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"})";
+  CHECK(fails(R"({"model": "llama3-9b", )" + cluster + R"(, "plan": {"global_batch": 16}})")
+            .find("bad-step.json:/model: unknown model \"llama3-9b\"; did you mean \"llama3-8b\"?; known: gpt3-175b, llama3-8b") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"tp": 3, "global_batch": 16}})")
+            .find("bad-step.json:/plan/tp: tp=3 does not divide 32 attention heads") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"tp": 8, "dp": 1, "global_batch": 16}})")
+            .find("bad-step.json:/plan: tp=8 x pp=1 x dp=1 x cp=1 = 8 GPUs, but the cluster has 16") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"tp": 2, "micro_batch": 3, "global_batch": 16}})")
+            .find("bad-step.json:/plan/global_batch: micro_batch=3 x dp=8 = 24 does not divide the global batch of 16 sequences") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"tp": 2, "global_batch": 16, "schedule": "1f1c"}})")
+            .find("bad-step.json:/plan/schedule") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-70b", )" + cluster + R"(, "plan": {"global_batch": 16, "seq_len": 8192}, "fail_on_oom": true})")
+            .find("bad-step.json:/plan: out of memory: stage 0 needs") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "some"}})")
+            .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective or full") != std::string::npos);
+  CHECK(fails(R"({"model": {"name": "tiny", "base": "llama3-8b", "layers": 0}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
+            .find("bad-step.json:/model/layers") != std::string::npos);
+}
