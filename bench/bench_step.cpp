@@ -17,7 +17,7 @@ namespace orrery::bench {
 namespace {
 void run(Figures& out, const std::string& name, models::StepScenario sc, double target, bool baseline) {
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-  const models::RooflineCostModel cost(sc.gpu);
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
   models::StepResult r;
   const double wall = best_seconds(3, [&] { r = models::run_step(sc, cost, *schedule); });
   if (baseline) {

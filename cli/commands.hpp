@@ -145,8 +145,9 @@ namespace orrery::cli {
 struct StepValidationSummary {
   struct Table {
     std::string name;
-    int rows = 0;
-    double mape = 0;
+    int rows = 0;                   // predictions
+    double mape = 0;                // over the predictions
+    double worst_calibration = 0;   // the rows that set the GPU's training parameters
   };
   std::vector<Table> tables;
 };

@@ -36,7 +36,7 @@ void step(const StepOptions& o, std::ostream& out) {
   const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
   const models::StepScenario& sc = file.scenario;
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
-  const models::RooflineCostModel roofline(sc.gpu);
+  const models::RooflineCostModel roofline(sc.gpu, models::training_roofline_params(sc.gpu));
   std::unique_ptr<models::CalibratedCostModel> calibrated;
   if (!file.calibration_path.empty()) {
     calibrated = std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), sc.gpu);
@@ -68,7 +68,9 @@ void step(const StepOptions& o, std::ostream& out) {
                      "of {:.0f} GiB{}\n",
                      gib(r.memory.total()), r.memory.stage, gib(r.memory.params_bytes), gib(r.memory.grads_bytes), gib(r.memory.optimizer_bytes),
                      gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), gib(sc.gpu.hbm_bytes), r.oom ? "  ** OUT OF MEMORY **" : "");
-  out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost.name());
+  const bool assumed = !calibrated && !models::has_training_calibration(sc.gpu);
+  out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}{}\n", r.ranks_simulated, r.tasks, r.flows, cost.name(),
+                     assumed ? fmt::format(" (no training calibration for {}: the H100's step efficiency is assumed)", sc.gpu.name) : "");
   out << "\nstage    compute   exposed comm     bubble       idle  (seconds per GPU)\n";
   for (const auto& s : r.stages) {
     out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);
@@ -108,6 +110,8 @@ void step(const StepOptions& o, std::ostream& out) {
       rep.set(base + "/bubble_s", s.bubble_s);
       rep.set(base + "/idle_s", s.idle_s);
     }
+    rep.set("/cost_model/name", cost.name());
+    rep.set("/cost_model/training_calibration_assumed", assumed);
     for (const auto& [name, value] : cost.counters()) rep.set("/cost_model/" + name, static_cast<std::int64_t>(value));
     rep.write(o.report_path);
   }

@@ -27,6 +27,7 @@ struct StepRow {
   double step_s = 0;
   double mfu = 0;
   std::string plan;
+  std::string role = "prediction";
 };
 
 std::string where(const traces::CsvTable& t, std::size_t r) {
@@ -48,7 +49,7 @@ double simulate(models::StepScenario& sc, StepRow& row) {
   sc.plan.vp = virtual_stages(layers, sc.plan.pp);
   sc.plan.schedule = sc.plan.vp > 1 ? "interleaved-1f1b" : "1f1b";
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"<validation>", "/plan/schedule"});
-  const models::RooflineCostModel cost(sc.gpu);
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
   const models::StepResult r = models::run_step(sc, cost, *schedule);
   row.step_s = r.step_time.to_seconds();
   row.mfu = r.mfu;
@@ -91,6 +92,7 @@ void h100_2024(const std::string& dir, std::vector<StepRow>& rows) {
     const double flops = 12 * B * s * L * h * h * (2 + s / h + 4 + V / (2 * L * h));
     const double step = simulate(sc, row);
     row.simulated = flops / step / gpus / 1e12;
+    if (r == 0 || r + 1 == t.rows.size()) row.role = "calibration";
     rows.push_back(row);
   }
 }
@@ -132,6 +134,7 @@ void a100_2021(const std::string& dir, std::vector<StepRow>& rows) {
     const double flops = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     const double step = simulate(sc, row);
     row.simulated = flops / step / gpus / 1e12;
+    if (r == 0 || r + 1 == t.rows.size()) row.role = "calibration";
     rows.push_back(row);
   }
 }
@@ -147,10 +150,15 @@ StepValidationSummary validate_steps(const std::string& data_dir, std::string& m
   a100_2021(data_dir, rows);
   StepValidationSummary summary;
   for (const StepRow& row : rows) {
-    if (summary.tables.empty() || summary.tables.back().name != row.table) summary.tables.push_back({row.table, 0, 0});
+    if (summary.tables.empty() || summary.tables.back().name != row.table) summary.tables.push_back({row.table, 0, 0, 0});
     auto& t = summary.tables.back();
-    t.mape += std::fabs(row.simulated / row.measured - 1);
-    ++t.rows;
+    const double err = std::fabs(row.simulated / row.measured - 1);
+    if (row.role == "calibration") {
+      t.worst_calibration = std::max(t.worst_calibration, err);
+    } else {
+      t.mape += err;
+      ++t.rows;
+    }
   }
   for (auto& t : summary.tables) t.mape /= t.rows;
 
@@ -160,17 +168,27 @@ StepValidationSummary validate_steps(const std::string& data_dir, std::string& m
         "GPU with the source's own FLOP formula. Settings not in the tables are one rule for all rows (cli/validate_step.cpp):\n"
         "micro-batch 1; pipelines use the interleaved schedule with the most chunks (up to 8) dividing each stage's\n"
         "layers; 2024 runs overlap gradient reduction, parameter gathers and TP communication with sequence parallelism,\n"
-        "the distributed optimizer and flash attention; 2021 runs use full recompute without those.\n\n";
-  md += "| table | rows | MAPE |\n|---|---|---|\n";
-  for (const auto& t : summary.tables) md += fmt::format("| {} | {} | {:.1f}% |\n", t.name, t.rows, 100 * t.mape);
-  md += "\n| source | run | plan | measured TFLOP/s/GPU | simulated | error | simulated step | MFU |\n|---|---|---|---|---|---|---|---|\n";
+        "the distributed optimizer and flash attention; 2021 runs use full recompute without those.\n"
+        "Kernels inside a training step run slower than in isolated benchmarks (framework dispatch, kernels the model\n"
+        "does not list, less friendly shapes): per GPU type, a step efficiency and a per-kernel overhead\n"
+        "(`models::training_roofline_params`: H100 0.6716 and 35 us, A100 0.8250 and 82 us) are set by the two rows\n"
+        "marked *calibration* of that GPU's table (its smallest and its largest model); every other row is a prediction.\n\n";
+  md += "| table | predictions | MAPE | calibration rows within |\n|---|---|---|---|\n";
+  for (const auto& t : summary.tables) {
+    md += fmt::format("| {} | {} | {:.1f}% | {:.1f}% |\n", t.name, t.rows, 100 * t.mape, 100 * t.worst_calibration);
+  }
+  md += "\n| source | run | plan | measured TFLOP/s/GPU | simulated | error | role | simulated step | MFU |\n"
+        "|---|---|---|---|---|---|---|---|---|\n";
   for (const StepRow& row : rows) {
-    md += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {:.3f} s | {:.1f}% |\n", row.source, row.what, row.plan, row.measured, row.simulated,
-                      100 * (row.simulated / row.measured - 1), row.step_s, 100 * row.mfu);
+    md += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:+.1f}% | {} | {:.3f} s | {:.1f}% |\n", row.source, row.what, row.plan, row.measured,
+                      row.simulated, 100 * (row.simulated / row.measured - 1), row.role, row.step_s, 100 * row.mfu);
   }
   md += "\n";
   out << fmt::format("steps: {} rows in {} tables:\n", rows.size(), summary.tables.size());
-  for (const auto& t : summary.tables) out << fmt::format("  {:<40} {:>3} rows, MAPE {:5.1f}%\n", t.name, t.rows, 100 * t.mape);
+  for (const auto& t : summary.tables) {
+    out << fmt::format("  {:<40} {:>3} predictions, MAPE {:5.1f}% (calibration rows within {:.1f}%)\n", t.name, t.rows, 100 * t.mape,
+                       100 * t.worst_calibration);
+  }
   return summary;
 }
 

@@ -54,7 +54,20 @@ struct RooflineParams {
   double memory_efficiency = 0.90;
   // Fixed time every kernel pays (launch and tail).
   sim::Duration kernel_overhead = sim::Duration::microseconds(2);
+  // The fraction of this roofline's speed a kernel reaches inside a training step (1 for the
+  // isolated kernels of published benchmarks; see training_roofline_params()).
+  double step_efficiency = 1.0;
 };
+
+// Roofline parameters for kernels inside a training step on `gpu`: the kernel benchmarks'
+// parameters plus, per GPU type, a step efficiency and a per-kernel overhead that stand for
+// what isolated kernel benchmarks do not see (framework dispatch, kernels too small to model,
+// shapes less friendly than the best ones). Each pair is set by two rows of a published
+// Megatron-LM table (cli/validate_step.cpp, docs/validation.md); GPUs without such a table use
+// the H100's pair, an assumption the scenario's report states.
+RooflineParams training_roofline_params(const GpuSpec& gpu);
+// True when training_roofline_params() has a measured pair for this GPU type.
+bool has_training_calibration(const GpuSpec& gpu);
 
 class RooflineCostModel final : public CostModel {
  public:

@@ -181,8 +181,9 @@ TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
 // same ~850 GB/s as 8 GPUs; the multi-switch NVL72 reduction is not modelled yet.
 TEST_CASE("network and kernel validation against published measurements") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
-  if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw") || !fs::is_directory(data + "/flashattention")) {
-    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention) is absent");
+  if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw") || !fs::is_directory(data + "/flashattention") ||
+      !fs::is_directory(data + "/megatron-lm")) {
+    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention, megatron-lm) is absent");
     return;
   }
   std::ostringstream out;
@@ -206,6 +207,16 @@ TEST_CASE("network and kernel validation against published measurements") {
   CHECK(mape("FlashAttention-2 fwd+bwd, A100 80GB SXM4") < 0.10);
   CHECK(mape("FlashAttention-3 fwd, H100 80GB SXM5") < 0.10);
   CHECK(mape("best-shape matmul (bf16)") > 0);
+
+  // Steps: Megatron-LM's tables within 10% MAPE over the rows not used for calibration.
+  const auto steps = orrery::cli::validate_steps(data, md, out);
+  REQUIRE(steps.tables.size() == 2);
+  for (const auto& t : steps.tables) {
+    CAPTURE(t.name);
+    CHECK(t.rows >= 7);
+    CHECK(t.mape < 0.10);
+    CHECK(t.worst_calibration < 0.01);
+  }
 
   // The committed table is what the command writes today.
   orrery::cli::ValidateOptions options;
