@@ -1,10 +1,13 @@
 #include "sim/executor.hpp"
 
+#include "sim/error.hpp"
+
 namespace orrery::sim {
 
-Executor::Executor(Engine& engine, const TaskGraph& graph)
+Executor::Executor(Engine& engine, const TaskGraph& graph, FlowNetwork* network)
     : engine_(engine),
       graph_(graph),
+      network_(network),
       successors_(build_adjacency(graph, true)),
       waiting_on_(graph.task_count(), 0),
       next_ready_(graph.task_count(), kNone),
@@ -12,6 +15,19 @@ Executor::Executor(Engine& engine, const TaskGraph& graph)
       spans_(graph.task_count()),
       stream_busy_(graph.stream_count(), Duration::zero()) {
   for (const auto& edge : graph.dependencies()) ++waiting_on_[index_of(edge.second)];
+  ORRERY_CHECK(network_ != nullptr || !graph.has_transfers(), "a task graph with transfers needs a flow network");
+  if (network_ != nullptr) network_->set_observer(this, false);
+}
+
+void Executor::set_link_load_sink(std::function<void(LinkId, Time, BytesPerSecond)> sink) {
+  link_sink_ = std::move(sink);
+  if (network_ != nullptr) network_->set_observer(this, static_cast<bool>(link_sink_));
+}
+
+void Executor::on_flow_complete(FlowId, std::uint64_t tag, Time) { finish(static_cast<std::uint32_t>(tag)); }
+
+void Executor::on_link_load(LinkId link, Time now, BytesPerSecond load) {
+  if (link_sink_) link_sink_(link, now, load);
 }
 
 void Executor::start() {
@@ -45,6 +61,10 @@ void Executor::begin(std::uint32_t task) {
   const Time now = engine_.now();
   spans_[task].start = now;
   for (ExecutionObserver* o : observers_) o->on_task_start(TaskId(task), now);
+  if (graph_.kind(TaskId(task)) == TaskKind::transfer) {
+    network_->start(graph_.route(TaskId(task)), graph_.bytes(TaskId(task)), task, 1.0, graph_.duration(TaskId(task)));
+    return;
+  }
   engine_.schedule_after(graph_.duration(TaskId(task)), [this, task] { finish(task); });
 }
 

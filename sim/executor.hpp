@@ -6,7 +6,10 @@
 #pragma once
 
 #include "sim/engine.hpp"
+#include "sim/flow_network.hpp"
 #include "sim/task_graph.hpp"
+
+#include <functional>
 
 #include <vector>
 
@@ -26,10 +29,14 @@ class ExecutionObserver {
   virtual void on_task_end(TaskId, Time) {}
 };
 
-class Executor {
+class Executor final : private FlowObserver {
  public:
   // `graph` must outlive the executor and be acyclic (check with TaskGraph::find_cycle()).
-  Executor(Engine& engine, const TaskGraph& graph);
+  // Transfer tasks run as flows on `network` (required when the graph has any); the executor
+  // becomes the network's observer.
+  Executor(Engine& engine, const TaskGraph& graph, FlowNetwork* network = nullptr);
+  // Called with every change of a link's total rate (for utilisation counters).
+  void set_link_load_sink(std::function<void(LinkId, Time, BytesPerSecond)> sink);
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
@@ -54,12 +61,16 @@ class Executor {
     std::uint32_t tail = kNone;
     bool busy = false;
   };
+  void on_flow_complete(FlowId flow, std::uint64_t tag, Time now) override;
+  void on_link_load(LinkId link, Time now, BytesPerSecond load) override;
   void make_ready(std::uint32_t task);
   void begin(std::uint32_t task);
   void finish(std::uint32_t task);
 
   Engine& engine_;
   const TaskGraph& graph_;
+  FlowNetwork* network_;
+  std::function<void(LinkId, Time, BytesPerSecond)> link_sink_;
   Adjacency successors_;
   std::vector<std::uint32_t> waiting_on_;  // unfinished dependencies per task
   std::vector<std::uint32_t> next_ready_;

@@ -3,6 +3,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace orrery::sim {
 
@@ -15,10 +16,10 @@ StreamId TaskGraph::add_stream(std::string_view device, std::string_view name) {
   return id;
 }
 
-TaskId TaskGraph::add_task(std::string_view name, std::uint32_t stream, Duration duration) {
+TaskId TaskGraph::add_task(std::string_view name, std::uint32_t stream, Duration duration, TaskKind kind) {
   ORRERY_CHECK(duration >= Duration::zero(), "task {} has negative duration {} ns", name, duration.ns());
   ORRERY_CHECK(tasks_.size() < kNoStream, "too many tasks");
-  tasks_.push_back(Task{duration.ns(), stream});
+  tasks_.push_back(Task{duration.ns(), stream, kind});
   names_.append(name);
   name_ends_.push_back(names_.size());
   return TaskId(static_cast<std::uint32_t>(tasks_.size() - 1));
@@ -26,11 +27,35 @@ TaskId TaskGraph::add_task(std::string_view name, std::uint32_t stream, Duration
 
 TaskId TaskGraph::add_compute(std::string_view name, StreamId stream, Duration duration) {
   ORRERY_CHECK(index_of(stream) < streams_.size(), "unknown stream {}", index_of(stream));
-  return add_task(name, index_of(stream), duration);
+  return add_task(name, index_of(stream), duration, TaskKind::compute);
 }
 
 TaskId TaskGraph::add_delay(std::string_view name, Duration duration) {
-  return add_task(name, kNoStream, duration);
+  return add_task(name, kNoStream, duration, TaskKind::delay);
+}
+
+TaskId TaskGraph::add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency) {
+  ORRERY_CHECK(bytes.value() >= 0 && std::isfinite(bytes.value()), "transfer {} of {} bytes", name, bytes.value());
+  const TaskId t = add_task(name, kNoStream, latency, TaskKind::transfer);
+  transfers_.push_back(Transfer{index_of(t), static_cast<std::uint32_t>(route_pool_.size()), static_cast<std::uint32_t>(route.size()), bytes.value()});
+  route_pool_.insert(route_pool_.end(), route.begin(), route.end());
+  return t;
+}
+
+const TaskGraph::Transfer* TaskGraph::transfer(TaskId t) const {
+  const auto it = std::lower_bound(transfers_.begin(), transfers_.end(), index_of(t),
+                                   [](const Transfer& x, std::uint32_t task) { return x.task < task; });
+  return it != transfers_.end() && it->task == index_of(t) ? &*it : nullptr;
+}
+
+std::span<const LinkId> TaskGraph::route(TaskId t) const {
+  const Transfer* x = transfer(t);
+  return x == nullptr ? std::span<const LinkId>{} : std::span<const LinkId>(route_pool_.data() + x->route_begin, x->route_size);
+}
+
+Bytes TaskGraph::bytes(TaskId t) const {
+  const Transfer* x = transfer(t);
+  return Bytes(x == nullptr ? 0.0 : x->bytes);
 }
 
 void TaskGraph::add_dependency(TaskId before, TaskId after) {

@@ -5,6 +5,7 @@
 //   g.add_dependency(a, b);   // b starts after a ends
 #pragma once
 
+#include "sim/flow_network.hpp"
 #include "sim/units.hpp"
 
 #include <cstdint>
@@ -20,7 +21,7 @@ namespace orrery::sim {
 
 enum class TaskId : std::uint32_t {};
 enum class StreamId : std::uint32_t {};
-enum class TaskKind : std::uint8_t { compute, delay };
+enum class TaskKind : std::uint8_t { compute, delay, transfer };
 
 constexpr std::uint32_t index_of(TaskId t) { return static_cast<std::uint32_t>(t); }
 constexpr std::uint32_t index_of(StreamId s) { return static_cast<std::uint32_t>(s); }
@@ -37,6 +38,9 @@ class TaskGraph {
   StreamId add_stream(std::string_view device, std::string_view name);
   TaskId add_compute(std::string_view name, StreamId stream, Duration duration);
   TaskId add_delay(std::string_view name, Duration duration);
+  // A transfer of `bytes` over `route` on the executor's FlowNetwork (it waits `latency` on top
+  // of its links' latencies, then shares bandwidth with every other flow); it takes no stream.
+  TaskId add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency = Duration::zero());
   // `after` may start only once `before` has finished.
   void add_dependency(TaskId before, TaskId after);
   void reserve(std::size_t tasks, std::size_t dependencies);
@@ -46,7 +50,11 @@ class TaskGraph {
   std::size_t dependency_count() const { return edges_.size(); }
 
   std::string_view name(TaskId t) const;
-  TaskKind kind(TaskId t) const { return tasks_[index_of(t)].stream == kNoStream ? TaskKind::delay : TaskKind::compute; }
+  TaskKind kind(TaskId t) const { return tasks_[index_of(t)].kind; }
+  // A transfer's route and size (empty and zero for other tasks).
+  std::span<const LinkId> route(TaskId t) const;
+  Bytes bytes(TaskId t) const;
+  bool has_transfers() const { return !transfers_.empty(); }
   Duration duration(TaskId t) const { return Duration::nanoseconds(tasks_[index_of(t)].duration_ns); }
   // The stream of a compute task; nullopt for a delay.
   std::optional<StreamId> stream(TaskId t) const;
@@ -62,10 +70,20 @@ class TaskGraph {
  private:
   static constexpr std::uint32_t kNoStream = 0xffffffffu;
   struct Task {
-    std::int64_t duration_ns;
+    std::int64_t duration_ns;  // a transfer's extra latency
     std::uint32_t stream;
+    TaskKind kind;
   };
-  TaskId add_task(std::string_view name, std::uint32_t stream, Duration duration);
+  struct Transfer {
+    std::uint32_t task;
+    std::uint32_t route_begin;
+    std::uint32_t route_size;
+    double bytes;
+  };
+  TaskId add_task(std::string_view name, std::uint32_t stream, Duration duration, TaskKind kind);
+  const Transfer* transfer(TaskId t) const;
+  std::vector<Transfer> transfers_;  // by task id, ascending
+  std::vector<LinkId> route_pool_;
 
   std::vector<Task> tasks_;
   std::string names_;                    // every name, back to back

@@ -171,3 +171,49 @@ TEST_CASE("the executor starts at the engine's current time") {
   CHECK(executor.span(TaskId(0)).start == Time::zero() + 7_us);
   CHECK(executor.makespan() == 1_us);
 }
+
+TEST_CASE("transfer tasks run as flows: they share links and gate their successors") {
+  using namespace orrery::sim;
+  Engine engine;
+  FlowNetwork net(engine);
+  const LinkId shared = net.add_link(BytesPerSecond(1e9), Duration::zero());
+  const LinkId other = net.add_link(BytesPerSecond(1e9), Duration::zero());
+  TaskGraph g;
+  const StreamId s = g.add_stream("gpu0", "compute");
+  const LinkId ab[] = {shared};
+  const LinkId ac[] = {shared, other};
+  const TaskId t1 = g.add_transfer("a->b", ab, Bytes(1e6));                       // 1 MB alone: 1 ms
+  const TaskId t2 = g.add_transfer("a->c", ac, Bytes(1e6), Duration::microseconds(10));
+  const TaskId after = g.add_compute("after", s, Duration::milliseconds(1));
+  g.add_dependency(t1, after);
+  CHECK(g.kind(t1) == TaskKind::transfer);
+  CHECK(g.bytes(t2).value() == 1e6);
+  CHECK(g.route(t2).size() == 2);
+  CHECK(g.route(after).empty());
+  Executor exec(engine, g, &net);
+  std::vector<double> loads;
+  exec.set_link_load_sink([&](LinkId l, Time, BytesPerSecond b) {
+    if (l == shared) loads.push_back(b.value());
+  });
+  exec.start();
+  engine.run();
+  REQUIRE(exec.finished());
+  // t1 runs alone for 10 us (10 kB), then both share 1 GB/s: t1's other 990 kB at 0.5 GB/s.
+  CHECK(exec.span(t1).end.ns() == 10'000 + 1'980'000);
+  // t2: 10 us latency, 990 kB while sharing (1.98 ms), its last 10 kB alone (10 us).
+  CHECK(exec.span(t2).end.ns() == 10'000 + 1'980'000 + 10'000);
+  CHECK(exec.span(after).start == exec.span(t1).end);
+  CHECK(!loads.empty());
+  CHECK(loads.front() == 1e9);
+}
+
+TEST_CASE("a graph with transfers needs a flow network") {
+  using namespace orrery::sim;
+  Engine engine;
+  FlowNetwork net(engine);
+  const LinkId l = net.add_link(BytesPerSecond(1e9), Duration::zero());
+  TaskGraph g;
+  const LinkId route[] = {l};
+  g.add_transfer("x", route, Bytes(1));
+  CHECK_THROWS_AS(Executor(engine, g), InternalError);
+}
