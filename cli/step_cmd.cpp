@@ -115,7 +115,12 @@ void step(const StepOptions& o, std::ostream& out) {
     for (const auto& [name, value] : cost.counters()) rep.set("/cost_model/" + name, static_cast<std::int64_t>(value));
     rep.write(o.report_path);
   }
-  if (!o.trace_path.empty()) traces::write_chrome_trace(o.trace_path, r.graph, r.spans);
+  if (!o.trace_path.empty()) {
+    std::vector<traces::CounterSample> counters;
+    counters.reserve(r.link_loads.size());
+    for (const models::LinkSample& s : r.link_loads) counters.push_back({s.link, s.at, s.bytes_per_second / 1e9});
+    traces::write_chrome_trace(o.trace_path, r.graph, r.spans, counters, "GB/s");
+  }
 }
 
 }  // namespace orrery::cli

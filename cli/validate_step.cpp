@@ -171,7 +171,7 @@ StepValidationSummary validate_steps(const std::string& data_dir, std::string& m
         "the distributed optimizer and flash attention; 2021 runs use full recompute without those.\n"
         "Kernels inside a training step run slower than in isolated benchmarks (framework dispatch, kernels the model\n"
         "does not list, less friendly shapes): per GPU type, a step efficiency and a per-kernel overhead\n"
-        "(`models::training_roofline_params`: H100 0.6716 and 35 us, A100 0.8250 and 82 us) are set by the two rows\n"
+        "(`models::training_roofline_params`: H100 0.6716 and 35 us, A100 0.8350 and 86 us) are set by the two rows\n"
         "marked *calibration* of that GPU's table (its smallest and its largest model); every other row is a prediction.\n\n";
   md += "| table | predictions | MAPE | calibration rows within |\n|---|---|---|---|\n";
   for (const auto& t : summary.tables) {

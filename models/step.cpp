@@ -62,6 +62,25 @@ ClusterSpec parse_cluster(const std::string& spec) {
   return c;
 }
 
+// Per-GPU link rates of the cluster's servers: NVLink and NIC, each at its NCCL efficiency
+// (models::LinkEfficiency), read from a two-unit instance of the fabric.
+struct Rails {
+  double nvlink = 0;
+  double nic = 0;
+};
+
+Rails rails_of(const ClusterSpec& cluster) {
+  const Topology t = build_topology(cluster.scaled(2, cluster.per_unit()));
+  const LinkEfficiency e;
+  Rails r;
+  for (const TopoLink& l : t.links()) {
+    if (l.kind == LinkKind::nvlink && t.nodes()[l.from].kind == NodeKind::gpu) r.nvlink = std::max(r.nvlink, l.bandwidth.value() * e.nvlink);
+    if (l.kind == LinkKind::network && t.nodes()[l.from].kind == NodeKind::nic) r.nic = std::max(r.nic, l.bandwidth.value() * e.network);
+  }
+  ORRERY_CHECK(r.nvlink > 0 && r.nic > 0, "fabric {} has no NVLink or NIC links", cluster.builder);
+  return r;
+}
+
 // ---------------------------------------------------------------------------------------
 // Communication costs, each simulated once on the flow network of a topology that holds the
 // group: GPUs `stride` ranks apart (rank order: tp fastest, then cp, dp, pp).
@@ -421,12 +440,6 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   const int pp_stride = p.tp * p.cp * p.dp;
   const double p2p = p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0;
   const int dp_group = p.dp * p.cp;
-  const auto grad_reduce = [&](double params) {
-    return comm.collective(p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, params * 4, dp_group, p.tp);
-  };
-  const auto param_gather = [&](double params) {
-    return p.zero >= 1 ? comm.collective(CollectiveOp::all_gather, params * 2, dp_group, p.tp) : 0.0;
-  };
 
   // The task graph: one rank per stage (reuse) or every rank.
   StepResult result;
@@ -434,6 +447,42 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   sim::TaskGraph& g = result.graph;
   const int replicas = options.reuse ? 1 : p.tp * p.cp * p.dp;
   const auto dur = [](double s) { return sim::ceil_duration_ns(s * 1e9); };
+
+  // Transfers outside the ops (pipeline sends, data-parallel buckets) run as flows on each
+  // simulated GPU's own links, NVLink and NIC, one per direction, so that what shares a link
+  // slows down: a pipeline send behind a gradient bucket on the same NIC. Alone, each takes
+  // exactly the time of its communication simulated on the fabric (above).
+  sim::Engine engine;
+  sim::FlowNetwork network(engine);
+  const Rails rails = rails_of(cluster);
+  const int gpn = cluster.per_unit();
+  const bool pp_over_nic = static_cast<long>(pp_stride) >= gpn;
+  const bool dp_over_nic = static_cast<long>(p.tp) * dp_group > gpn;
+  struct RankLinks {
+    sim::LinkId nvl_out, nvl_in, nic_out, nic_in;
+  };
+  std::vector<std::vector<RankLinks>> links(static_cast<std::size_t>(p.pp));
+  for (int stage = 0; stage < p.pp; ++stage) {
+    for (int r = 0; r < replicas; ++r) {
+      links[static_cast<std::size_t>(stage)].push_back({network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero())});
+    }
+  }
+  const auto latency_for = [&](double isolated_s, double wire_bytes, double capacity) {
+    return dur(std::max(0.0, isolated_s - wire_bytes / capacity));
+  };
+  // A data-parallel bucket on (stage, replica): a flow through the GPU's links that, alone,
+  // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
+  // throughout), so that a pipeline send on the same link shares it.
+  const auto dp_transfer = [&](std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
+    const double isolated = comm.collective(op, bytes, dp_group, p.tp);
+    const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+    const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
+  };
+  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
   struct RankTasks {
     std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward; its end)
     std::vector<sim::TaskId> b_entry;  // the backward's first task (where its inputs arrive)
@@ -452,7 +501,6 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       RankTasks& rt = ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
       const std::string device = options.reuse ? fmt::format("stage{}", stage) : fmt::format("stage{}.rank{}", stage, r);
       const sim::StreamId compute = g.add_stream(device, "compute");
-      const sim::StreamId comm_stream = g.add_stream(device, "comm");
       rt.f.assign(static_cast<std::size_t>(vstages * mbs), sim::TaskId{});
       rt.b = rt.f;
       rt.w = rt.f;
@@ -463,14 +511,21 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       // runs layer by layer, each layer after its bucket.
       const bool gather_buckets = p.zero >= 1 && p.overlap_param_gather && dp_group > 1;
       std::vector<std::vector<sim::TaskId>> gathers(static_cast<std::size_t>(p.vp));
+      // Data-parallel transfers of a rank run one after another (NCCL's one stream).
+      std::optional<sim::TaskId> last_dp;
+      const auto chain = [&](sim::TaskId t) {
+        if (last_dp) g.add_dependency(*last_dp, t);
+        last_dp = t;
+        return t;
+      };
       if (gather_buckets) {
         for (int c = 0; c < p.vp; ++c) {
           const int vs = c * p.pp + stage;
           const int n = std::max(1, layers_of(p, m, vs));
-          const double bucket = param_gather(chunk_params(m, p, vs) / n);
+          const double bytes = chunk_params(m, p, vs) / n * 2;
           for (int piece = 0; piece < n; ++piece) {
-            gathers[static_cast<std::size_t>(c)].push_back(
-                g.add_compute(fmt::format("param all-gather vs{} bucket {}", vs, piece + 1), comm_stream, dur(bucket)));
+            gathers[static_cast<std::size_t>(c)].push_back(chain(
+                dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), stage, r, CollectiveOp::all_gather, bytes)));
           }
         }
       }
@@ -519,7 +574,8 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
           prev = t;
           if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
           if (buckets) {
-            const sim::TaskId red = g.add_compute(fmt::format("grad reduce vs{} bucket {}", vs, piece + 1), comm_stream, dur(grad_reduce(bucket_params)));
+            const sim::TaskId red =
+                chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), stage, r, reduce_op, bucket_params * 4));
             g.add_dependency(t, red);
             reduces.push_back(red);
           }
@@ -539,7 +595,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       if (!p.overlap_grad_reduce && dp_group > 1) {
         double params = 0;
         for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
-        const sim::TaskId red = g.add_compute("grad reduce", comm_stream, dur(grad_reduce(params)));
+        const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), stage, r, reduce_op, params * 4));
         g.add_dependency(rt.last_op, red);
         reduces.push_back(red);
       }
@@ -551,13 +607,19 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       g.add_dependency(rt.last_op, rt.optimizer);
       for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
       if (p.zero >= 1 && !p.overlap_param_gather && dp_group > 1) {
-        const sim::TaskId ag = g.add_compute("param all-gather", comm_stream, dur(param_gather(params)));
+        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), stage, r, CollectiveOp::all_gather, params * 2));
         g.add_dependency(rt.optimizer, ag);
       }
     }
   }
   // Pipeline dependencies between stages, through a transfer of the activations (forward) or
-  // their gradients (backward).
+  // their gradients (backward) from one stage's GPU to the next's.
+  const auto pp_send = [&](std::string name, int from, int to, int r) {
+    const RankLinks& a = links[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
+    const RankLinks& b = links[static_cast<std::size_t>(to)][static_cast<std::size_t>(r)];
+    const std::array<sim::LinkId, 2> route = pp_over_nic ? std::array{a.nic_out, b.nic_in} : std::array{a.nvl_out, b.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(act_bytes), latency_for(p2p, act_bytes, pp_over_nic ? rails.nic : rails.nvlink));
+  };
   for (int r = 0; r < replicas; ++r) {
     for (int vs = 0; vs < vstages; ++vs) {
       const int stage = vs % p.pp;
@@ -567,7 +629,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
         if (vs > 0) {
           RankTasks& up = ranks[static_cast<std::size_t>((vs - 1) % p.pp)][static_cast<std::size_t>(r)];
           if (p.pp > 1) {
-            const sim::TaskId send = g.add_delay(fmt::format("send F{} vs{}", mb, vs - 1), dur(p2p));
+            const sim::TaskId send = pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), (vs - 1) % p.pp, vs % p.pp, r);
             g.add_dependency(up.f[idx(vs - 1, mb)], send);
             g.add_dependency(send, me.f_entry[k]);
           } else {
@@ -577,7 +639,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
         if (vs + 1 < vstages) {
           RankTasks& down = ranks[static_cast<std::size_t>((vs + 1) % p.pp)][static_cast<std::size_t>(r)];
           if (p.pp > 1) {
-            const sim::TaskId send = g.add_delay(fmt::format("send B{} vs{}", mb, vs + 1), dur(p2p));
+            const sim::TaskId send = pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), (vs + 1) % p.pp, vs % p.pp, r);
             g.add_dependency(down.b[idx(vs + 1, mb)], send);
             g.add_dependency(send, me.b_entry[k]);
           } else {
@@ -589,8 +651,18 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
     }
   }
 
-  sim::Engine engine;
-  sim::Executor exec(engine, g);
+  sim::Executor exec(engine, g, &network);
+  std::vector<LinkSample> samples;
+  if (options.keep_graph) {
+    exec.set_link_load_sink([&](sim::LinkId l, sim::Time at, sim::BytesPerSecond load) {
+      const std::uint32_t i = sim::index_of(l);
+      const auto per_rank = static_cast<std::uint32_t>(4 * replicas);
+      const std::uint32_t stage = i / per_rank, r = (i % per_rank) / 4, which = i % 4;
+      static constexpr std::array<const char*, 4> names = {"NVLink out", "NVLink in", "NIC out", "NIC in"};
+      samples.push_back({options.reuse ? fmt::format("stage{} {}", stage, names[which]) : fmt::format("stage{}.rank{} {}", stage, r, names[which]),
+                         at, load.value()});
+    });
+  }
   exec.start();
   engine.run();
   ORRERY_CHECK(exec.finished(), "step graph did not finish: {} of {} tasks", exec.completed(), g.task_count());
@@ -641,6 +713,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   result.ranks_simulated = static_cast<std::size_t>(p.pp * replicas);
   if (options.keep_graph) {
     result.spans = exec.spans();
+    result.link_loads = std::move(samples);
   } else {
     result.graph = sim::TaskGraph();
   }

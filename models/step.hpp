@@ -38,6 +38,12 @@ struct StepOptions {
   bool keep_graph = false;  // keep the task graph and spans (for the timeline)
 };
 
+struct LinkSample {
+  std::string link;  // "stage3 NIC out"
+  sim::Time at;
+  double bytes_per_second;
+};
+
 struct StageBreakdown {
   int stage = 0;
   double compute_s = 0;        // kernels
@@ -66,6 +72,7 @@ struct StepResult {
   std::size_t ranks_simulated = 0;
   sim::TaskGraph graph;        // when keep_graph
   std::vector<sim::Span> spans;
+  std::vector<LinkSample> link_loads;  // when keep_graph: the simulated GPUs' link loads over time
 };
 
 // Throws InputError for a plan that does not fit (validate_plan), a topology spec whose GPU

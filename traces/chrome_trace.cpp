@@ -64,6 +64,17 @@ class EventWriter {
     }
   }
 
+  void counter(std::string_view name, int pid, sim::Time at, std::string_view unit, double value) {
+    begin_event();
+    out_ += R"({"name":)";
+    append_json_string(out_, name);
+    fmt::format_to(std::back_inserter(out_), R"(,"ph":"C","pid":{},"tid":0,"ts":)", pid);
+    append_us(at.since_start());
+    out_ += R"(,"args":{)";
+    append_json_string(out_, unit);
+    fmt::format_to(std::back_inserter(out_), ":{}}}}}", value);
+  }
+
   void finish() {
     out_ += "\n]}\n";
     sink_(out_);
@@ -84,7 +95,8 @@ class EventWriter {
   bool first_ = true;
 };
 
-void emit(const sim::TaskGraph& graph, const std::vector<sim::Span>& spans, EventWriter& writer) {
+void emit(const sim::TaskGraph& graph, const std::vector<sim::Span>& spans, EventWriter& writer, std::span<const CounterSample> counters = {},
+          std::string_view counter_unit = "") {
   // Devices get pids in order of their first stream; streams get tids in creation order.
   std::map<std::string, int, std::less<>> pid_of_device;
   std::vector<std::pair<int, int>> ids_of_stream;  // (pid, tid)
@@ -102,7 +114,7 @@ void emit(const sim::TaskGraph& graph, const std::vector<sim::Span>& spans, Even
   const int delay_pid = static_cast<int>(pid_of_device.size()) + 1;
   std::vector<std::uint32_t> delays;
   for (std::uint32_t t = 0; t < graph.task_count(); ++t) {
-    if (graph.kind(sim::TaskId(t)) == sim::TaskKind::delay && spans[t].end != sim::Time::max()) delays.push_back(t);
+    if (!graph.stream(sim::TaskId(t)) && spans[t].end != sim::Time::max()) delays.push_back(t);
   }
   std::stable_sort(delays.begin(), delays.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return spans[a].start < spans[b].start; });
@@ -115,9 +127,9 @@ void emit(const sim::TaskGraph& graph, const std::vector<sim::Span>& spans, Even
     lane_of[t] = static_cast<int>(lane - lane_free_at.begin()) + 1;
   }
   if (!delays.empty()) {
-    writer.metadata("process_name", delay_pid, 0, "delays", delay_pid);
+    writer.metadata("process_name", delay_pid, 0, "delays and transfers", delay_pid);
     for (int lane = 1; lane <= static_cast<int>(lane_free_at.size()); ++lane) {
-      writer.metadata("thread_name", delay_pid, lane, fmt::format("delays {}", lane), lane);
+      writer.metadata("thread_name", delay_pid, lane, fmt::format("lane {}", lane), lane);
     }
   }
 
@@ -128,8 +140,13 @@ void emit(const sim::TaskGraph& graph, const std::vector<sim::Span>& spans, Even
       const auto [pid, tid] = ids_of_stream[sim::index_of(*stream)];
       writer.span(graph.name(task), "compute", pid, tid, spans[t]);
     } else {
-      writer.span(graph.name(task), "delay", delay_pid, lane_of[t], spans[t]);
+      writer.span(graph.name(task), graph.kind(task) == sim::TaskKind::transfer ? "transfer" : "delay", delay_pid, lane_of[t], spans[t]);
     }
+  }
+  if (!counters.empty()) {
+    const int counter_pid = delay_pid + 1;
+    writer.metadata("process_name", counter_pid, 0, "link utilisation", counter_pid);
+    for (const CounterSample& c : counters) writer.counter(c.track, counter_pid, c.at, counter_unit, c.value);
   }
   writer.finish();
 }
@@ -140,6 +157,14 @@ void write_chrome_trace(const std::string& path, const sim::TaskGraph& graph, co
   AtomicFile file(path);
   EventWriter writer([&](std::string_view chunk) { file.write(chunk); });
   emit(graph, spans, writer);
+  file.commit();
+}
+
+void write_chrome_trace(const std::string& path, const sim::TaskGraph& graph, const std::vector<sim::Span>& spans,
+                        std::span<const CounterSample> counters, std::string_view counter_unit) {
+  AtomicFile file(path);
+  EventWriter writer([&](std::string_view chunk) { file.write(chunk); });
+  emit(graph, spans, writer, counters, counter_unit);
   file.commit();
 }
 

@@ -132,9 +132,9 @@ TEST_CASE("CPU calibration loop: measure, fit, predict held-out points within 15
   const std::vector<Kernel> held_out = {
       Kernel::gemm(192, 384, 320, DType::fp32),
       Kernel::gemm(448, 160, 224, DType::fp32),
-      Kernel::memory_bound(KernelKind::copy, sim::Bytes(48 * 1048576.0), DType::fp32),
-      Kernel::memory_bound(KernelKind::elementwise, sim::Bytes(80 * 1048576.0), DType::fp32),
-      Kernel::memory_bound(KernelKind::norm, sim::Bytes(96 * 1048576.0), DType::fp32),
+      Kernel::memory_bound(KernelKind::copy, sim::Bytes(96 * 1048576.0), DType::fp32),
+      Kernel::memory_bound(KernelKind::elementwise, sim::Bytes(160 * 1048576.0), DType::fp32),
+      Kernel::memory_bound(KernelKind::norm, sim::Bytes(192 * 1048576.0), DType::fp32),
       Kernel::attention(models::Pass::forward, {384, 384, 384, 384}, 2, 2, 64, false, DType::fp32),
       Kernel::attention(models::Pass::forward, {512, 320, 200, 200, 200, 100}, 2, 2, 64, false, DType::fp32),
   };

@@ -375,6 +375,13 @@ TEST_CASE("orrery step: the default scenario, its report keys and timeline") {
   CHECK(report["stages"].size() == 2);
   const nlohmann::json trace = nlohmann::json::parse(slurp("step-trace.json"));
   CHECK(trace["traceEvents"].size() > 50);
+  int counters = 0, transfers = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    counters += e["ph"] == "C" ? 1 : 0;
+    transfers += e.contains("cat") && e["cat"] == "transfer" ? 1 : 0;
+  }
+  CHECK(counters > 10);   // link use of the simulated GPUs
+  CHECK(transfers > 10);  // pipeline sends and data-parallel buckets
   // Deterministic: the same scenario gives byte-identical reports.
   REQUIRE(run({"step", "--report", "step2.json"}).code == 0);
   CHECK(slurp("step.json") == slurp("step2.json"));

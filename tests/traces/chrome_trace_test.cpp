@@ -36,7 +36,7 @@ TEST_CASE("the timeline has a process per device, a thread per stream and a span
     if (e["ph"] == "M" && e["name"] == "thread_name") threads[{e["pid"], e["tid"]}] = e["args"]["name"];
     if (e["ph"] == "X") spans.push_back(e);
   }
-  CHECK(processes == std::map<int, std::string>{{1, "gpu0"}, {2, "gpu1"}, {3, "delays"}});
+  CHECK(processes == std::map<int, std::string>{{1, "gpu0"}, {2, "gpu1"}, {3, "delays and transfers"}});
   CHECK(threads.at({1, 1}) == "compute");
   CHECK(threads.at({1, 2}) == "comm");
   CHECK(threads.at({2, 3}) == "compute");
