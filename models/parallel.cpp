@@ -58,6 +58,14 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("ep={} does not divide dp x cp = {} (expert parallelism is carved out of them)", p.ep,
                                                          p.dp * p.cp));
   }
+  if (!p.documents.empty()) {
+    std::int64_t sum = 0;
+    for (const std::int64_t d : p.documents) {
+      if (d < 1) bad("documents", fmt::format("found a document of {} tokens, expected 1 or more", d));
+      sum += d;
+    }
+    if (sum != p.seq_len) bad("documents", fmt::format("documents sum to {} tokens, expected seq_len = {}", sum, p.seq_len));
+  }
   if (p.expert_imbalance < 1.0) bad("expert_imbalance", fmt::format("found {}, expected 1 (balanced) or more", p.expert_imbalance));
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),

@@ -41,6 +41,9 @@ struct ParallelPlan {
   bool overlap_tp_comm = false;
   std::string schedule = "1f1b";
   double expert_imbalance = 1.0;  // tokens on the busiest expert rank / the mean (>= 1)
+  // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
+  // document); empty: one document per sequence.
+  std::vector<std::int64_t> documents;
 
   int gpus() const { return tp * pp * dp * cp; }
   int micro_batches() const { return global_batch / (micro_batch * dp); }

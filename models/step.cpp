@@ -210,7 +210,14 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
   const std::int64_t att_heads = ulysses ? c.heads_l / p.cp : c.heads_l;
   const std::int64_t att_kv = ulysses ? std::max<std::int64_t>(1, c.kv_l / p.cp) : c.kv_l;
-  const std::vector<std::int64_t> docs(static_cast<std::size_t>(p.micro_batch), p.seq_len);
+  std::vector<std::int64_t> docs;
+  for (int b = 0; b < p.micro_batch; ++b) {
+    if (p.documents.empty()) {
+      docs.push_back(p.seq_len);
+    } else {
+      docs.insert(docs.end(), p.documents.begin(), p.documents.end());
+    }
+  }
   const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
   const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
   const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
@@ -376,7 +383,12 @@ int cluster_gpus(const std::string& topology_spec) {
 
 double step_model_flops(const ModelSpec& m, const ParallelPlan& p) {
   const double s = static_cast<double>(p.seq_len);
-  const double pairs = s * (s + 1) / 2;
+  double pairs = 0;  // causal query-key pairs of one sequence
+  if (p.documents.empty()) {
+    pairs = s * (s + 1) / 2;
+  } else {
+    for (const std::int64_t d : p.documents) pairs += static_cast<double>(d) * static_cast<double>(d + 1) / 2;
+  }
   const double attention = static_cast<double>(m.layers) * pairs * 2 * static_cast<double>(m.qk_head_dim() + m.v_head_dim()) * m.heads;
   const double forward = s * 2 * static_cast<double>(m.active_matmul_params()) + attention;
   return 3 * forward * p.global_batch;
@@ -709,7 +721,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   result.memory = estimate_memory(p, m, order);
   result.oom = result.memory.total() > sc.gpu.hbm_bytes;
   result.tasks = g.task_count();
-  result.flows = comm.flows();
+  result.flows = comm.flows() + network.flows_started();
   result.ranks_simulated = static_cast<std::size_t>(p.pp * replicas);
   if (options.keep_graph) {
     result.spans = exec.spans();

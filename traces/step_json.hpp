@@ -8,7 +8,8 @@
 //    "fail_on_oom": true}                       // optional: an OOM plan is an error
 // Plan fields (defaults in models::ParallelPlan): tp pp vp dp cp ep cp_kind(ring|ulysses) zero
 // micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
-// flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance; dp
+// flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance documents
+// (lengths packed in every sequence, summing to seq_len); dp
 // defaults to the cluster's GPUs / (tp pp cp).
 // A model object: {"name", "base" (a catalog model to start from), "layers", "hidden", "heads",
 // "kv_heads", "head_dim", "ffn_hidden", "vocab", "mlp" (swiglu|gelu), "tied_embeddings",

@@ -96,6 +96,24 @@ TEST_CASE("step FLOPs are counted exactly: 6NT plus attention") {
   CHECK(full.model_flops == step(small(2, 2, 2, 4)).model_flops);
 }
 
+TEST_CASE("packed documents: attention shrinks with the sum of squared lengths") {
+  StepScenario one = small(1, 1, 2, 4);
+  one.plan.seq_len = 8192;
+  StepScenario packed = one;
+  packed.plan.documents = {4096, 2048, 1024, 512, 512};
+  const StepResult a = step(one), b = step(packed);
+  CHECK(b.step_time < a.step_time);
+  CHECK(b.model_flops < a.model_flops);
+  // Linear work is the same: the difference is exactly the attention pairs'.
+  const ModelSpec& m = one.model;
+  const double per_pair = 3 * 2 * static_cast<double>(2 * m.head_dim) * m.heads * m.layers * one.plan.global_batch;
+  const double pairs_one = 8192.0 * 8193 / 2;
+  const double pairs_packed = (4096.0 * 4097 + 2048.0 * 2049 + 1024.0 * 1025 + 2 * 512.0 * 513) / 2;
+  CHECK(a.model_flops - b.model_flops == doctest::Approx(per_pair * (pairs_one - pairs_packed)).epsilon(1e-9));
+  packed.plan.documents = {4096, 2048};
+  CHECK_THROWS_WITH_AS(step(packed), doctest::Contains("documents sum to 6144 tokens, expected seq_len = 8192"), sim::InputError);
+}
+
 TEST_CASE("reuse does not change results: one rank per stage equals every rank, every op costed afresh") {
   for (const auto& [schedule, vp] : {std::pair{"1f1b", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1}, {"gpipe", 1}}) {
     StepScenario sc = small(2, 2, 2, 4, schedule, vp);
