@@ -418,3 +418,19 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
   CHECK(fails(R"({"model": {"name": "tiny", "base": "llama3-8b", "layers": 0}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
             .find("bad-step.json:/model/layers") != std::string::npos);
 }
+
+TEST_CASE("every example scenario runs, deterministically") {
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(ORRERY_SOURCE_DIR) + "/examples/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    CAPTURE(path);
+    const Result a = run({"step", path, "--report", "example-a.json"});
+    REQUIRE(a.code == 0);
+    REQUIRE(run({"step", path, "--report", "example-b.json"}).code == 0);
+    CHECK(slurp("example-a.json") == slurp("example-b.json"));
+    CHECK(nlohmann::json::parse(slurp("example-a.json"))["oom"] == false);
+    ++ran;
+  }
+  CHECK(ran >= 3);
+}
