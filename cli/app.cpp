@@ -59,6 +59,32 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_option("--gpus", step_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
   step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
 
+  CompareOptions compare_options;
+  CLI::App* compare_cmd = app.add_subcommand("compare", "Run one workload under several sequence policies; compare step time, tokens/s and imbalance");
+  compare_cmd->add_option("scenario", compare_options.scenario_path, "Step scenario JSON with a \"workload\" (traces/README.md)")->required();
+  compare_cmd->add_option("--policies", compare_options.policies,
+                          "Comma-separated: packing, sorted-greedy, wlb-llm, libra, global-pool; parameters as name:key=value;key=value")
+      ->capture_default_str();
+  compare_cmd->add_option("--steps", compare_options.steps, "Steps per policy")->capture_default_str();
+  compare_cmd->add_option("--report", compare_options.report_path, "Write the per-policy figures as JSON (key \"policies\")");
+  compare_cmd->add_option("--trace", compare_options.trace_path, "Write the slowest rank's pipeline of one step (the first policy) as Chrome JSON");
+  compare_cmd->add_option("--trace-step", compare_options.trace_step, "Which step --trace shows")->capture_default_str();
+  compare_cmd->add_option("--gpus", compare_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
+
+  DoclensOptions doclens_options;
+  CLI::App* doclens_cmd = app.add_subcommand("doclens", "Write a document-length trace (JSONL): convert a real source, or generate one");
+  doclens_cmd->add_option("action", doclens_options.action, "convert or generate")->required();
+  doclens_cmd->add_option("--source", doclens_options.source, "convert: distca-prolong, distca-wlbllm, mooncake, azure-code, azure-conv");
+  doclens_cmd->add_option("--data", doclens_options.data_dir, "The shared data folder")->capture_default_str();
+  doclens_cmd->add_option("--model", doclens_options.model, "generate: lognormal or lognormal_pareto")->capture_default_str();
+  doclens_cmd->add_option("--median", doclens_options.median, "generate: median document length")->capture_default_str();
+  doclens_cmd->add_option("--p99", doclens_options.p99, "generate: 99th percentile")->capture_default_str();
+  doclens_cmd->add_option("--max", doclens_options.max, "generate: longest document")->capture_default_str();
+  doclens_cmd->add_option("--seed", doclens_options.seed, "generate: seed")->capture_default_str();
+  doclens_cmd->add_option("--tokens", doclens_options.tokens, "Tokens per global batch")->required();
+  doclens_cmd->add_option("--batches", doclens_options.batches, "generate: how many batches; convert: at most (0: all)");
+  doclens_cmd->add_option("-o,--out", doclens_options.out_path, "JSONL file to write")->required();
+
   ValidateOptions validate_options;
   CLI::App* validate_cmd = app.add_subcommand(
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
@@ -120,6 +146,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
     if (*step_cmd) step(step_options, out);
+    if (*compare_cmd) compare(compare_options, out);
+    if (*doclens_cmd) doclens(doclens_options, out);
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);
     if (*cost_cmd) cost(cost_options, out);

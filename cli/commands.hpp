@@ -157,3 +157,37 @@ struct StepValidationSummary {
 StepValidationSummary validate_steps(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 }  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct CompareOptions {
+  std::string scenario_path;
+  std::string policies = "packing,wlb-llm,libra";  // comma-separated; each may be name:key=value;key=value
+  int steps = 200;
+  std::string report_path;
+  std::string trace_path;
+  int trace_step = 0;
+  std::string gpus_path;
+};
+
+// Runs the same workload under several sequence policies; prints step time p50/p99, tokens/s,
+// attention imbalance and the speedup over the first policy.
+void compare(const CompareOptions& options, std::ostream& out);
+
+struct DoclensOptions {
+  std::string action;          // convert | generate
+  std::string source;          // convert: a length source (traces::length_source_names())
+  std::string data_dir = "../shared/data";
+  std::string model = "lognormal_pareto";  // generate
+  double median = 644, p99 = 71000;
+  std::int64_t max = 1048576;
+  std::uint64_t seed = 1;
+  std::int64_t tokens = 0;     // per global batch
+  int batches = 0;             // generate: how many; convert: at most (0: all the source holds)
+  std::string out_path;
+};
+
+// Writes a document-length trace (JSONL): from a real source, or from a seeded generator.
+void doclens(const DoclensOptions& options, std::ostream& out);
+
+}  // namespace orrery::cli

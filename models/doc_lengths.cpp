@@ -69,27 +69,29 @@ DocLengthModel DocLengthModel::lognormal_pareto(double median, double p99, std::
   DocLengthModel m;
   m.kind = Kind::lognormal_pareto;
   m.max_length = max;
-  m.tail_weight = tail_weight;
   m.sigma = body_sigma;
-  // Alternate: the body's mu for the median (the tail starts above it), the tail's alpha for
-  // the p99; a few rounds settle both.
-  m.mu = std::log(median);
-  m.alpha = 1;
-  for (int round = 0; round < 50; ++round) {
-    m.x_min = std::exp(m.mu + m.sigma * standard_normal_quantile(0.95));
-    double lo = -20, hi = 40;
-    for (int i = 0; i < 100; ++i) {
-      m.mu = (lo + hi) / 2;
-      m.x_min = std::exp(m.mu + m.sigma * standard_normal_quantile(0.95));
-      (m.cdf(median) > 0.5 ? lo : hi) = m.mu;
+  // For a tail weight: alternate the body's mu (for the median; the tail starts above it) and the
+  // tail's alpha (for the p99) until both settle. A tail too light to reach the p99 even when
+  // flat (alpha at its floor) gets more weight.
+  for (m.tail_weight = tail_weight; m.tail_weight < 0.5; m.tail_weight += 0.01) {
+    m.mu = std::log(median);
+    m.alpha = 1;
+    for (int round = 0; round < 50; ++round) {
+      double lo = -20, hi = 40;
+      for (int i = 0; i < 100; ++i) {
+        m.mu = (lo + hi) / 2;
+        m.x_min = std::exp(m.mu + m.sigma * standard_normal_quantile(0.95));
+        (m.cdf(median) > 0.5 ? lo : hi) = m.mu;
+      }
+      double alo = 0.05, ahi = 20;
+      for (int i = 0; i < 100; ++i) {
+        m.alpha = (alo + ahi) / 2;
+        (m.cdf(p99) > 0.99 ? ahi : alo) = m.alpha;
+      }
     }
-    double alo = 0.01, ahi = 20;
-    for (int i = 0; i < 100; ++i) {
-      m.alpha = (alo + ahi) / 2;
-      (m.cdf(p99) > 0.99 ? ahi : alo) = m.alpha;
-    }
+    if (std::abs(m.quantile(0.99) / p99 - 1) < 0.01 && std::abs(m.quantile(0.5) / median - 1) < 0.01) return m;
   }
-  return m;
+  throw sim::InputError("<workload>", "", fmt::format("no lognormal body with a Pareto tail has median {}, p99 {} and maximum {}", median, p99, max));
 }
 
 std::string DocLengthModel::describe() const {

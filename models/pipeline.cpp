@@ -29,7 +29,7 @@ struct Done {
 
 // List-schedules the plan: repeatedly runs the next op of any stage whose dependencies are
 // done. Returns the makespan, or throws if some stage can never proceed.
-double run_plan(const PipelinePlan& plan, const PipelineShape& s, double t_f, double t_b, double t_w) {
+double run_plan(const PipelinePlan& plan, const PipelineShape& s, const OpDuration& duration_of, std::vector<OpSpan>* spans) {
   const int p = s.stages, v = s.chunks;
   ORRERY_CHECK(static_cast<int>(plan.size()) == p, "plan has {} stages, expected {}", plan.size(), p);
   Done done(p * v, s.micro_batches);
@@ -59,23 +59,24 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, double t_f, do
           case PipeOpKind::forward:
             ORRERY_CHECK(done.at(done.f, vs, op.micro_batch) < 0, "forward {} of vs {} twice", op.micro_batch, vs);
             if (vs > 0) need(done.at(done.f, vs - 1, op.micro_batch));
-            duration = t_f;
+            duration = duration_of(op, stage);
             break;
           case PipeOpKind::backward:
           case PipeOpKind::backward_input:
             ORRERY_CHECK(done.at(done.b, vs, op.micro_batch) < 0, "backward {} of vs {} twice", op.micro_batch, vs);
             need(done.at(done.f, vs, op.micro_batch));
             if (vs + 1 < p * v) need(done.at(done.b, vs + 1, op.micro_batch));
-            duration = op.kind == PipeOpKind::backward ? t_b + t_w : t_b;
+            duration = duration_of(op, stage);
             break;
           case PipeOpKind::backward_weight:
             ORRERY_CHECK(done.at(done.w, vs, op.micro_batch) < 0, "weight grad {} of vs {} twice", op.micro_batch, vs);
             need(done.at(done.b, vs, op.micro_batch));
-            duration = t_w;
+            duration = duration_of(op, stage);
             break;
         }
         if (!ok) break;
         const double end = ready + duration;
+        if (spans != nullptr) spans->push_back({stage, op, ready, end});
         if (op.kind == PipeOpKind::forward) done.at(done.f, vs, op.micro_batch) = end;
         if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) done.at(done.b, vs, op.micro_batch) = end;
         if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_weight) done.at(done.w, vs, op.micro_batch) = end;
@@ -98,10 +99,28 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, double t_f, do
 
 }  // namespace
 
-void check_plan(const PipelinePlan& plan, const PipelineShape& shape) { run_plan(plan, shape, 1, 1, 1); }
+namespace {
+OpDuration uniform(double t_f, double t_b, double t_w) {
+  return [=](const PipeOp& op, int) {
+    switch (op.kind) {
+      case PipeOpKind::forward: return t_f;
+      case PipeOpKind::backward: return t_b + t_w;
+      case PipeOpKind::backward_input: return t_b;
+      case PipeOpKind::backward_weight: return t_w;
+    }
+    return 0.0;
+  };
+}
+}  // namespace
+
+void check_plan(const PipelinePlan& plan, const PipelineShape& shape) { run_plan(plan, shape, uniform(1, 1, 1), nullptr); }
 
 double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, double t_f, double t_b, double t_w) {
-  return run_plan(plan, shape, t_f, t_b, t_w);
+  return run_plan(plan, shape, uniform(t_f, t_b, t_w), nullptr);
+}
+
+double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const OpDuration& duration, std::vector<OpSpan>* spans) {
+  return run_plan(plan, shape, duration, spans);
 }
 
 int peak_in_flight(const PipelinePlan& plan) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +55,16 @@ void check_plan(const PipelinePlan& plan, const PipelineShape& shape);
 // `backward` ops take t_b + t_w. For tests and quick estimates; the step emulator runs the real
 // costs on the engine.
 double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, double t_f, double t_b, double t_w);
+
+// The same with any op times (per op and stage: micro-batches of unequal work); `spans`, when
+// given, receives every op's start and end.
+using OpDuration = std::function<double(const PipeOp&, int stage)>;
+struct OpSpan {
+  int stage;
+  PipeOp op;
+  double start, end;
+};
+double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const OpDuration& duration, std::vector<OpSpan>* spans = nullptr);
 
 // The peak number of micro-batches whose forward activations a stage holds at once (forward
 // done, backward not yet), over all stages, counted in chunks.

@@ -46,6 +46,8 @@ class SequencePolicy {
   virtual std::string_view name() const = 0;
   // May keep state across steps (WLB-LLM's outlier queues and carried documents).
   virtual BatchPlacement place(const std::vector<std::int64_t>& docs, const SequenceShape& shape) = 0;
+  // Documents still held back; placing an empty batch releases them (the end of a run).
+  virtual std::size_t pending() const { return 0; }
 };
 
 // Causal query-key pairs of documents packed with a document mask: sum of l (l + 1) / 2.

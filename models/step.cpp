@@ -376,6 +376,41 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
 
 }  // namespace
 
+std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const CostModel& cost) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  CommCost comm(parse_cluster(sc.topology));
+  const Ctx ctx{m, p, cost, comm,
+                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
+                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
+                m.heads / p.tp,
+                std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+  // The layer's attention as layer_cost() costs it, to take out.
+  const std::vector<std::int64_t> docs(static_cast<std::size_t>(p.micro_batch), p.seq_len);
+  const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
+  const std::int64_t heads = ulysses ? ctx.heads_l / p.cp : ctx.heads_l;
+  const std::int64_t kv = std::min(ulysses ? std::max<std::int64_t>(1, ctx.kv_l / p.cp) : ctx.kv_l, heads);
+  const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
+  const double att_f = cost.time(Kernel::attention(Pass::forward, docs, heads, kv, m.qk_head_dim(), true, DType::bf16, m.v_head_dim())).to_seconds() * share;
+  const double att_b = cost.time(Kernel::attention(Pass::backward, docs, heads, kv, m.qk_head_dim(), true, DType::bf16, m.v_head_dim())).to_seconds() * share;
+  std::vector<LayerLinearCost> out;
+  for (const bool moe : {false, true}) {
+    if (moe && !m.moe.enabled()) continue;
+    ParallelPlan q = p;
+    q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l};
+    const LayerCost lc = layer_cost(c2, moe);
+    out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
+  }
+  return out;
+}
+
+LinkRates link_rates(const std::string& topology_spec) {
+  const ClusterSpec c = parse_cluster(topology_spec);
+  const Rails r = rails_of(c);
+  return {r.nvlink, r.nic, c.per_unit()};
+}
+
 int cluster_gpus(const std::string& topology_spec) {
   const ClusterSpec c = parse_cluster(topology_spec);
   return c.units() * c.per_unit();
@@ -709,6 +744,11 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
     result.stages.push_back(b);
   }
   result.bubble_fraction = bubble_sum / p.pp / step;
+  double last_op_end = 0;
+  for (const auto& stage_ranks : ranks) {
+    for (const RankTasks& rt : stage_ranks) last_op_end = std::max(last_op_end, exec.span(rt.last_op).end.since_start().to_seconds());
+  }
+  result.tail_s = step - last_op_end;
   result.exposed_comm_fraction = exposed_sum / p.pp / step;
   result.tokens_per_s = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / step;
   result.model_flops = step_model_flops(m, p);

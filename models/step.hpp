@@ -63,6 +63,7 @@ struct StepResult {
   double hfu = 0;
   double bubble_fraction = 0;  // mean over stages of bubble / step time
   double exposed_comm_fraction = 0;
+  double tail_s = 0;           // from the last pipeline op to the end of the step (gradient reduction, optimizer)
   std::vector<StageBreakdown> stages;
   MemoryEstimate memory;
   bool oom = false;
@@ -79,6 +80,26 @@ struct StepResult {
 // count differs from the plan's, or a schedule that rejects the shape.
 StepResult run_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule,
                     const StepOptions& options = {});
+
+// One layer's work on one GPU for one micro-batch of the plan's shape (seq_len x micro_batch
+// tokens), with the attention kernels left out (they depend on the documents): the linear
+// kernels of forward, input grads (B) and weight grads (W), and the exposed TP/CP/EP
+// communication inside them. Everything here scales with the micro-batch's tokens.
+struct LayerLinearCost {
+  double tokens = 0;  // per GPU (the micro-batch's sequence share)
+  double f = 0, b = 0, w = 0;
+  bool moe = false;
+};
+std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& scenario, const CostModel& cost);  // dense, then MoE if any
+
+// Per-GPU link rates of a fabric (NVLink and NIC at their NCCL efficiencies) and its GPUs per
+// server (or NVLink domain).
+struct LinkRates {
+  double nvlink = 0;
+  double nic = 0;
+  int gpus_per_unit = 8;
+};
+LinkRates link_rates(const std::string& topology_spec);
 
 // GPUs of a topology builder spec ("dgx-h100:nodes=16" -> 128) without building it.
 int cluster_gpus(const std::string& topology_spec);

@@ -121,12 +121,14 @@ class WlbLlm final : public models::SequencePolicy {
         d -= piece;
       }
     }
-    // A queue releases outliers only when it can give one to every micro-batch.
+    // A queue releases outliers when it can give one to each of a rank's micro-batches (the
+    // paper's N, micro-batches per iteration of one pipeline); an empty batch (the end of the
+    // data) releases everything.
+    const auto release = static_cast<std::size_t>(s.micro_batches);
     for (auto& q : queues_) {
-      if (q.size() >= n) {
-        fresh.insert(fresh.end(), q.begin(), q.begin() + static_cast<std::ptrdiff_t>(n));
-        q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(n));
-      }
+      const std::size_t take = docs.empty() ? q.size() : (q.size() >= release ? release : 0);
+      fresh.insert(fresh.end(), q.begin(), q.begin() + static_cast<std::ptrdiff_t>(take));
+      q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(take));
     }
     std::stable_sort(fresh.begin(), fresh.end(), std::greater<>());
     std::vector<std::int64_t> all = std::move(remained_);
@@ -164,10 +166,14 @@ class WlbLlm final : public models::SequencePolicy {
                                                                                                              : CpSharding::per_sequence;
       }
     }
+    p.deferred = pending();
+    return p;
+  }
+
+  std::size_t pending() const override {
     std::size_t waiting = remained_.size();
     for (const auto& q : queues_) waiting += q.size();
-    p.deferred = waiting;
-    return p;
+    return waiting;
   }
 
  private:

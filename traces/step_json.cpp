@@ -147,6 +147,36 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     out.calibration_path = path.is_absolute() ? path.string() : (std::filesystem::path(source).parent_path() / path).string();
   }
   if (auto v = top.optional("fail_on_oom")) out.fail_on_oom = v->as_bool();
+  if (auto w = top.optional("workload")) {
+    JsonObject o = w->as_object();
+    out.has_workload = true;
+    WorkloadSpec& spec = out.workload;
+    if (auto t = o.optional("trace")) {
+      const std::filesystem::path path = t->as_string();
+      spec.trace_path = path.is_absolute() ? path.string() : (std::filesystem::path(source).parent_path() / path).string();
+    } else {
+      const JsonNode g = o.required("generator");
+      spec.generator = g.as_string();
+      if (spec.generator != "lognormal" && spec.generator != "lognormal_pareto") {
+        g.fail(fmt::format("found {}, expected lognormal or lognormal_pareto", sim::quote(spec.generator)));
+      }
+      const JsonNode med = o.required("median");
+      spec.median = med.as_number();
+      const JsonNode p99 = o.required("p99");
+      spec.p99 = p99.as_number();
+      const JsonNode mx = o.required("max");
+      spec.max = mx.as_int();
+      if (!(spec.median >= 1)) med.fail_expected("a median of at least 1 token");
+      if (!(spec.p99 > spec.median)) p99.fail_expected(fmt::format("a p99 above the median {}", spec.median));
+      if (!(static_cast<double>(spec.max) > spec.p99)) mx.fail_expected(fmt::format("a maximum above the p99 {}", spec.p99));
+      if (auto sd = o.optional("seed")) spec.seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, sd->as_int()));
+    }
+    if (auto j = o.optional("jitter")) {
+      spec.jitter = j->as_number();
+      if (spec.jitter < 0 || spec.jitter > 1) j->fail_expected("a log-sd from 0 to 1");
+    }
+    o.finish();
+  }
   top.finish();
   return out;
 }

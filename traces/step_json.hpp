@@ -5,7 +5,9 @@
 //    "plan": {"tp": 2, "pp": 2, "dp": 8, "micro_batch": 1, "global_batch": 256, "seq_len": 8192,
 //             "schedule": "1f1b", "recompute": "selective", "zero": 1},
 //    "calibration": "curves.json",              // optional: cost curves
-//    "fail_on_oom": true}                       // optional: an OOM plan is an error
+//    "fail_on_oom": true,                       // optional: an OOM plan is an error
+//    "workload": {"generator": "lognormal_pareto", "median": 644, "p99": 71000, "max": 1048576,
+//                 "seed": 1, "jitter": 0.02}}      // or {"trace": "lengths.jsonl"}: for `orrery compare`
 // Plan fields (defaults in models::ParallelPlan): tp pp vp dp cp ep cp_kind(ring|ulysses) zero
 // micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
 // flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance documents
@@ -25,11 +27,23 @@
 
 namespace orrery::traces {
 
+// The documents of each step, for `orrery compare`: a trace file, or a seeded generator.
+struct WorkloadSpec {
+  std::string trace_path;  // .jsonl or .csv (traces/doclens.hpp), resolved against the scenario's folder
+  std::string generator;   // "lognormal" or "lognormal_pareto" when no trace
+  double median = 0, p99 = 0;
+  std::int64_t max = 0;
+  std::uint64_t seed = 1;
+  double jitter = 0.0;     // log-sd of the per-GPU speed factor of a step
+};
+
 struct StepScenarioFile {
   std::string name;
   models::StepScenario scenario;
   std::string calibration_path;  // resolved against the scenario's folder; empty: roofline
   bool fail_on_oom = false;
+  bool has_workload = false;
+  WorkloadSpec workload;
 };
 
 // Reads and validates a scenario: unknown models and schedules, plans that do not fit the

@@ -1,0 +1,245 @@
+// `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
+#include "cli/commands.hpp"
+
+#include "models/balance.hpp"
+#include "models/doc_lengths.hpp"
+#include "policies/pipeline.hpp"
+#include "policies/sequence.hpp"
+#include "sim/error.hpp"
+#include "traces/atomic_file.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/curves_json.hpp"
+#include "traces/doclens.hpp"
+#include "traces/hardware_json.hpp"
+#include "traces/report.hpp"
+#include "traces/step_json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <numeric>
+#include <ostream>
+
+namespace orrery::cli {
+
+namespace {
+
+struct PolicySpec {
+  std::string name;
+  sim::GivenParams params;
+};
+
+std::vector<PolicySpec> parse_policies(const std::string& text) {
+  std::vector<PolicySpec> out;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    begin = comma + 1;
+    if (item.empty()) throw sim::InputError("<command line>", "--policies", "found an empty policy name, expected name[:key=value;...]");
+    PolicySpec p;
+    const std::size_t colon = item.find(':');
+    p.name = item.substr(0, colon);
+    if (colon != std::string::npos) {
+      std::string_view rest = std::string_view(item).substr(colon + 1);
+      while (!rest.empty()) {
+        const std::size_t semi = std::min(rest.find(';'), rest.size());
+        const std::string_view kv = rest.substr(0, semi);
+        rest = semi < rest.size() ? rest.substr(semi + 1) : std::string_view{};
+        const std::size_t eq = kv.find('=');
+        if (eq == std::string_view::npos) {
+          throw sim::InputError("<command line>", "--policies", fmt::format("found {}, expected key=value", sim::quote(kv)));
+        }
+        const std::string value(kv.substr(eq + 1));
+        double number = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+        if (ec == std::errc() && end == value.data() + value.size()) {
+          if (number == static_cast<double>(static_cast<std::int64_t>(number))) {
+            p.params[std::string(kv.substr(0, eq))] = static_cast<std::int64_t>(number);
+          } else {
+            p.params[std::string(kv.substr(0, eq))] = number;
+          }
+        } else {
+          p.params[std::string(kv.substr(0, eq))] = value;
+        }
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+void compare(const CompareOptions& o, std::ostream& out) {
+  if (o.steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", o.steps));
+  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
+  if (!file.has_workload) {
+    throw sim::InputError(o.scenario_path, "", "found no \"workload\", expected {\"trace\": ...} or {\"generator\": ...} for `orrery compare`");
+  }
+  const std::vector<PolicySpec> specs = parse_policies(o.policies);
+  std::vector<std::unique_ptr<models::SequencePolicy>> policies;
+  for (const PolicySpec& s : specs) policies.push_back(policies::sequence_policies().create(s.name, s.params, {"<command line>", "--policies"}));
+
+  const models::StepScenario& sc = file.scenario;
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
+  const models::RooflineCostModel roofline(sc.gpu, models::training_roofline_params(sc.gpu));
+  std::unique_ptr<models::CalibratedCostModel> calibrated;
+  if (!file.calibration_path.empty()) {
+    calibrated = std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), sc.gpu);
+  }
+  const models::CostModel& cost = calibrated ? static_cast<const models::CostModel&>(*calibrated) : roofline;
+  models::BalanceOptions bo;
+  bo.jitter = file.workload.jitter;
+  bo.seed = file.workload.seed;
+  const models::StepBalancer balancer(sc, cost, *schedule, bo);
+  const models::SequenceShape& shape = balancer.shape();
+  const std::int64_t budget = static_cast<std::int64_t>(shape.dp) * shape.micro_batches * shape.seq_len;
+
+  // The step's documents: the trace's batches in turn, or the generator's stream.
+  std::vector<traces::DocBatch> trace;
+  if (!file.workload.trace_path.empty()) {
+    trace = traces::load_doclens(file.workload.trace_path);
+    for (const traces::DocBatch& b : trace) {
+      const std::int64_t tokens = std::accumulate(b.lengths.begin(), b.lengths.end(), std::int64_t{0});
+      if (tokens > budget) {
+        throw sim::InputError(file.workload.trace_path, fmt::format("line {}", b.line),
+                              fmt::format("found a batch of {} tokens, more than the step holds: dp x sequences x seq_len = {}", tokens, budget));
+      }
+    }
+  }
+  const auto model = file.workload.generator == "lognormal"
+                         ? models::DocLengthModel::lognormal(file.workload.median, file.workload.p99, file.workload.max)
+                         : (file.workload.generator.empty() ? models::DocLengthModel{}
+                                                            : models::DocLengthModel::lognormal_pareto(file.workload.median, file.workload.p99,
+                                                                                                       file.workload.max));
+  struct Row {
+    std::string name;
+    std::vector<double> steps;
+    double tokens = 0, time = 0, imbalance = 0;
+    std::size_t deferred = 0;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    Row row;
+    row.name = specs[i].name;
+    models::DocSampler sampler(model, file.workload.seed);
+    // After the workload's steps, steps with no new documents until the policy has placed what
+    // it held back (WLB-LLM's delayed outliers), so that every policy does the same work.
+    for (int k = 0; k < o.steps || policies[i]->pending() > 0; ++k) {
+      const std::vector<std::int64_t> docs = k >= o.steps ? std::vector<std::int64_t>{}
+                                             : trace.empty() ? sampler.batch(budget)
+                                                             : trace[static_cast<std::size_t>(k) % trace.size()].lengths;
+      const models::BatchPlacement placement = policies[i]->place(docs, shape);
+      const models::BalanceStep st = balancer.run(placement, static_cast<std::uint64_t>(k));
+      double placed = 0;
+      for (const auto& rank : placement.ranks) {
+        for (const auto& mb : rank) placed += static_cast<double>(std::accumulate(mb.docs.begin(), mb.docs.end(), std::int64_t{0}));
+      }
+      row.steps.push_back(st.step_s);
+      row.tokens += placed;
+      row.time += st.step_s;
+      row.imbalance += st.attention_imbalance;
+      row.deferred = placement.deferred;
+      if (!o.trace_path.empty() && k == o.trace_step && i == 0) {
+        sim::TaskGraph g;
+        std::vector<sim::Span> spans;
+        for (const models::OpSpan& s : st.spans) {
+          const sim::StreamId stream = g.add_stream(fmt::format("dp rank {} stage {}", st.slowest_rank, s.stage), "compute");
+          const auto d = sim::ceil_duration_ns((s.end - s.start) * 1e9);
+          g.add_compute(fmt::format("{}{} chunk {}", models::to_string(s.op.kind), s.op.micro_batch, s.op.chunk), stream, d);
+          const sim::Time start = sim::Time::from_ns(static_cast<std::int64_t>(std::llround(s.start * 1e9)));
+          spans.push_back({start, start + d});
+        }
+        traces::write_chrome_trace(o.trace_path, g, spans);
+      }
+    }
+    row.imbalance /= o.steps;
+    rows.push_back(std::move(row));
+  }
+
+  out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps, budget,
+                     trace.empty() ? model.describe() : file.workload.trace_path, file.workload.jitter);
+  out << fmt::format("{:<16} {:>12} {:>12} {:>14} {:>10} {:>9}\n", "policy", "step p50", "step p99", "tokens/s", "imbalance", "speedup");
+  const double base = rows.front().tokens / rows.front().time;
+  traces::Report report;
+  report.set("/scenario", file.name.empty() ? o.scenario_path : file.name);
+  report.set("/steps", static_cast<std::int64_t>(o.steps));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const double p50 = percentile(r.steps, 0.5), p99 = percentile(r.steps, 0.99), tps = r.tokens / r.time;
+    out << fmt::format("{:<16} {:>10.3f} s {:>10.3f} s {:>14.0f} {:>10.3f} {:>8.2f}x\n", r.name, p50, p99, tps, r.imbalance, tps / base);
+    const std::string at = fmt::format("/policies/{}", i);
+    report.set(at + "/name", r.name);
+    report.set(at + "/step_time_p50_s", p50);
+    report.set(at + "/step_time_p99_s", p99);
+    report.set(at + "/tokens_per_s", tps);
+    report.set(at + "/imbalance", r.imbalance);
+    report.set(at + "/speedup", tps / base);
+    report.set(at + "/deferred_documents", static_cast<std::int64_t>(r.deferred));
+  }
+  if (!o.report_path.empty()) report.write(o.report_path);
+}
+
+void doclens(const DoclensOptions& o, std::ostream& out) {
+  if (o.tokens < 1) throw sim::InputError("<command line>", "--tokens", "expected the tokens of one global batch (1 or more)");
+  if (o.out_path.empty()) throw sim::InputError("<command line>", "--out", "expected the JSONL file to write");
+  std::vector<std::vector<std::int64_t>> batches;
+  if (o.action == "convert") {
+    const std::vector<std::int64_t> lengths = traces::read_length_source(o.source, o.data_dir);
+    std::vector<std::int64_t> batch;
+    std::int64_t room = o.tokens;
+    for (std::int64_t l : lengths) {
+      while (l > 0) {
+        const std::int64_t piece = std::min(l, room);
+        batch.push_back(piece);
+        room -= piece;
+        l -= piece;
+        if (room == 0) {
+          batches.push_back(std::move(batch));
+          batch.clear();
+          room = o.tokens;
+          if (o.batches > 0 && static_cast<int>(batches.size()) == o.batches) break;
+        }
+      }
+      if (o.batches > 0 && static_cast<int>(batches.size()) == o.batches) break;
+    }
+    if (batches.empty()) {
+      throw sim::InputError(o.source, "", fmt::format("holds fewer than {} tokens: not one full batch", o.tokens));
+    }
+    out << fmt::format("{}: {} documents, {} full batches of {} tokens\n", o.source, lengths.size(), batches.size(), o.tokens);
+  } else if (o.action == "generate") {
+    if (o.batches < 1) throw sim::InputError("<command line>", "--batches", "expected how many batches to generate (1 or more)");
+    if (!(o.median >= 1 && o.p99 > o.median && static_cast<double>(o.max) > o.p99)) {
+      throw sim::InputError("<command line>", "--median/--p99/--max", "expected 1 <= median < p99 < max");
+    }
+    models::DocLengthModel m;
+    if (o.model == "lognormal") {
+      m = models::DocLengthModel::lognormal(o.median, o.p99, o.max);
+    } else if (o.model == "lognormal_pareto") {
+      m = models::DocLengthModel::lognormal_pareto(o.median, o.p99, o.max);
+    } else {
+      throw sim::InputError("<command line>", "--model", fmt::format("found {}, expected lognormal or lognormal_pareto", sim::quote(o.model)));
+    }
+    models::DocSampler s(m, o.seed);
+    for (int i = 0; i < o.batches; ++i) batches.push_back(s.batch(o.tokens));
+    out << fmt::format("{}: {} batches of {} tokens\n", m.describe(), batches.size(), o.tokens);
+  } else {
+    throw sim::InputError("<command line>", "doclens", fmt::format("found {}, expected convert or generate", sim::quote(o.action)));
+  }
+  traces::write_file_atomically(o.out_path, traces::doclens_to_jsonl(batches));
+  out << fmt::format("written to {}\n", o.out_path);
+}
+
+}  // namespace orrery::cli

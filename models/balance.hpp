@@ -1,0 +1,57 @@
+// Steps with unequal micro-batches: a sequence policy's placement (models/sequence.hpp) run
+// through the step emulator's costs. Each data-parallel rank runs its own micro-batches through
+// the pipeline schedule (attention costed per document with tile quantisation, context
+// parallelism by its busiest worker, pool exchanges on the pool's links); a seeded
+// multiplicative jitter per GPU; the step ends when the slowest rank's pipeline is done plus
+// the gradient reduction and optimizer tail, as data parallelism synchronises there.
+//   StepBalancer b(scenario, cost, schedule, {.jitter = 0.02});
+//   BalanceStep s = b.run(policy.place(docs, b.shape()), /*step=*/k);
+#pragma once
+
+#include "models/cost.hpp"
+#include "models/pipeline.hpp"
+#include "models/sequence.hpp"
+#include "models/step.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace orrery::models {
+
+struct BalanceOptions {
+  double jitter = 0.0;       // log-sd of each GPU's per-step speed factor (0.02: about 7% between the extremes of 256 GPUs)
+  std::uint64_t seed = 1;
+  int tile_heads = 4;        // pool policies' head chunks (their exchange pipelines over them)
+};
+
+struct BalanceStep {
+  double step_s = 0;
+  double attention_imbalance = 0;  // max / mean over data-parallel ranks of attention time
+  std::vector<double> rank_s;      // each rank's pipeline end
+  std::vector<OpSpan> spans;       // of the slowest rank (for timelines)
+  int slowest_rank = 0;
+};
+
+class StepBalancer {
+ public:
+  StepBalancer(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule, BalanceOptions options = {});
+  // The shape a sequence policy places into (dp, cp, micro-batches, context, heads, costs).
+  const SequenceShape& shape() const { return shape_; }
+  BalanceStep run(const BatchPlacement& placement, std::uint64_t step) const;
+
+ private:
+  double attention_seconds(const std::vector<std::int64_t>& docs, Pass pass) const;
+  StepScenario sc_;
+  const CostModel& cost_;
+  BalanceOptions options_;
+  SequenceShape shape_;
+  PipelinePlan plan_;
+  PipelineShape pipe_;
+  std::vector<LayerLinearCost> linear_;
+  double tail_s_ = 0;
+  double p2p_s_ = 0;
+  LinkRates rates_;
+  std::int64_t heads_ = 0, kv_heads_ = 0;
+};
+
+}  // namespace orrery::models
