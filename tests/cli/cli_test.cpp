@@ -9,7 +9,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -433,4 +435,126 @@ TEST_CASE("every example scenario runs, deterministically") {
     ++ran;
   }
   CHECK(ran >= 3);
+}
+
+namespace {
+// A long-context balancing scenario: Qwen3-8B, Ulysses CP 8, `dp` ranks, a long-tail workload.
+std::string balance_scenario(int dp, std::int64_t seq_len, const std::string& nic = "", int cp = 8) {
+  const int gpus = dp * cp;
+  const std::string topology = fmt::format("dgx-h100:nodes={}{}", std::max(1, gpus / 8), nic.empty() ? "" : ",nic=" + nic);
+  return fmt::format(R"({{"model": "qwen3-8b", "cluster": {{"gpu": "H100", "topology": "{}"}},
+    "plan": {{"tp": 1, "cp": {}, "cp_kind": "ulysses", "dp": {}, "global_batch": {}, "seq_len": {}, "recompute": "full"}},
+    "workload": {{"generator": "lognormal_pareto", "median": 644, "p99": {}, "max": {}, "seed": 1, "jitter": 0.02}}}})",
+                     topology, cp, dp, dp * 8, seq_len, std::min<std::int64_t>(71000, seq_len / 2), seq_len);
+}
+
+std::map<std::string, double> speedups(const std::string& scenario, const std::string& policies, int steps = 24) {
+  {
+    std::ofstream f("balance.json");
+    f << scenario;
+  }
+  const Result r = run({"compare", "balance.json", "--policies", policies, "--steps", std::to_string(steps), "--report", "balance-report.json"});
+  REQUIRE(r.code == 0);
+  std::map<std::string, double> out;
+  const nlohmann::json report = nlohmann::json::parse(slurp("balance-report.json"));
+  for (const auto& p : report["policies"]) out[p["name"].get<std::string>()] = p["speedup"].get<double>();
+  return out;
+}
+}  // namespace
+
+TEST_CASE("orrery compare: the rankings the papers report, on long-tail workloads") {
+  // Libra > WLB-LLM > packing at 256K.
+  const auto s = speedups(balance_scenario(8, 262144), "packing,wlb-llm,libra");
+  CHECK(s.at("packing") == 1.0);
+  CHECK(s.at("wlb-llm") > 1.1);
+  CHECK(s.at("libra") > s.at("wlb-llm"));
+  // The gain grows with the data-parallel degree...
+  const double dp2 = speedups(balance_scenario(2, 262144), "packing,libra").at("libra");
+  const double dp32 = speedups(balance_scenario(32, 262144), "packing,libra").at("libra");
+  CHECK(dp2 < s.at("libra"));
+  CHECK(s.at("libra") < dp32);
+  // ... and with the context length.
+  CHECK(speedups(balance_scenario(8, 65536), "packing,libra").at("libra") < s.at("libra"));
+  // A global pool loses to bounded pools once it has to cross servers (no CP: a pool of 8 is
+  // one NVLink server, the global pool of 64 spans 8), the more so on a slow network.
+  const auto local = speedups(balance_scenario(64, 65536, "", 1), "packing,libra,global-pool");
+  CHECK(local.at("global-pool") < local.at("libra"));
+  const auto slow = speedups(balance_scenario(64, 65536, "100Gb/s", 1), "packing,libra,global-pool");
+  CHECK(slow.at("global-pool") < 1.0);
+  CHECK(slow.at("libra") > 1.0);
+  CHECK(slow.at("global-pool") < slow.at("libra"));
+}
+
+TEST_CASE("orrery compare: report, determinism, timeline, and bad input") {
+  {
+    std::ofstream f("balance.json");
+    f << balance_scenario(4, 65536);
+  }
+  const Result a = run({"compare", "balance.json", "--policies", "packing,sorted-greedy,libra:pool=2", "--steps", "10", "--report", "c1.json",
+                        "--trace", "c-trace.json", "--trace-step", "3"});
+  REQUIRE(a.code == 0);
+  CHECK(a.out.find("imbalance") != std::string::npos);
+  const nlohmann::json rep = nlohmann::json::parse(slurp("c1.json"));
+  REQUIRE(rep["policies"].size() == 3);
+  for (const char* key : {"name", "step_time_p50_s", "step_time_p99_s", "tokens_per_s", "imbalance"}) CHECK(rep["policies"][0].contains(key));
+  CHECK(nlohmann::json::parse(slurp("c-trace.json"))["traceEvents"].size() > 10);
+  REQUIRE(run({"compare", "balance.json", "--policies", "packing,sorted-greedy,libra:pool=2", "--steps", "10", "--report", "c2.json"}).code == 0);
+  CHECK(slurp("c1.json") == slurp("c2.json"));
+
+  const Result unknown = run({"compare", "balance.json", "--policies", "packing,libro"});
+  CHECK(unknown.code == 1);
+  CHECK(unknown.err.find("did you mean \"libra\"?") != std::string::npos);
+  // Traces: an empty batch, a negative or fractional length, each with its line.
+  const auto trace_error = [](const std::string& name, const std::string& text) {
+    {
+      std::ofstream f(name);
+      f << text;
+    }
+    {
+      std::ofstream f("balance-trace.json");
+      f << R"({"model": "qwen3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=4"},
+        "plan": {"tp": 1, "cp": 8, "cp_kind": "ulysses", "dp": 4, "global_batch": 8, "seq_len": 65536},
+        "workload": {"trace": ")" + name + R"("}})";
+    }
+    const Result r = run({"compare", "balance-trace.json", "--steps", "2"});
+    CHECK(r.code == 1);
+    return r.err;
+  };
+  CHECK(trace_error("empty.jsonl", "[100, 200]\n[]\n").find("empty.jsonl:line 2: found an empty batch") != std::string::npos);
+  CHECK(trace_error("neg.jsonl", "[100, -5]\n").find("neg.jsonl:line 1: found document length -5, expected a positive whole number") !=
+        std::string::npos);
+  CHECK(trace_error("frac.csv", "step,doc_len\n0,100\n0,2.5\n").find("frac.csv:line 3: found document length 2.5") != std::string::npos);
+  CHECK(trace_error("big.jsonl", "[100]\n[600000]\n").find("big.jsonl:line 2: found a batch of 600000 tokens, more than the step holds") !=
+        std::string::npos);
+  // A good trace runs.
+  {
+    std::ofstream f("good.csv");
+    f << "step,doc_len\n0,65536\n0,1000\n1,30000\n1,30000\n";
+  }
+  {
+    std::ofstream f("balance-good.json");
+    f << R"({"model": "qwen3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=4"},
+      "plan": {"tp": 1, "cp": 8, "cp_kind": "ulysses", "dp": 4, "global_batch": 8, "seq_len": 65536},
+      "workload": {"trace": "good.csv"}})";
+  }
+  CHECK(run({"compare", "balance-good.json", "--steps", "4"}).code == 0);
+}
+
+TEST_CASE("orrery doclens: generate and convert document-length traces") {
+  const Result g = run({"doclens", "generate", "--median", "644", "--p99", "71000", "--max", "1048576", "--tokens", "1048576", "--batches", "3",
+                        "--seed", "5", "-o", "gen.jsonl"});
+  REQUIRE(g.code == 0);
+  const std::string gen = slurp("gen.jsonl");
+  CHECK(std::count(gen.begin(), gen.end(), '\n') == 3);
+  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
+  if (!fs::is_directory(data + "/distca-lengths")) {
+    MESSAGE("skipped convert: ../shared/data/distca-lengths is absent");
+    return;
+  }
+  const Result c = run({"doclens", "convert", "--source", "distca-prolong", "--data", data, "--tokens", "262144", "-o", "prolong.jsonl"});
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find("full batches") != std::string::npos);
+  const Result bad = run({"doclens", "convert", "--source", "distca-prolng", "--data", data, "--tokens", "262144", "-o", "x.jsonl"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("did you mean \"distca-prolong\"?") != std::string::npos);
 }
