@@ -29,6 +29,7 @@ const std::vector<GroupSpec> kGroups = {
     {"network.hierarchical", orrery::bench::bench_network_hierarchical, 300},
     {"step.gpt3", orrery::bench::bench_step_gpt3, 300},
     {"step.llama405b", orrery::bench::bench_step_llama405b, 300},
+    {"balance", orrery::bench::bench_balance, 300},
     {"simgrid", nullptr, 600},
 };
 
