@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace orrery::cli {
@@ -186,6 +187,20 @@ struct DoclensOptions {
   int batches = 0;             // generate: how many; convert: at most (0: all the source holds)
   std::string out_path;
 };
+
+// The tokens/s of each policy over the first one's, for a scenario given as JSON text.
+std::vector<std::pair<std::string, double>> policy_speedups(const std::string& scenario_json, const std::string& policies, int steps);
+
+// Reproduces the sequence-balancing claims (Libra's pool-sizing law, the papers' rankings);
+// appends a markdown section.
+struct BalanceValidationSummary {
+  bool rankings_hold = false;
+  int checks = 0, held = 0;
+};
+BalanceValidationSummary validate_balance(std::string& markdown, std::ostream& out);
+// The balancing scenario validation and tests use: Qwen3-8B, `dp` ranks of Ulysses CP `cp`,
+// a long-tail workload up to the context (NIC rate `nic`, empty: the builder's).
+std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::string& nic, int cp);
 
 // Writes a document-length trace (JSONL): from a real source, or from a seeded generator.
 void doclens(const DoclensOptions& options, std::ostream& out);

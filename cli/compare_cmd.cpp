@@ -81,19 +81,33 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-void compare(const CompareOptions& o, std::ostream& out) {
-  if (o.steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", o.steps));
-  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
-  const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
+namespace {
+
+struct Outcome {
+  std::string name;
+  std::vector<double> steps;
+  double tokens = 0, time = 0, imbalance = 0;
+  std::size_t deferred = 0;
+};
+
+struct Comparison {
+  std::vector<Outcome> rows;
+  std::int64_t budget = 0;
+  std::string workload;
+};
+
+Comparison run_comparison(const traces::StepScenarioFile& file, const std::string& source, const std::string& policy_list, int steps,
+                          const std::string& trace_path, int trace_step) {
+  if (steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", steps));
   if (!file.has_workload) {
-    throw sim::InputError(o.scenario_path, "", "found no \"workload\", expected {\"trace\": ...} or {\"generator\": ...} for `orrery compare`");
+    throw sim::InputError(source, "", "found no \"workload\", expected {\"trace\": ...} or {\"generator\": ...} for `orrery compare`");
   }
-  const std::vector<PolicySpec> specs = parse_policies(o.policies);
+  const std::vector<PolicySpec> specs = parse_policies(policy_list);
   std::vector<std::unique_ptr<models::SequencePolicy>> policies;
   for (const PolicySpec& s : specs) policies.push_back(policies::sequence_policies().create(s.name, s.params, {"<command line>", "--policies"}));
 
   const models::StepScenario& sc = file.scenario;
-  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
   const models::RooflineCostModel roofline(sc.gpu, models::training_roofline_params(sc.gpu));
   std::unique_ptr<models::CalibratedCostModel> calibrated;
   if (!file.calibration_path.empty()) {
@@ -105,7 +119,8 @@ void compare(const CompareOptions& o, std::ostream& out) {
   bo.seed = file.workload.seed;
   const models::StepBalancer balancer(sc, cost, *schedule, bo);
   const models::SequenceShape& shape = balancer.shape();
-  const std::int64_t budget = static_cast<std::int64_t>(shape.dp) * shape.micro_batches * shape.seq_len;
+  Comparison c;
+  c.budget = static_cast<std::int64_t>(shape.dp) * shape.micro_batches * shape.seq_len;
 
   // The step's documents: the trace's batches in turn, or the generator's stream.
   std::vector<traces::DocBatch> trace;
@@ -113,9 +128,9 @@ void compare(const CompareOptions& o, std::ostream& out) {
     trace = traces::load_doclens(file.workload.trace_path);
     for (const traces::DocBatch& b : trace) {
       const std::int64_t tokens = std::accumulate(b.lengths.begin(), b.lengths.end(), std::int64_t{0});
-      if (tokens > budget) {
+      if (tokens > c.budget) {
         throw sim::InputError(file.workload.trace_path, fmt::format("line {}", b.line),
-                              fmt::format("found a batch of {} tokens, more than the step holds: dp x sequences x seq_len = {}", tokens, budget));
+                              fmt::format("found a batch of {} tokens, more than the step holds: dp x sequences x seq_len = {}", tokens, c.budget));
       }
     }
   }
@@ -124,22 +139,17 @@ void compare(const CompareOptions& o, std::ostream& out) {
                          : (file.workload.generator.empty() ? models::DocLengthModel{}
                                                             : models::DocLengthModel::lognormal_pareto(file.workload.median, file.workload.p99,
                                                                                                        file.workload.max));
-  struct Row {
-    std::string name;
-    std::vector<double> steps;
-    double tokens = 0, time = 0, imbalance = 0;
-    std::size_t deferred = 0;
-  };
-  std::vector<Row> rows;
+  c.workload = trace.empty() ? model.describe() : file.workload.trace_path;
   for (std::size_t i = 0; i < policies.size(); ++i) {
-    Row row;
+    Outcome row;
     row.name = specs[i].name;
     models::DocSampler sampler(model, file.workload.seed);
     // After the workload's steps, steps with no new documents until the policy has placed what
     // it held back (WLB-LLM's delayed outliers), so that every policy does the same work.
-    for (int k = 0; k < o.steps || policies[i]->pending() > 0; ++k) {
-      const std::vector<std::int64_t> docs = k >= o.steps ? std::vector<std::int64_t>{}
-                                             : trace.empty() ? sampler.batch(budget)
+    int k = 0;
+    for (; k < steps || policies[i]->pending() > 0; ++k) {
+      const std::vector<std::int64_t> docs = k >= steps ? std::vector<std::int64_t>{}
+                                             : trace.empty() ? sampler.batch(c.budget)
                                                              : trace[static_cast<std::size_t>(k) % trace.size()].lengths;
       const models::BatchPlacement placement = policies[i]->place(docs, shape);
       const models::BalanceStep st = balancer.run(placement, static_cast<std::uint64_t>(k));
@@ -152,32 +162,49 @@ void compare(const CompareOptions& o, std::ostream& out) {
       row.time += st.step_s;
       row.imbalance += st.attention_imbalance;
       row.deferred = placement.deferred;
-      if (!o.trace_path.empty() && k == o.trace_step && i == 0) {
+      if (!trace_path.empty() && k == trace_step && i == 0) {
         sim::TaskGraph g;
         std::vector<sim::Span> spans;
-        for (const models::OpSpan& s : st.spans) {
-          const sim::StreamId stream = g.add_stream(fmt::format("dp rank {} stage {}", st.slowest_rank, s.stage), "compute");
-          const auto d = sim::ceil_duration_ns((s.end - s.start) * 1e9);
-          g.add_compute(fmt::format("{}{} chunk {}", models::to_string(s.op.kind), s.op.micro_batch, s.op.chunk), stream, d);
-          const sim::Time start = sim::Time::from_ns(static_cast<std::int64_t>(std::llround(s.start * 1e9)));
-          spans.push_back({start, start + d});
+        for (const models::OpSpan& sp : st.spans) {
+          const sim::StreamId stream = g.add_stream(fmt::format("dp rank {} stage {}", st.slowest_rank, sp.stage), "compute");
+          const auto d = sim::ceil_duration_ns((sp.end - sp.start) * 1e9);
+          g.add_compute(fmt::format("{}{} chunk {}", models::to_string(sp.op.kind), sp.op.micro_batch, sp.op.chunk), stream, d);
+          const sim::Time at = sim::Time::from_ns(static_cast<std::int64_t>(std::llround(sp.start * 1e9)));
+          spans.push_back({at, at + d});
         }
-        traces::write_chrome_trace(o.trace_path, g, spans);
+        traces::write_chrome_trace(trace_path, g, spans);
       }
     }
-    row.imbalance /= o.steps;
-    rows.push_back(std::move(row));
+    row.imbalance /= k;
+    c.rows.push_back(std::move(row));
   }
+  return c;
+}
 
-  out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps, budget,
-                     trace.empty() ? model.describe() : file.workload.trace_path, file.workload.jitter);
+}  // namespace
+
+std::vector<std::pair<std::string, double>> policy_speedups(const std::string& scenario_json, const std::string& policy_list, int steps) {
+  const traces::StepScenarioFile file = traces::read_step_scenario(scenario_json, "<scenario>");
+  const Comparison c = run_comparison(file, "<scenario>", policy_list, steps, "", 0);
+  std::vector<std::pair<std::string, double>> out;
+  const double base = c.rows.front().tokens / c.rows.front().time;
+  for (const Outcome& r : c.rows) out.emplace_back(r.name, r.tokens / r.time / base);
+  return out;
+}
+
+void compare(const CompareOptions& o, std::ostream& out) {
+  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
+  const Comparison c = run_comparison(file, o.scenario_path, o.policies, o.steps, o.trace_path, o.trace_step);
+  out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps,
+                     c.budget, c.workload, file.workload.jitter);
   out << fmt::format("{:<16} {:>12} {:>12} {:>14} {:>10} {:>9}\n", "policy", "step p50", "step p99", "tokens/s", "imbalance", "speedup");
-  const double base = rows.front().tokens / rows.front().time;
+  const double base = c.rows.front().tokens / c.rows.front().time;
   traces::Report report;
   report.set("/scenario", file.name.empty() ? o.scenario_path : file.name);
   report.set("/steps", static_cast<std::int64_t>(o.steps));
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    const Outcome& r = c.rows[i];
     const double p50 = percentile(r.steps, 0.5), p99 = percentile(r.steps, 0.99), tps = r.tokens / r.time;
     out << fmt::format("{:<16} {:>10.3f} s {:>10.3f} s {:>14.0f} {:>10.3f} {:>8.2f}x\n", r.name, p50, p99, tps, r.imbalance, tps / base);
     const std::string at = fmt::format("/policies/{}", i);

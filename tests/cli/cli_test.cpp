@@ -220,6 +220,11 @@ TEST_CASE("network and kernel validation against published measurements") {
     CHECK(t.worst_calibration < 0.01);
   }
 
+  // Sequence balancing: the papers' rankings hold.
+  const auto balance = orrery::cli::validate_balance(md, out);
+  CHECK(balance.checks == 4);
+  CHECK(balance.rankings_hold);
+
   // The committed table is what the command writes today.
   orrery::cli::ValidateOptions options;
   options.data_dir = data;
@@ -438,14 +443,8 @@ TEST_CASE("every example scenario runs, deterministically") {
 }
 
 namespace {
-// A long-context balancing scenario: Qwen3-8B, Ulysses CP 8, `dp` ranks, a long-tail workload.
 std::string balance_scenario(int dp, std::int64_t seq_len, const std::string& nic = "", int cp = 8) {
-  const int gpus = dp * cp;
-  const std::string topology = fmt::format("dgx-h100:nodes={}{}", std::max(1, gpus / 8), nic.empty() ? "" : ",nic=" + nic);
-  return fmt::format(R"({{"model": "qwen3-8b", "cluster": {{"gpu": "H100", "topology": "{}"}},
-    "plan": {{"tp": 1, "cp": {}, "cp_kind": "ulysses", "dp": {}, "global_batch": {}, "seq_len": {}, "recompute": "full"}},
-    "workload": {{"generator": "lognormal_pareto", "median": 644, "p99": {}, "max": {}, "seed": 1, "jitter": 0.02}}}})",
-                     topology, cp, dp, dp * 8, seq_len, std::min<std::int64_t>(71000, seq_len / 2), seq_len);
+  return orrery::cli::balance_scenario_json(dp, seq_len, nic, cp);
 }
 
 std::map<std::string, double> speedups(const std::string& scenario, const std::string& policies, int steps = 24) {
