@@ -46,6 +46,19 @@ double StepBalancer::attention_seconds(const std::vector<std::int64_t>& docs, Pa
   return cost_.time(k).to_seconds();
 }
 
+double StepBalancer::pool_bandwidth(int pool_ranks) const {
+  if (const auto it = pool_bandwidth_.find(pool_ranks); it != pool_bandwidth_.end()) return it->second;
+  // A pool of P ranks is P x cp GPUs of the same tensor-parallel rank (stride tp): one
+  // all-to-all of 256 MiB per GPU among them on the cluster's fabric gives the rate a GPU's
+  // tile exchanges get (NVLink inside a server, NICs and the fabric beyond).
+  const ParallelPlan& p = sc_.plan;
+  const int n = pool_ranks * p.cp;
+  const double bytes = 256.0 * 1048576;
+  double bw = rates_.nvlink;
+  if (n > 1) bw = bytes * (n - 1) / n / collective_seconds(sc_.topology, CollectiveOp::all_to_all, bytes, n, p.tp);
+  return pool_bandwidth_[pool_ranks] = bw;
+}
+
 BalanceStep StepBalancer::run(const BatchPlacement& placement, std::uint64_t step) const {
   const ParallelPlan& p = sc_.plan;
   const ModelSpec& m = sc_.model;
@@ -81,10 +94,8 @@ BalanceStep StepBalancer::run(const BatchPlacement& placement, std::uint64_t ste
         const double rate_b = own > 0 ? ab / own : attention_seconds({p.seq_len}, Pass::backward) / causal_pairs({p.seq_len});
         af = rate_f * pairs / p.cp;
         ab = rate_b * pairs / p.cp;
-        // A pool of P ranks spans P x cp x tp GPUs: NVLink inside one server, the NICs beyond.
         const auto pool = static_cast<int>(std::count(placement.pool_of_rank.begin(), placement.pool_of_rank.end(), placement.pool_of_rank[static_cast<std::size_t>(r)]));
-        const double bandwidth = pool * p.cp * p.tp <= rates_.gpus_per_unit ? rates_.nvlink : rates_.nic;
-        const double comm = placement.exchange_bytes[static_cast<std::size_t>(r)][j] / p.cp / bandwidth;
+        const double comm = placement.exchange_bytes[static_cast<std::size_t>(r)][j] / p.cp / pool_bandwidth(pool);
         const int chunks = std::max(1, static_cast<int>(heads_) / options_.tile_heads);
         exposed = 2 * comm / chunks + std::max(0.0, comm - af) + std::max(0.0, 2 * comm - ab);
       } else if (p.cp > 1) {

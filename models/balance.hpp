@@ -14,6 +14,7 @@
 #include "models/step.hpp"
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace orrery::models {
@@ -51,6 +52,10 @@ class StepBalancer {
   double tail_s_ = 0;
   double p2p_s_ = 0;
   LinkRates rates_;
+  // Per pool size (ranks): the bandwidth a rank gets in the pool's all-to-all, from a flow
+  // simulation of one on the fabric.
+  double pool_bandwidth(int pool_ranks) const;
+  mutable std::map<int, double> pool_bandwidth_;
   std::int64_t heads_ = 0, kv_heads_ = 0;
 };
 

@@ -405,6 +405,11 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
   return out;
 }
 
+double collective_seconds(const std::string& topology_spec, CollectiveOp op, double bytes, int n, int stride) {
+  CommCost comm(parse_cluster(topology_spec));
+  return comm.collective(op, bytes, n, stride);
+}
+
 LinkRates link_rates(const std::string& topology_spec) {
   const ClusterSpec c = parse_cluster(topology_spec);
   const Rails r = rails_of(c);

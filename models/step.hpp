@@ -11,6 +11,7 @@
 //   StepResult r = run_step(s, cost_model, *schedule, {});
 #pragma once
 
+#include "models/collectives.hpp"
 #include "models/cost.hpp"
 #include "models/hardware.hpp"
 #include "models/llm.hpp"
@@ -100,6 +101,10 @@ struct LinkRates {
   int gpus_per_unit = 8;
 };
 LinkRates link_rates(const std::string& topology_spec);
+
+// The time of one collective among `n` GPUs `stride` ranks apart (rank order: tp fastest, then
+// cp, dp, pp), simulated as flows on the fabric of `topology_spec`.
+double collective_seconds(const std::string& topology_spec, CollectiveOp op, double bytes, int n, int stride);
 
 // GPUs of a topology builder spec ("dgx-h100:nodes=16" -> 128) without building it.
 int cluster_gpus(const std::string& topology_spec);
