@@ -307,6 +307,14 @@ class Libra final : public models::SequencePolicy {
   bool global_;
 };
 
+void check_tiles(const sim::Params& p, std::string_view policy) {
+  if (p.get_int("tile_tokens") < 1) throw sim::InputError("<policy>", fmt::format("{}/tile_tokens", policy), "expected 1 or more tokens per tile");
+  if (p.get_int("tile_heads") < 1 || p.get_int("tile_heads") > 4096) {
+    throw sim::InputError("<policy>", fmt::format("{}/tile_heads", policy), "expected 1 or more heads per tile");
+  }
+  if (!(p.get_number("slack") >= 0)) throw sim::InputError("<policy>", fmt::format("{}/slack", policy), "expected a slack of 0 or more");
+}
+
 }  // namespace
 
 const sim::Registry<models::SequencePolicy>& sequence_policies() {
@@ -320,6 +328,7 @@ const sim::Registry<models::SequencePolicy>& sequence_policies() {
            {{"queues", sim::ParamType::integer, std::int64_t{2}, "outlier queues (thresholds at 1/2, 3/4, ... of the context)"}},
            [](const sim::Params& p) {
              const std::int64_t n = p.get_int("queues");
+             if (n < 1 || n > 16) throw sim::InputError("<policy>", "wlb-llm/queues", fmt::format("found {}, expected 1 to 16 outlier queues", n));
              std::vector<double> t;
              for (std::int64_t i = 0; i < n; ++i) t.push_back(1.0 - 1.0 / static_cast<double>(2 << i));  // 1/2, 3/4, 7/8 ...
              return std::make_unique<WlbLlm>(t);
@@ -330,7 +339,10 @@ const sim::Registry<models::SequencePolicy>& sequence_policies() {
             {"tile_heads", sim::ParamType::integer, std::int64_t{4}, "heads per tile"},
             {"slack", sim::ParamType::number, 0.05, "load cap above the pool's mean"}},
            [](const sim::Params& p) {
-             return std::make_unique<Libra>(static_cast<int>(p.get_int("pool")), p.get_int("tile_tokens"), static_cast<int>(p.get_int("tile_heads")),
+             check_tiles(p, "libra");
+             const std::int64_t pool = p.get_int("pool");
+             if (pool < 1 || pool > 1 << 20) throw sim::InputError("<policy>", "libra/pool", fmt::format("found {}, expected 1 or more sequences per pool", pool));
+             return std::make_unique<Libra>(static_cast<int>(pool), p.get_int("tile_tokens"), static_cast<int>(p.get_int("tile_heads")),
                                             p.get_number("slack"), false);
            }});
     r.add({"global-pool", "one pool as large as DP (DistCA style): Libra's tiling over every rank",
@@ -338,6 +350,7 @@ const sim::Registry<models::SequencePolicy>& sequence_policies() {
             {"tile_heads", sim::ParamType::integer, std::int64_t{4}, "heads per tile"},
             {"slack", sim::ParamType::number, 0.05, "load cap above the mean"}},
            [](const sim::Params& p) {
+             check_tiles(p, "global-pool");
              return std::make_unique<Libra>(0, p.get_int("tile_tokens"), static_cast<int>(p.get_int("tile_heads")), p.get_number("slack"), true);
            }});
     return r;

@@ -500,6 +500,12 @@ TEST_CASE("orrery compare: report, determinism, timeline, and bad input") {
   REQUIRE(run({"compare", "balance.json", "--policies", "packing,sorted-greedy,libra:pool=2", "--steps", "10", "--report", "c2.json"}).code == 0);
   CHECK(slurp("c1.json") == slurp("c2.json"));
 
+  const Result zero_pool = run({"compare", "balance.json", "--policies", "packing,libra:pool=0"});
+  CHECK(zero_pool.code == 1);
+  CHECK(zero_pool.err.find("libra/pool: found 0, expected 1 or more") != std::string::npos);
+  const Result odd_pool = run({"compare", "balance.json", "--policies", "packing,libra:pool=3", "--steps", "2"});
+  CHECK(odd_pool.code == 1);
+  CHECK(odd_pool.err.find("pool size 3 does not divide dp = 4") != std::string::npos);
   const Result unknown = run({"compare", "balance.json", "--policies", "packing,libro"});
   CHECK(unknown.code == 1);
   CHECK(unknown.err.find("did you mean \"libra\"?") != std::string::npos);
