@@ -147,14 +147,6 @@ std::string first_cpuinfo(const std::string& key) {
   return "unknown";
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::array<char, 32> buf{};
-  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf.data();
-}
 
 }  // namespace
 
@@ -193,7 +185,7 @@ Profile measure_cpu(const CpuHarnessOptions& o) {
   p.software = {{"compiler", __VERSION__},
                 {"eigen", fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION)}};
   p.clocks = {{"cpu_mhz", first_cpuinfo("cpu MHz")}};
-  p.date = utc_now();
+  p.date = utc_now_iso8601();
   std::uint64_t seed = o.seed;
   const auto add = [&](const models::Kernel& k) { p.points.push_back(measure_cpu_kernel(k, o.repetitions, seed++)); };
 

@@ -5,6 +5,8 @@
 #include "traces/json_input.hpp"
 
 #include <algorithm>
+#include <array>
+#include <ctime>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -249,6 +251,15 @@ std::string profile_to_json(const Profile& p) {
 }
 
 void write_profile(const Profile& p, const std::string& path) { traces::write_file_atomically(path, profile_to_json(p)); }
+
+std::string utc_now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf.data();
+}
 
 Measurement summarize(const models::Kernel& kernel, std::vector<double>& samples) {
   ORRERY_CHECK(!samples.empty(), "no timing samples for {}", models::describe(kernel));

@@ -59,6 +59,9 @@ Profile load_profile(const std::string& path);
 std::string profile_to_json(const Profile&);
 void write_profile(const Profile&, const std::string& path);
 
+// Now, as an ISO 8601 UTC timestamp ("2026-11-30T06:00:00Z"), for a profile's date.
+std::string utc_now_iso8601();
+
 // Median and 10th/90th percentiles of repeated timings (seconds); `samples` is reordered.
 Measurement summarize(const models::Kernel& kernel, std::vector<double>& samples);
 

@@ -1,5 +1,6 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "cli/commands.hpp"
+#include "cli/step_cost.hpp"
 
 #include "models/balance.hpp"
 #include "models/doc_lengths.hpp"
@@ -108,16 +109,11 @@ Comparison run_comparison(const traces::StepScenarioFile& file, const std::strin
 
   const models::StepScenario& sc = file.scenario;
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
-  const models::RooflineCostModel roofline(sc.gpu, models::training_roofline_params(sc.gpu));
-  std::unique_ptr<models::CalibratedCostModel> calibrated;
-  if (!file.calibration_path.empty()) {
-    calibrated = std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), sc.gpu);
-  }
-  const models::CostModel& cost = calibrated ? static_cast<const models::CostModel&>(*calibrated) : roofline;
+  const std::unique_ptr<models::CostModel> cost = step_cost_model(file);
   models::BalanceOptions bo;
   bo.jitter = file.workload.jitter;
   bo.seed = file.workload.seed;
-  const models::StepBalancer balancer(sc, cost, *schedule, bo);
+  const models::StepBalancer balancer(sc, *cost, *schedule, bo);
   const models::SequenceShape& shape = balancer.shape();
   Comparison c;
   c.budget = static_cast<std::int64_t>(shape.dp) * shape.micro_batches * shape.seq_len;

@@ -1,5 +1,6 @@
 // `orrery step`: one training step of a scenario.
 #include "cli/commands.hpp"
+#include "cli/step_cost.hpp"
 
 #include "models/cost.hpp"
 #include "models/step.hpp"
@@ -17,6 +18,12 @@
 #include <ostream>
 
 namespace orrery::cli {
+
+std::unique_ptr<models::CostModel> step_cost_model(const traces::StepScenarioFile& file) {
+  const models::GpuSpec& gpu = file.scenario.gpu;
+  if (!file.calibration_path.empty()) return std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), gpu);
+  return std::make_unique<models::RooflineCostModel>(gpu, models::training_roofline_params(gpu));
+}
 
 std::string default_step_scenario() {
   return R"json({
@@ -36,12 +43,9 @@ void step(const StepOptions& o, std::ostream& out) {
   const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
   const models::StepScenario& sc = file.scenario;
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
-  const models::RooflineCostModel roofline(sc.gpu, models::training_roofline_params(sc.gpu));
-  std::unique_ptr<models::CalibratedCostModel> calibrated;
-  if (!file.calibration_path.empty()) {
-    calibrated = std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), sc.gpu);
-  }
-  const models::CostModel& cost = calibrated ? static_cast<const models::CostModel&>(*calibrated) : roofline;
+  const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
+  const models::CostModel& cost = *cost_model;
+  const bool calibrated = !file.calibration_path.empty();
   models::StepOptions options;
   options.reuse = !o.no_reuse;
   options.keep_graph = !o.trace_path.empty();

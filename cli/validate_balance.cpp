@@ -25,54 +25,6 @@ std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::strin
 
 namespace {
 
-double max_over_mean(const std::vector<double>& x) {
-  return *std::max_element(x.begin(), x.end()) / (std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size()));
-}
-
-struct LlnRow {
-  int d, pool;
-  double cv, formula, random, vrsp;
-};
-
-// Sequence works sum(l^2) of 32K-token sequences packed from lognormal documents (median 644,
-// p99 8K), placed P to a pool at random and by VRSP (LPT with cardinality P), over 60 seeds.
-LlnRow lln(int d, int pool) {
-  const models::DocLengthModel lengths = models::DocLengthModel::lognormal(644, 8'000, 32'768);
-  LlnRow row{d, pool, 0, 0, 0, 0};
-  const int seeds = 60;
-  for (int seed = 0; seed < seeds; ++seed) {
-    models::DocSampler s(lengths, static_cast<std::uint64_t>(seed) + 1);
-    std::vector<double> work;
-    for (const auto& q : models::pack_fixed(s.batch(std::int64_t{d} * 32'768), 32'768)) {
-      double w = 0;
-      for (const std::int64_t l : q) w += static_cast<double>(l) * static_cast<double>(l);
-      work.push_back(w);
-    }
-    const double mean = std::accumulate(work.begin(), work.end(), 0.0) / d;
-    double var = 0;
-    for (const double w : work) var += (w - mean) * (w - mean);
-    const double cv = std::sqrt(var / d) / mean;
-    row.cv += cv / seeds;
-    row.formula += (1 + cv / std::sqrt(pool) * std::sqrt(2 * std::log(static_cast<double>(d) / pool))) / seeds;
-    std::vector<double> random(static_cast<std::size_t>(d / pool), 0.0);
-    for (int i = 0; i < d; ++i) random[static_cast<std::size_t>(i / pool)] += work[static_cast<std::size_t>(i)];
-    row.random += max_over_mean(random) / seeds;
-    std::sort(work.begin(), work.end(), std::greater<>());
-    std::vector<double> load(random.size(), 0.0);
-    std::vector<int> count(load.size(), 0);
-    for (const double w : work) {
-      std::size_t best = load.size();
-      for (std::size_t k = 0; k < load.size(); ++k) {
-        if (count[k] < pool && (best == load.size() || load[k] < load[best])) best = k;
-      }
-      load[best] += w;
-      ++count[best];
-    }
-    row.vrsp += max_over_mean(load) / seeds;
-  }
-  return row;
-}
-
 double speedup(const std::vector<std::pair<std::string, double>>& v, const std::string& name) {
   for (const auto& [n, s] : v) {
     if (n == name) return s;
@@ -91,8 +43,8 @@ BalanceValidationSummary validate_balance(std::string& md, std::ostream& out) {
         "8K), 60 seeds each (cli/validate_balance.cpp; the same law is a property test in tests/policies).\n\n";
   md += "| D | P | CV | formula | random pools | VRSP |\n|---|---|---|---|---|---|\n";
   for (const auto& [d, pool] : {std::pair{256, 8}, {512, 16}, {1024, 8}, {1024, 32}}) {
-    const LlnRow r = lln(d, pool);
-    md += fmt::format("| {} | {} | {:.2f} | {:.3f} | {:.3f} | {:.4f} |\n", r.d, r.pool, r.cv, r.formula, r.random, r.vrsp);
+    const models::PoolSizing r = models::pool_sizing_experiment(d, pool, 60);
+    md += fmt::format("| {} | {} | {:.2f} | {:.3f} | {:.3f} | {:.4f} |\n", d, pool, r.cv, r.formula, r.random, r.vrsp);
   }
   md += "\n**Rankings.** `orrery compare` on Qwen3-8B (Ulysses CP 8 unless stated, long-tail documents: median 644, p99\n"
         "min(71K, context/2), maximum the context; 24 steps, jitter 0.02): tokens/s over packing.\n\n";

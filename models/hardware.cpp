@@ -11,15 +11,11 @@ namespace orrery::models {
 namespace {
 constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
-bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using sim::iequals;
 
 bool answers_to(const GpuSpec& g, std::string_view name) {
-  if (iequal(g.name, name)) return true;
-  return std::any_of(g.aliases.begin(), g.aliases.end(), [&](const std::string& a) { return iequal(a, name); });
+  if (iequals(g.name, name)) return true;
+  return std::any_of(g.aliases.begin(), g.aliases.end(), [&](const std::string& a) { return iequals(a, name); });
 }
 
 constexpr double T = 1e12;  // TFLOP/s
@@ -70,7 +66,7 @@ std::string_view to_string(DType t) { return kDTypeNames[static_cast<std::size_t
 
 std::optional<DType> parse_dtype(std::string_view text) {
   for (std::size_t i = 0; i < kDTypeCount; ++i) {
-    if (iequal(kDTypeNames[i], text)) return static_cast<DType>(i);
+    if (iequals(kDTypeNames[i], text)) return static_cast<DType>(i);
   }
   return std::nullopt;
 }

@@ -10,14 +10,10 @@ namespace orrery::models {
 
 namespace {
 
-bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using sim::iequals;
 
 bool answers_to(const ModelSpec& m, std::string_view name) {
-  return iequal(m.name, name) || std::any_of(m.aliases.begin(), m.aliases.end(), [&](const std::string& a) { return iequal(a, name); });
+  return iequals(m.name, name) || std::any_of(m.aliases.begin(), m.aliases.end(), [&](const std::string& a) { return iequals(a, name); });
 }
 
 ModelSpec dense(std::string name, std::vector<std::string> aliases, int layers, std::int64_t hidden, int heads, int kv_heads,

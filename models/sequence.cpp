@@ -1,8 +1,10 @@
 #include "models/sequence.hpp"
 
+#include "models/doc_lengths.hpp"
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace orrery::models {
@@ -75,6 +77,49 @@ std::vector<double> cp_worker_pairs(const std::vector<std::int64_t>& docs, int c
     }
   }
   return w;
+}
+
+namespace {
+double max_over_mean(const std::vector<double>& x) {
+  return *std::max_element(x.begin(), x.end()) / (std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size()));
+}
+}  // namespace
+
+PoolSizing pool_sizing_experiment(int d, int pool, int seeds) {
+  ORRERY_CHECK(d > 0 && pool > 0 && d % pool == 0 && seeds > 0, "pool sizing of {} sequences in pools of {}", d, pool);
+  const DocLengthModel lengths = DocLengthModel::lognormal(644, 8'000, 32'768);
+  PoolSizing out;
+  for (int seed = 0; seed < seeds; ++seed) {
+    DocSampler s(lengths, static_cast<std::uint64_t>(seed) + 1);
+    std::vector<double> work;
+    for (const auto& q : pack_fixed(s.batch(std::int64_t{d} * 32'768), 32'768)) {
+      double w = 0;
+      for (const std::int64_t l : q) w += static_cast<double>(l) * static_cast<double>(l);
+      work.push_back(w);
+    }
+    const double mean = std::accumulate(work.begin(), work.end(), 0.0) / d;
+    double var = 0;
+    for (const double w : work) var += (w - mean) * (w - mean);
+    const double cv = std::sqrt(var / d) / mean;
+    out.cv += cv / seeds;
+    out.formula += (1 + cv / std::sqrt(pool) * std::sqrt(2 * std::log(static_cast<double>(d) / pool))) / seeds;
+    std::vector<double> random(static_cast<std::size_t>(d / pool), 0.0);
+    for (int i = 0; i < d; ++i) random[static_cast<std::size_t>(i / pool)] += work[static_cast<std::size_t>(i)];
+    out.random += max_over_mean(random) / seeds;
+    std::sort(work.begin(), work.end(), std::greater<>());
+    std::vector<double> load(random.size(), 0.0);
+    std::vector<int> count(load.size(), 0);
+    for (const double w : work) {
+      std::size_t best = load.size();
+      for (std::size_t k = 0; k < load.size(); ++k) {
+        if (count[k] < pool && (best == load.size() || load[k] < load[best])) best = k;
+      }
+      load[best] += w;
+      ++count[best];
+    }
+    out.vrsp += max_over_mean(load) / seeds;
+  }
+  return out;
 }
 
 }  // namespace orrery::models

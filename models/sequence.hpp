@@ -59,4 +59,16 @@ std::vector<std::vector<std::int64_t>> pack_fixed(const std::vector<std::int64_t
 //   per_document: the same cut applied to every document, the remainder tokens round-robin.
 std::vector<double> cp_worker_pairs(const std::vector<std::int64_t>& docs, int cp, CpSharding sharding);
 
+// Libra's pool-sizing law, as an experiment: D sequence works (sum(l^2) of 32K-token
+// sequences packed from lognormal documents, median 644, p99 8K) put P to a pool at random and
+// by VRSP (LPT with cardinality P), averaged over seeds. Random pools' busiest load over the
+// mean should be about 1 + CV/sqrt(P) sqrt(2 ln(D/P)).
+struct PoolSizing {
+  double cv = 0;       // of the sequence works
+  double formula = 0;  // 1 + CV/sqrt(P) sqrt(2 ln(D/P))
+  double random = 0;   // busiest random pool / mean
+  double vrsp = 0;     // busiest VRSP pool / mean
+};
+PoolSizing pool_sizing_experiment(int sequences, int pool, int seeds);
+
 }  // namespace orrery::models

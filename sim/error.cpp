@@ -1,6 +1,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace orrery::sim {
 
@@ -76,6 +77,12 @@ std::string quote(std::string_view text) {
   }
   out += '"';
   return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
 }
 
 }  // namespace orrery::sim

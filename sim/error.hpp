@@ -49,6 +49,9 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 // `"; did you mean \"x\"?"` when a close candidate exists, "" otherwise.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
+// ASCII case-insensitive equality ("H100" == "h100").
+bool iequals(std::string_view a, std::string_view b);
+
 // Quotes a user-supplied string for an error message, escaping quotes and control characters.
 std::string quote(std::string_view text);
 

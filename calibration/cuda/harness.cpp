@@ -108,14 +108,6 @@ int repetitions_for(double seconds_guess) {
   return std::clamp(static_cast<int>(0.5 / std::max(seconds_guess, 1e-6)), 10, 100);
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::array<char, 32> buf{};
-  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf.data();
-}
 
 struct Device {
   cudaDeviceProp prop{};
@@ -413,7 +405,7 @@ int run(const Options& o) {
     p.clocks.emplace_back("memory_max_mhz", std::to_string(mem_khz / 1000));
   }
   cudaGetLastError();  // an attribute this driver lacks is not an error of ours
-  p.date = utc_now();
+  p.date = utc_now_iso8601();
   std::fprintf(stderr, "orrery-calibrate-cuda: %s (%s), %d GPU(s)\n", p.device.c_str(), uuid.c_str(), gpus);
 
   if (o.wants("gemm")) measure_gemms(dev, o, p);

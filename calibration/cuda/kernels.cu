@@ -67,6 +67,21 @@ __global__ void layernorm_rows(const __nv_bfloat16* x, const __nv_bfloat16* gain
   }
 }
 
+// Stages the keys and values [start, start + kTile) of a document (zeros past its end) in shared
+// memory, between two barriers.
+template <int D>
+__device__ void load_kv_tile(const AttentionShape& s, const __nv_bfloat16* k, const __nv_bfloat16* v, int begin, int len, int start, int kv_head,
+                             __nv_bfloat16 (*ks)[D], __nv_bfloat16 (*vs)[D]) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
+    const int j = start + i / D, d = i % D;
+    const std::int64_t at = (static_cast<std::int64_t>(begin + j) * s.kv_heads + kv_head) * D + d;
+    ks[i / D][d] = j < len ? k[at] : __float2bfloat16(0.0f);
+    vs[i / D][d] = j < len ? v[at] : __float2bfloat16(0.0f);
+  }
+  __syncthreads();
+}
+
 // Grid: (query tiles of the longest document, docs, heads). A thread owns one query row.
 template <int D>
 __global__ void attention_fwd_kernel(AttentionShape s, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
@@ -87,14 +102,7 @@ __global__ void attention_fwd_kernel(AttentionShape s, const __nv_bfloat16* q, c
   }
   const int last_key = s.causal ? min(len, (blockIdx.x + 1) * kTile) : len;
   for (int start = 0; start < last_key; start += kTile) {
-    __syncthreads();
-    for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
-      const int j = start + i / D, d = i % D;
-      const std::int64_t at = (static_cast<std::int64_t>(begin + j) * s.kv_heads + kv_head) * D + d;
-      ks[i / D][d] = j < len ? k[at] : __float2bfloat16(0.0f);
-      vs[i / D][d] = j < len ? v[at] : __float2bfloat16(0.0f);
-    }
-    __syncthreads();
+    load_kv_tile<D>(s, k, v, begin, len, start, kv_head, ks, vs);
     if (!active) continue;
     const int stop = min(kTile, (s.causal ? row + 1 : len) - start);
     for (int j = 0; j < stop; ++j) {
@@ -146,14 +154,7 @@ __global__ void attention_dq_kernel(AttentionShape s, const __nv_bfloat16* q, co
   const float delta_i = active ? delta[static_cast<std::int64_t>(head) * s.tokens + begin + row] : 0.0f;
   const int last_key = s.causal ? min(len, (blockIdx.x + 1) * kTile) : len;
   for (int start = 0; start < last_key; start += kTile) {
-    __syncthreads();
-    for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
-      const int j = start + i / D, d = i % D;
-      const std::int64_t kat = (static_cast<std::int64_t>(begin + j) * s.kv_heads + kv_head) * D + d;
-      ks[i / D][d] = j < len ? k[kat] : __float2bfloat16(0.0f);
-      vs[i / D][d] = j < len ? v[kat] : __float2bfloat16(0.0f);
-    }
-    __syncthreads();
+    load_kv_tile<D>(s, k, v, begin, len, start, kv_head, ks, vs);
     if (!active) continue;
     const int stop = min(kTile, (s.causal ? row + 1 : len) - start);
     for (int j = 0; j < stop; ++j) {
