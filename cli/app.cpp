@@ -71,6 +71,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare_cmd->add_option("--trace-step", compare_options.trace_step, "Which step --trace shows")->capture_default_str();
   compare_cmd->add_option("--gpus", compare_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
 
+  ClusterOptions cluster_options;
+  CLI::App* cluster_cmd = app.add_subcommand("cluster", "Replay a job trace on a cluster under a scheduler; print JCT, queueing, makespan, utilisation");
+  cluster_cmd->add_option("scenario", cluster_options.scenario_path, "Cluster scenario JSON (traces/README.md)")->required();
+  cluster_cmd->add_option("--policy", cluster_options.policy, "fifo, sjf, tiresias; parameters as name:key=value;key=value")->capture_default_str();
+  cluster_cmd->add_option("--jobs", cluster_options.jobs_path, "A job trace replacing the scenario's");
+  cluster_cmd->add_flag("--skip-bad-rows", cluster_options.skip_bad_rows, "Skip malformed trace rows (counted in the report) instead of failing");
+  cluster_cmd->add_option("--report", cluster_options.report_path, "Write jobs_completed, avg_jct_s, p50_jct_s, p99_jct_s, avg_queue_s, makespan_s, gpu_utilization");
+  cluster_cmd->add_option("--jobs-csv", cluster_options.csv_path, "Write one record per job as CSV");
+
   DoclensOptions doclens_options;
   CLI::App* doclens_cmd = app.add_subcommand("doclens", "Write a document-length trace (JSONL): convert a real source, or generate one");
   doclens_cmd->add_option("action", doclens_options.action, "convert or generate")->required();
@@ -147,6 +156,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*coll_cmd) collective(coll, out);
     if (*step_cmd) step(step_options, out);
     if (*compare_cmd) compare(compare_options, out);
+    if (*cluster_cmd) cluster(cluster_options, out);
     if (*doclens_cmd) doclens(doclens_options, out);
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);

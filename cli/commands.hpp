@@ -206,3 +206,19 @@ std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::strin
 void doclens(const DoclensOptions& options, std::ostream& out);
 
 }  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct ClusterOptions {
+  std::string scenario_path;
+  std::string policy = "fifo";  // name[:key=value;...]
+  std::string jobs_path;        // overrides the scenario's trace path
+  bool skip_bad_rows = false;
+  std::string report_path;
+  std::string csv_path;         // one record per job
+};
+
+// Replays a job trace on a cluster under a scheduler; prints JCT, queueing, makespan, utilisation.
+void cluster(const ClusterOptions& options, std::ostream& out);
+
+}  // namespace orrery::cli

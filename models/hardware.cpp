@@ -58,6 +58,18 @@ std::vector<GpuSpec> builtin_gpus() {
   // (AMD Instinct MI300X data sheet: 896 GB/s aggregate bidirectional peer bandwidth).
   g.push_back({"MI300X", {"MI300X-OAM"}, kMI300XFlops, 192 * GB, 5300 * GB, 304, "xgmi", 0, 448 * GB,
                "ml-engineering accelerator tables (AMD MI300X): 192 GB HBM3 at 5.3 TB/s; AMD MI300X data sheet"});
+  // Older and inference-class GPUs of the shared clusters whose traces Orrery replays (Philly,
+  // Arena's heterogeneous cluster): NVIDIA V100 SXM2 datasheet (fp16 tensor 125 TFLOP/s, fp32 15.7,
+  // no bf16; 32 GB HBM2 at 900 GB/s; 80 SMs; NVLink 2, 6 links x 25 GB/s per direction); A40
+  // datasheet (fp16/bf16 tensor 149.7 TFLOP/s dense, tf32 74.8, fp32 37.4; 48 GB GDDR6 at 696 GB/s;
+  // 84 SMs); A10 datasheet (fp16/bf16 tensor 125 dense, tf32 62.5, fp32 31.2; 24 GB GDDR6 at 600
+  // GB/s; 72 SMs); T4 datasheet (fp16 tensor 65 TFLOP/s, fp32 8.1, no bf16; 16 GB GDDR6 at 320
+  // GB/s; 40 SMs).
+  g.push_back({"V100", {"V100-SXM2", "V100-32GB"}, {15.7 * T, 0, 0, 125 * T, 0}, 32 * GB, 900 * GB, 80, "nvlink", 2, 150 * GB,
+               "NVIDIA V100 datasheet (SXM2 32GB)"});
+  g.push_back({"A40", {}, {37.4 * T, 74.8 * T, 149.7 * T, 149.7 * T, 0}, 48 * GB, 696 * GB, 84, "", 0, 0, "NVIDIA A40 datasheet"});
+  g.push_back({"A10", {}, {31.2 * T, 62.5 * T, 125 * T, 125 * T, 0}, 24 * GB, 600 * GB, 72, "", 0, 0, "NVIDIA A10 datasheet"});
+  g.push_back({"T4", {}, {8.1 * T, 0, 0, 65 * T, 0}, 16 * GB, 320 * GB, 40, "", 0, 0, "NVIDIA T4 datasheet"});
   return g;
 }
 }  // namespace

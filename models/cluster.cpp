@@ -1,0 +1,185 @@
+#include "models/cluster.hpp"
+
+#include "models/hardware.hpp"
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace orrery::models {
+
+int ClusterSpec::total_gpus() const {
+  int n = 0;
+  for (const NodePool& p : pools) n += p.nodes * p.gpus_per_node;
+  return n;
+}
+
+namespace {
+double fp16_peak(std::string_view type) {
+  const GpuSpec* g = HardwareCatalog::builtin().find(type);
+  return g == nullptr ? 0.0 : g->peak(DType::fp16).value();
+}
+}  // namespace
+
+double TraceDurationModel::rate(const Job& job, std::string_view gpu_type, int gpus) const {
+  if (gpus <= 0) return 0;
+  double r = std::pow(static_cast<double>(gpus) / job.gpus, exponent_);
+  if (!job.gpu_type.empty() && gpu_type != job.gpu_type) {
+    const double mine = fp16_peak(job.gpu_type), there = fp16_peak(gpu_type);
+    if (mine > 0 && there > 0) r *= there / mine;
+  }
+  return r;
+}
+
+bool fits(const ClusterView& view, const Placement& p) {
+  const auto it = view.free_gpus.find(p.gpu_type);
+  return it != view.free_gpus.end() && it->second >= p.gpus && p.gpus > 0;
+}
+
+ClusterSim::ClusterSim(ClusterSpec cluster, std::vector<Job> jobs, const ThroughputModel& throughput, ClusterScheduler& scheduler,
+                       ClusterOptions options)
+    : cluster_(std::move(cluster)), jobs_(std::move(jobs)), throughput_(throughput), scheduler_(scheduler), options_(options) {
+  std::stable_sort(jobs_.begin(), jobs_.end(), [](const Job& a, const Job& b) { return a.arrival_s < b.arrival_s; });
+}
+
+ClusterResult ClusterSim::run() {
+  const std::size_t n = jobs_.size();
+  std::vector<JobState> state(n);
+  std::vector<double> rate(n, 0.0), resume_at(n, 0.0), total(n, 0.0);
+  std::vector<JobRecord> rec(n);
+  std::map<std::string, int, std::less<>> free;
+  for (const NodePool& p : cluster_.pools) free[p.gpu_type] += p.nodes * p.gpus_per_node;
+  const std::map<std::string, int, std::less<>> capacity = free;
+  for (std::size_t i = 0; i < n; ++i) {
+    state[i].job = &jobs_[i];
+    state[i].index = static_cast<int>(i);
+    total[i] = throughput_.work(jobs_[i]);
+    state[i].remaining = total[i];
+    rec[i] = {jobs_[i].id, jobs_[i].arrival_s, -1, -1, jobs_[i].gpus, 0, ""};
+  }
+  std::vector<int> active;  // indices, arrival order
+  std::size_t next_arrival = 0;
+  double now = n > 0 ? jobs_.front().arrival_s : 0;
+  double next_round = std::numeric_limits<double>::infinity();
+  const double interval = scheduler_.interval_s();
+  double gpu_seconds = 0;
+  ClusterResult result;
+  const auto stop = [&](int j) {
+    JobState& s = state[static_cast<std::size_t>(j)];
+    free[s.placement.gpu_type] += s.placement.gpus;
+    s.running = false;
+    s.waiting_since = now;
+    rate[static_cast<std::size_t>(j)] = 0;
+  };
+  while (next_arrival < n || !active.empty()) {
+    // Next event: an arrival, a completion, or a scheduling round.
+    double t = next_arrival < n ? jobs_[next_arrival].arrival_s : std::numeric_limits<double>::infinity();
+    for (const int j : active) {
+      const auto u = static_cast<std::size_t>(j);
+      if (state[u].running && rate[u] > 0) t = std::min(t, std::max(now, resume_at[u]) + state[u].remaining / rate[u]);
+    }
+    if (!active.empty()) t = std::min(t, next_round);
+    ORRERY_CHECK(std::isfinite(t), "cluster simulation stalled at {} s with {} active jobs (none can run)", now, active.size());
+    // Progress to t.
+    for (const int j : active) {
+      const auto u = static_cast<std::size_t>(j);
+      JobState& s = state[u];
+      if (!s.running) continue;
+      const double dt = t - now;
+      const double productive = std::max(0.0, t - std::max(now, resume_at[u]));
+      s.remaining = std::max(0.0, s.remaining - rate[u] * productive);
+      s.attained_gpu_s += s.placement.gpus * dt;
+      s.executed_s += dt;
+      gpu_seconds += s.placement.gpus * dt;
+    }
+    now = t;
+    bool changed = false;
+    // Completions (a millionth of the work left counts as done: rounding of rate x time).
+    for (std::size_t k = 0; k < active.size();) {
+      const auto u = static_cast<std::size_t>(active[k]);
+      if (state[u].running && state[u].remaining <= 1e-6 * std::max(1.0, total[u]) && now >= resume_at[u]) {
+        stop(active[k]);
+        rec[u].end_s = now;
+        rec[u].gpu_type = state[u].placement.gpu_type;
+        active.erase(active.begin() + static_cast<std::ptrdiff_t>(k));
+        changed = true;
+      } else {
+        ++k;
+      }
+    }
+    while (next_arrival < n && jobs_[next_arrival].arrival_s <= now) {
+      state[next_arrival].waiting_since = jobs_[next_arrival].arrival_s;
+      active.push_back(static_cast<int>(next_arrival++));
+      changed = true;
+    }
+    if (interval > 0 && now >= next_round) changed = true;
+    if (interval > 0 && (now >= next_round || !std::isfinite(next_round))) next_round = now + interval;
+    if (!changed) continue;
+
+    // Ask the policy, then apply: stop what it no longer wants where it is, start the rest.
+    ClusterView view;
+    view.now = now;
+    view.cluster = &cluster_;
+    view.free_gpus = free;
+    view.throughput = &throughput_;
+    for (const int j : active) view.active.push_back(&state[static_cast<std::size_t>(j)]);
+    const std::map<int, Placement> want = scheduler_.schedule(view);
+    ++result.scheduler_calls;
+    for (const int j : active) {
+      const JobState& s = state[static_cast<std::size_t>(j)];
+      if (!s.running) continue;
+      const auto it = want.find(j);
+      if (it == want.end() || it->second.gpu_type != s.placement.gpu_type || it->second.gpus != s.placement.gpus) stop(j);
+    }
+    for (const auto& [j, p] : want) {
+      const auto u = static_cast<std::size_t>(j);
+      JobState& s = state[u];
+      ORRERY_CHECK(u < n, "scheduler placed job {} of {}", j, n);
+      if (s.running) continue;
+      ORRERY_CHECK(p.gpus > 0 && free.contains(p.gpu_type) && free[p.gpu_type] >= p.gpus, "{} placed job {} on {} {} GPUs that are not free",
+                   scheduler_.name(), s.job->id, p.gpus, p.gpu_type);
+      const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus);
+      if (r <= 0) continue;  // cannot run there: stays queued
+      free[p.gpu_type] -= p.gpus;
+      s.running = true;
+      s.placement = p;
+      rate[u] = r;
+      if (rec[u].start_s < 0) {
+        rec[u].start_s = now;
+        resume_at[u] = now;
+      } else {
+        ++rec[u].restarts;
+        resume_at[u] = now + options_.restart_overhead_s;
+      }
+    }
+    (void)capacity;
+  }
+
+  // Summary.
+  std::vector<double> jct;
+  double queue = 0;
+  for (const JobRecord& r : rec) {
+    if (r.end_s < 0) continue;
+    jct.push_back(r.end_s - r.arrival_s);
+    queue += r.start_s - r.arrival_s;
+    result.makespan_s = std::max(result.makespan_s, r.end_s);
+  }
+  result.completed = static_cast<int>(jct.size());
+  if (!jct.empty()) {
+    result.avg_jct_s = std::accumulate(jct.begin(), jct.end(), 0.0) / static_cast<double>(jct.size());
+    result.avg_queue_s = queue / static_cast<double>(jct.size());
+    std::sort(jct.begin(), jct.end());
+    const auto pct = [&](double q) { return jct[static_cast<std::size_t>(std::llround(q * static_cast<double>(jct.size() - 1)))]; };
+    result.p50_jct_s = pct(0.5);
+    result.p99_jct_s = pct(0.99);
+  }
+  const double first = n > 0 ? jobs_.front().arrival_s : 0;
+  const double span = result.makespan_s - first;
+  result.gpu_utilization = span > 0 ? gpu_seconds / (cluster_.total_gpus() * span) : 0;
+  result.jobs = std::move(rec);
+  return result;
+}
+
+}  // namespace orrery::models

@@ -1,0 +1,137 @@
+// Cluster scheduling: a cluster of GPU node pools, a stream of training jobs, and a scheduler
+// policy deciding which jobs run where; job speed from a ThroughputModel; preemption and
+// migration pay a restart overhead. Event-driven on sim::Engine.
+//   ClusterSpec c{{{"A100", 80, 4}, {"V100", 20, 16}}};
+//   ClusterSim sim(c, jobs, throughput, scheduler, {.restart_overhead_s = 30});
+//   ClusterResult r = sim.run();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::models {
+
+struct NodePool {
+  std::string gpu_type;  // lower case: "a100", "v100", ...
+  int nodes = 0;
+  int gpus_per_node = 0;
+};
+
+struct ClusterSpec {
+  std::vector<NodePool> pools;
+  int total_gpus() const;
+};
+
+struct Job {
+  std::string id;
+  double arrival_s = 0;
+  int gpus = 1;                // requested
+  std::string gpu_type;        // preferred (lower case), empty: any
+  double service_s = 0;        // run time at the requested GPUs of the preferred type (trace durations)
+  double iterations = 0;       // work in iterations (throughput tables), when service_s is 0
+  std::string model;           // e.g. "bert__1.3B"
+  int batch = 0;
+};
+
+// Work per second a job makes on `gpus` GPUs of `gpu_type`, in the job's work units (seconds of
+// its own service time, or iterations); 0 when it cannot run there.
+class ThroughputModel {
+ public:
+  virtual ~ThroughputModel() = default;
+  virtual double rate(const Job& job, std::string_view gpu_type, int gpus) const = 0;
+  // The job's total work in those units.
+  virtual double work(const Job& job) const = 0;
+};
+
+// Source 1, the trace's own durations: a job makes 1 s of its service per second at its requested
+// count and type; on g GPUs, (g / requested)^exponent of that (exponent 1: linear data-parallel
+// scaling; below 1: sub-linear); on another type, times the ratio of the types' dense fp16 peaks
+// (models/hardware.hpp), when both are known.
+class TraceDurationModel final : public ThroughputModel {
+ public:
+  explicit TraceDurationModel(double scaling_exponent = 0.9) : exponent_(scaling_exponent) {}
+  double rate(const Job& job, std::string_view gpu_type, int gpus) const override;
+  double work(const Job& job) const override { return job.service_s; }
+
+ private:
+  double exponent_;
+};
+
+struct Placement {
+  std::string gpu_type;
+  int gpus = 0;
+};
+
+// What a scheduler sees of a job.
+struct JobState {
+  const Job* job = nullptr;
+  int index = 0;
+  bool running = false;
+  Placement placement;       // while running
+  double attained_gpu_s = 0; // GPU-seconds received so far (Tiresias' attained service)
+  double executed_s = 0;     // wall seconds run so far
+  double remaining = 0;      // work left
+  double waiting_since = 0;  // last time it was queued
+};
+
+struct ClusterView {
+  double now = 0;
+  const ClusterSpec* cluster = nullptr;
+  std::map<std::string, int, std::less<>> free_gpus;  // per type, counting what running jobs hold as taken
+  std::vector<const JobState*> active;                // arrived and not finished, in arrival order
+  const ThroughputModel* throughput = nullptr;
+};
+
+// The policy: given the active jobs, the placement every job should have now (jobs left out are
+// queued, or preempted if running). Placements must fit the cluster.
+class ClusterScheduler {
+ public:
+  virtual ~ClusterScheduler() = default;
+  virtual std::string_view name() const = 0;
+  // > 0: also re-schedule every interval (rounds); otherwise only on arrivals and completions.
+  virtual double interval_s() const { return 0; }
+  virtual std::map<int, Placement> schedule(const ClusterView& view) = 0;
+};
+
+struct ClusterOptions {
+  double restart_overhead_s = 30;  // preemption, migration and resizing: checkpoint and restore
+};
+
+struct JobRecord {
+  std::string id;
+  double arrival_s = 0, start_s = -1, end_s = -1;
+  int gpus = 0;
+  int restarts = 0;
+  std::string gpu_type;  // where it finished
+};
+
+struct ClusterResult {
+  std::vector<JobRecord> jobs;
+  int completed = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0, avg_queue_s = 0, makespan_s = 0;
+  double gpu_utilization = 0;  // GPU-seconds held by jobs / (GPUs x makespan)
+  std::size_t scheduler_calls = 0;
+};
+
+class ClusterSim {
+ public:
+  ClusterSim(ClusterSpec cluster, std::vector<Job> jobs, const ThroughputModel& throughput, ClusterScheduler& scheduler,
+             ClusterOptions options = {});
+  ClusterResult run();
+
+ private:
+  ClusterSpec cluster_;
+  std::vector<Job> jobs_;
+  const ThroughputModel& throughput_;
+  ClusterScheduler& scheduler_;
+  ClusterOptions options_;
+};
+
+// Does a placement fit the free GPUs of its type?
+bool fits(const ClusterView& view, const Placement& p);
+
+}  // namespace orrery::models

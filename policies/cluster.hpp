@@ -1,0 +1,18 @@
+// Cluster schedulers, registered by name (models/cluster.hpp has the interface):
+//   fifo       first come, first served, each job on its requested GPUs (its preferred type, or
+//              any type with room); `backfill`: later jobs may start when the head does not fit
+//   sjf        shortest job first, with an oracle of job lengths (non-preemptive)
+//   tiresias   Tiresias' discretised 2D-LAS (NSDI'19): jobs in queues by attained service
+//              (GPUs x time) with `thresholds`; the lower queue runs first (FIFO inside); running
+//              jobs are preempted when a higher-priority one needs their GPUs; a job that has
+//              waited `promote_after` times its run time returns to the top queue
+#pragma once
+
+#include "models/cluster.hpp"
+#include "sim/registry.hpp"
+
+namespace orrery::policies {
+
+const sim::Registry<models::ClusterScheduler>& cluster_schedulers();
+
+}  // namespace orrery::policies

@@ -1,0 +1,126 @@
+#include "models/cluster.hpp"
+#include "policies/cluster.hpp"
+#include "sim/error.hpp"
+#include "traces/cluster_json.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace orrery;
+using models::Job;
+
+namespace {
+models::ClusterResult replay(const std::vector<Job>& jobs, const char* policy, sim::GivenParams params = {}, double overhead = 0) {
+  const models::ClusterSpec c{{{"a100", 1, 8}}};
+  const models::TraceDurationModel t(1.0);
+  auto s = policies::cluster_schedulers().create(policy, params, {"test", "/policy"});
+  models::ClusterSim sim(c, jobs, t, *s, {overhead});
+  return sim.run();
+}
+Job job(const char* id, double at, int gpus, double seconds) {
+  Job j;
+  j.id = id;
+  j.arrival_s = at;
+  j.gpus = gpus;
+  j.service_s = seconds;
+  return j;
+}
+}  // namespace
+
+TEST_CASE("FIFO, backfill and SJF on a small cluster") {
+  // A holds all 8 GPUs for 100 s; B (8 GPUs) and C (2 GPUs) arrive while it runs.
+  const std::vector<Job> jobs = {job("A", 0, 6, 100), job("B", 10, 8, 50), job("C", 20, 2, 10)};
+  const auto fifo = replay(jobs, "fifo");
+  CHECK(fifo.completed == 3);
+  CHECK(fifo.jobs[1].start_s == 100);  // B waits for A
+  CHECK(fifo.jobs[2].start_s == 150);  // C waits behind B (head-of-line blocking)
+  const auto backfill = replay(jobs, "fifo", {{"backfill", true}});
+  CHECK(backfill.jobs[2].start_s == 20);  // C fits beside A
+  CHECK(backfill.jobs[2].end_s == 30);
+  CHECK(backfill.avg_jct_s < fifo.avg_jct_s);
+  const auto sjf = replay({job("A", 0, 8, 100), job("B", 10, 8, 50), job("C", 20, 8, 10)}, "sjf");
+  CHECK(sjf.jobs[2].start_s == 100);  // the shorter C before B
+  CHECK(sjf.jobs[1].start_s == 110);
+  // Utilisation: GPU-seconds held over GPUs x makespan.
+  CHECK(fifo.gpu_utilization == doctest::Approx((6 * 100 + 8 * 50 + 2 * 10) / (8.0 * 160)));
+}
+
+TEST_CASE("Tiresias preempts jobs with much attained service, pays the restart overhead, and promotes the starving") {
+  // A (8 GPUs, 1000 s) passes the first queue's limit of 800 GPU-s at 100 s; B arrives at 150 s
+  // and, in the top queue, takes the GPUs at the next round (every 100 s): A is preempted and
+  // resumes after B, paying 30 s of restart.
+  const std::vector<Job> jobs = {job("A", 0, 8, 1000), job("B", 150, 8, 100)};
+  const auto t = replay(jobs, "tiresias", {{"threshold", 800.0}, {"queues", std::int64_t{2}}, {"interval", 100.0}}, 30);
+  REQUIRE(t.completed == 2);
+  CHECK(t.jobs[1].start_s == 150);
+  CHECK(t.jobs[1].end_s == 250);
+  CHECK(t.jobs[0].restarts == 1);
+  CHECK(t.jobs[0].end_s == doctest::Approx(1000 + 100 + 30));
+  const auto f = replay(jobs, "fifo");
+  CHECK(t.jobs[1].end_s < f.jobs[1].end_s);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("tiresias", {{"queues", std::int64_t{0}}}, {"s.json", "/policy"}),
+                       doctest::Contains("found 0, expected 1 to 16 queues"), sim::InputError);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("fifa", {}, {"s.json", "/policy"}), doctest::Contains("did you mean \"fifo\"?"),
+                       sim::InputError);
+}
+
+TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {
+  {
+    std::ofstream f("philly-fixture.csv");
+    f << "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 06:13:03,2951.0,2,5902.0,b\n";
+  }
+  const traces::JobTrace p = traces::read_philly_trace("philly-fixture.csv", false);
+  REQUIRE(p.jobs.size() == 2);
+  CHECK(p.jobs[1].arrival_s == 0);  // the earliest
+  CHECK(p.jobs[0].arrival_s == 48 * 60 + 52);
+  CHECK(p.jobs[1].gpus == 2);
+  {
+    std::ofstream f("philly-bad.csv");
+    f << "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 06:13:03,-5,2,5902.0,b\n";
+  }
+  CHECK_THROWS_WITH_AS(traces::read_philly_trace("philly-bad.csv", false),
+                       doctest::Contains("philly-bad.csv:line 3:column duration: found \"-5\", expected a number of at least 0"), sim::InputError);
+  CHECK(traces::read_philly_trace("philly-bad.csv", true).skipped == 1);
+  {
+    std::ofstream f("arena-fixture.csv");
+    f << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\nj1,100,500,bert__1.3B,900,128,4,A100\n";
+  }
+  const traces::JobTrace a = traces::read_arena_trace("arena-fixture.csv", false);
+  CHECK(a.jobs[0].gpu_type == "a100");
+  CHECK(a.jobs[0].iterations == 500);
+}
+
+TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena's cluster Tiresias beats FIFO") {
+  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
+  if (!std::filesystem::exists(data + "/arena/simulate_trace_philly.csv") || !std::filesystem::exists(data + "/pollux-adaptdl/traces/philly.csv")) {
+    MESSAGE("skipped: ../shared/data (arena, pollux-adaptdl) is absent");
+    return;
+  }
+  const models::ClusterSpec arena = traces::read_arena_cluster(data + "/arena/sim_cluster_spec.json");
+  CHECK(arena.total_gpus() == 1280);
+  const traces::JobTrace jobs = traces::read_arena_trace(data + "/arena/simulate_trace_philly.csv", false);
+  CHECK(jobs.jobs.size() == 1938);
+  const traces::ArenaThroughput table(data + "/arena/prof_database_optimal.csv", arena);
+  const auto run = [&](const char* policy) {
+    auto s = policies::cluster_schedulers().create(policy, {}, {"test", ""});
+    models::ClusterSim sim(arena, jobs.jobs, table, *s, {30});
+    return sim.run();
+  };
+  const auto fifo = run("fifo"), tiresias = run("tiresias");
+  CHECK(fifo.completed == 1938);
+  CHECK(tiresias.completed == 1938);
+  CHECK(tiresias.avg_jct_s < fifo.avg_jct_s);
+
+  const traces::JobTrace philly = traces::read_philly_trace(data + "/pollux-adaptdl/traces/philly.csv", false);
+  double total = 0;
+  for (const Job& j : philly.jobs) total += j.service_s;
+  const models::ClusterSpec big{{{"v100", 250, 8}}};
+  const models::TraceDurationModel t(0.9);
+  auto fifo_s = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
+  models::ClusterSim sim(big, philly.jobs, t, *fifo_s);
+  const auto r = sim.run();
+  CHECK(r.completed == static_cast<int>(philly.jobs.size()));
+  CHECK(r.avg_jct_s == doctest::Approx(total / static_cast<double>(philly.jobs.size())));  // no queueing on 2,000 GPUs
+}

@@ -1,0 +1,230 @@
+#include "traces/cluster_json.hpp"
+
+#include "sim/error.hpp"
+#include "traces/csv.hpp"
+#include "traces/json_input.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace orrery::traces {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "2017-10-09 07:01:55" -> seconds since the epoch (UTC).
+bool parse_timestamp(const std::string& text, double& out) {
+  std::tm tm{};
+  if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) return false;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  out = static_cast<double>(timegm(&tm));
+  return true;
+}
+
+std::string resolve(const std::string& base, const std::string& p) {
+  const std::filesystem::path path = p;
+  return path.is_absolute() ? p : (std::filesystem::path(base).parent_path() / path).string();
+}
+
+// Reads a row's field as a number, or reports "file:line:column".
+struct RowReader {
+  const CsvTable& t;
+  std::size_t r;
+  double number(std::string_view column, double min) const {
+    const std::string& text = t.at(r, column);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min) {
+      throw sim::InputError(t.source, fmt::format("line {}:column {}", t.lines[r], column),
+                            fmt::format("found {}, expected a number of at least {}", sim::quote(text), min));
+    }
+    return v;
+  }
+};
+
+template <class F>
+JobTrace read_rows(const std::string& path, bool skip, F&& row) {
+  const CsvTable t = read_csv_file(path);
+  JobTrace out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    try {
+      out.jobs.push_back(row(RowReader{t, r}));
+    } catch (const sim::InputError&) {
+      if (!skip) throw;
+      ++out.skipped;
+    }
+  }
+  if (out.jobs.empty()) throw sim::InputError(path, "", "found no jobs");
+  return out;
+}
+
+}  // namespace
+
+JobTrace read_philly_trace(const std::string& path, bool skip_bad_rows) {
+  double first = std::numeric_limits<double>::infinity();
+  JobTrace trace = read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
+    models::Job j;
+    double ts = 0;
+    if (!parse_timestamp(rr.t.at(rr.r, "timestamp"), ts)) {
+      throw sim::InputError(rr.t.source, fmt::format("line {}:column timestamp", rr.t.lines[rr.r]),
+                            fmt::format("found {}, expected YYYY-MM-DD hh:mm:ss", sim::quote(rr.t.at(rr.r, "timestamp"))));
+    }
+    j.id = fmt::format("philly-{}", rr.t.lines[rr.r]);
+    j.arrival_s = ts;
+    j.service_s = rr.number("duration", 0);
+    j.gpus = static_cast<int>(rr.number("num_gpus", 1));
+    first = std::min(first, ts);
+    return j;
+  });
+  for (models::Job& j : trace.jobs) j.arrival_s -= first;
+  return trace;
+}
+
+JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows) {
+  return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
+    models::Job j;
+    j.id = rr.t.at(rr.r, "job_id");
+    j.arrival_s = rr.number("submission_time", 0);
+    j.iterations = rr.number("num_iteration", 1);
+    j.model = rr.t.at(rr.r, "model_name");
+    j.batch = static_cast<int>(rr.number("batch_size", 1));
+    j.gpus = static_cast<int>(rr.number("num_gpu", 1));
+    j.gpu_type = lower(rr.t.at(rr.r, "gpu_type"));
+    return j;
+  });
+}
+
+models::ClusterSpec read_arena_cluster(const std::string& path) {
+  // GPUs per node as Arena's simulator hard-codes them (resources/hardware_specs.py, NODE_CAPACITY;
+  // see ../shared/data/arena/SOURCE.md).
+  static const std::map<std::string, int, std::less<>> capacity = {{"a100", 4}, {"v100", 16}, {"a40", 2}, {"a10", 2}};
+  const auto doc = load_json_file(path);
+  models::ClusterSpec c;
+  for (const JsonNode& entry : doc->root().as_array()) {
+    const auto& j = entry.json();
+    if (!j.is_object()) entry.fail_expected("an object of GPU types");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const JsonNode node(it.value(), path, entry.pointer() + "/" + pointer_token(it.key()));
+      const auto cap = capacity.find(it.key());
+      if (cap == capacity.end()) node.fail(fmt::format("unknown GPU type {}; Arena's types: a100, v100, a40, a10", sim::quote(it.key())));
+      JsonObject o = node.as_object();
+      const JsonNode nodes = o.required("node_num");
+      const std::int64_t n = nodes.as_int();
+      if (n < 1) nodes.fail_expected("a positive node count");
+      o.finish();
+      c.pools.push_back({it.key(), static_cast<int>(n), cap->second});
+    }
+  }
+  return c;
+}
+
+ArenaThroughput::ArenaThroughput(const std::string& table_path, const models::ClusterSpec& cluster) {
+  const CsvTable t = read_csv_file(table_path);
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string family = t.at(r, "model_family"), size = t.at(r, "param_num");
+    sizes_[family].emplace(param_count(size), size);
+    if (t.at(r, "status") != "ok") continue;
+    iter_time_[t.at(r, "model_key") + "|" + t.at(r, "device_key")] = t.number(r, "iter_time_s");
+  }
+  for (const models::NodePool& p : cluster.pools) per_node_[p.gpu_type] = p.gpus_per_node;
+}
+
+double ArenaThroughput::param_count(std::string_view size) {
+  // "760M", "1.3B", "10B"
+  if (size.empty()) return 0;
+  const double scale = size.back() == 'B' ? 1e9 : size.back() == 'M' ? 1e6 : 1;
+  return std::strtod(std::string(size).c_str(), nullptr) * scale;
+}
+
+double ArenaThroughput::rate(const models::Job& job, std::string_view gpu_type, int gpus) const {
+  const auto cap = per_node_.find(gpu_type);
+  if (cap == per_node_.end() || gpus < 1) return 0;
+  const int g = std::min(gpus, cap->second);
+  if (gpus % g != 0) return 0;
+  const int hosts = gpus / g;
+  // model "bert__1.3B", batch 128 -> "bert_1.3B_128"; device "{H}_{gpu}_{H}_n_{G}_d". Missing
+  // there, Arena's simulator takes the next larger size of the family that it profiled and
+  // counts 1.8x its throughput per size step (arena/SOURCE.md).
+  const auto split = job.model.find("__");
+  if (split == std::string::npos) return 0;
+  const std::string family = job.model.substr(0, split), size = job.model.substr(split + 2);
+  const std::string device = fmt::format("{}_{}_{}_n_{}_d", hosts, gpu_type, hosts, g);
+  const auto lookup = [&](const std::string& sz) {
+    const auto it = iter_time_.find(fmt::format("{}_{}_{}|{}", family, sz, job.batch, device));
+    return it == iter_time_.end() || it->second <= 0 ? 0.0 : 1.0 / it->second;
+  };
+  if (const double r = lookup(size); r > 0) return r;
+  const auto sizes = sizes_.find(family);
+  if (sizes == sizes_.end()) return 0;
+  int step = 0;
+  for (auto it = sizes->second.upper_bound(param_count(size)); it != sizes->second.end(); ++it) {
+    ++step;
+    if (const double r = lookup(it->second); r > 0) return r * std::pow(1.8, step);
+  }
+  return 0;
+}
+
+ClusterScenario load_cluster_scenario(const std::string& path) {
+  const auto doc = load_json_file(path);
+  JsonObject top = doc->root().as_object();
+  top.optional("name");
+  top.optional("description");
+  ClusterScenario s;
+  JsonObject cluster = top.required("cluster").as_object();
+  if (auto spec = cluster.optional("arena_spec")) {
+    s.cluster = read_arena_cluster(resolve(path, spec->as_string()));
+  } else {
+    for (const JsonNode& p : cluster.required("pools").as_array()) {
+      JsonObject o = p.as_object();
+      models::NodePool pool;
+      pool.gpu_type = lower(o.required("gpu").as_string());
+      const JsonNode nodes = o.required("nodes");
+      const JsonNode per = o.required("gpus_per_node");
+      if (nodes.as_int() < 1) nodes.fail_expected("a positive node count");
+      if (per.as_int() < 1 || per.as_int() > 1024) per.fail_expected("1 to 1024 GPUs per node");
+      pool.nodes = static_cast<int>(nodes.as_int());
+      pool.gpus_per_node = static_cast<int>(per.as_int());
+      o.finish();
+      s.cluster.pools.push_back(pool);
+    }
+  }
+  cluster.finish();
+  JsonObject jobs = top.required("jobs").as_object();
+  const JsonNode format = jobs.required("format");
+  s.jobs_format = format.as_string();
+  if (s.jobs_format != "philly" && s.jobs_format != "arena") format.fail(fmt::format("found {}, expected philly or arena", sim::quote(s.jobs_format)));
+  s.jobs_path = resolve(path, jobs.required("path").as_string());
+  jobs.finish();
+  if (auto t = top.optional("throughput")) {
+    JsonObject o = t->as_object();
+    const JsonNode src = o.required("source");
+    s.throughput_source = src.as_string();
+    if (s.throughput_source == "trace") {
+      if (auto e = o.optional("scaling_exponent")) {
+        s.scaling_exponent = e->as_number();
+        if (!(s.scaling_exponent > 0 && s.scaling_exponent <= 1)) e->fail_expected("an exponent in (0, 1]");
+      }
+    } else if (s.throughput_source == "arena") {
+      s.table_path = resolve(path, o.required("table").as_string());
+    } else {
+      src.fail(fmt::format("found {}, expected trace or arena", sim::quote(s.throughput_source)));
+    }
+    o.finish();
+  }
+  if (auto r = top.optional("restart_overhead_s")) {
+    s.restart_overhead_s = r->as_number();
+    if (!(s.restart_overhead_s >= 0)) r->fail_expected("a restart overhead of 0 s or more");
+  }
+  top.finish();
+  return s;
+}
+
+}  // namespace orrery::traces

@@ -1,0 +1,64 @@
+// Cluster scenarios and job traces for `orrery cluster`.
+//   {"cluster": {"pools": [{"gpu": "a100", "nodes": 80, "gpus_per_node": 4}, ...]},
+//    // or {"cluster": {"arena_spec": "path/sim_cluster_spec.json"}} (Arena's GPUs per node)
+//    "jobs": {"format": "philly" | "arena", "path": "trace.csv"},
+//    "throughput": {"source": "trace", "scaling_exponent": 0.9}
+//               | {"source": "arena", "table": "path/prof_database_optimal.csv"},
+//    "restart_overhead_s": 30}
+// Job traces:
+//   philly  Pollux's Philly trace (pollux-adaptdl/traces/philly.csv): timestamp, duration,
+//           num_gpus, gpu_time, cluster; any GPU type; service time = duration
+//   arena   Arena's simulation traces (arena/simulate_trace_*.csv): job_id, submission_time,
+//           num_iteration, model_name, deadline, batch_size, num_gpu, gpu_type
+// A bad row is an error naming file, line and column; with skip_bad_rows it is counted instead.
+#pragma once
+
+#include "models/cluster.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace orrery::traces {
+
+struct JobTrace {
+  std::vector<models::Job> jobs;
+  std::size_t skipped = 0;  // bad rows skipped
+};
+
+JobTrace read_philly_trace(const std::string& path, bool skip_bad_rows);
+JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows);
+// Arena's cluster spec: node counts per type, with Arena's GPUs per node (a100 4, v100 16, a40 2, a10 2).
+models::ClusterSpec read_arena_cluster(const std::string& path);
+
+// Arena's profiled iteration times: a job runs (1 / iteration time) iterations per second on the
+// best-locality placement of its GPU count on a type (G = min(count, GPUs per node) per host);
+// when the table lacks it, the next larger profiled size of the model family at 1.8x per size
+// step (Arena's simulator's rule); with neither, the job cannot run there.
+class ArenaThroughput final : public models::ThroughputModel {
+ public:
+  ArenaThroughput(const std::string& table_path, const models::ClusterSpec& cluster);
+  double rate(const models::Job& job, std::string_view gpu_type, int gpus) const override;
+  double work(const models::Job& job) const override { return job.iterations; }
+  std::size_t entries() const { return iter_time_.size(); }
+
+ private:
+  static double param_count(std::string_view size);
+  std::map<std::string, double, std::less<>> iter_time_;  // "model_key|device_key" -> seconds
+  std::map<std::string, int, std::less<>> per_node_;
+  std::map<std::string, std::map<double, std::string>, std::less<>> sizes_;  // family -> param count -> "1.3B"
+};
+
+struct ClusterScenario {
+  models::ClusterSpec cluster;
+  std::string jobs_format;
+  std::string jobs_path;
+  std::string throughput_source = "trace";
+  double scaling_exponent = 0.9;
+  std::string table_path;
+  double restart_overhead_s = 30;
+};
+
+ClusterScenario load_cluster_scenario(const std::string& path);
+
+}  // namespace orrery::traces
