@@ -221,4 +221,12 @@ struct ClusterOptions {
 // Replays a job trace on a cluster under a scheduler; prints JCT, queueing, makespan, utilisation.
 void cluster(const ClusterOptions& options, std::ostream& out);
 
+struct ClusterValidationSummary {
+  int replay_jobs = 0;
+  double replay_mean_run_s = 0;
+  bool tiresias_beats_fifo = false;
+};
+// The Philly replay against AcmeTrace's statistics, and the schedulers on Arena's cluster.
+ClusterValidationSummary validate_cluster(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
 }  // namespace orrery::cli

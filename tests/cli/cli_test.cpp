@@ -184,8 +184,8 @@ TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
 TEST_CASE("network and kernel validation against published measurements") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw") || !fs::is_directory(data + "/flashattention") ||
-      !fs::is_directory(data + "/megatron-lm")) {
-    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention, megatron-lm) is absent");
+      !fs::is_directory(data + "/megatron-lm") || !fs::is_directory(data + "/arena") || !fs::is_directory(data + "/pollux-adaptdl")) {
+    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention, megatron-lm, arena, pollux-adaptdl) is absent");
     return;
   }
   std::ostringstream out;
@@ -224,6 +224,11 @@ TEST_CASE("network and kernel validation against published measurements") {
   const auto balance = orrery::cli::validate_balance(md, out);
   CHECK(balance.checks == 4);
   CHECK(balance.rankings_hold);
+
+  // Cluster: the replay keeps every Philly job; Tiresias beats FIFO on Arena's cluster.
+  const auto cl = orrery::cli::validate_cluster(data, md, out);
+  CHECK(cl.replay_jobs == 82247);
+  CHECK(cl.tiresias_beats_fifo);
 
   // The committed table is what the command writes today.
   orrery::cli::ValidateOptions options;
