@@ -1,0 +1,37 @@
+// Cluster replay speed: the full Philly trace (Pollux's 82,247 jobs) on a 2,000-GPU cluster
+// under FIFO and under Tiresias: target 10 s each. Needs ../shared/data (skipped without it).
+#include "bench.hpp"
+
+#include "models/cluster.hpp"
+#include "policies/cluster.hpp"
+#include "traces/cluster_json.hpp"
+
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace orrery::bench {
+
+void bench_cluster(Figures& out, bool quick) {
+  const std::string path = "../shared/data/pollux-adaptdl/traces/philly.csv";
+  if (!std::filesystem::exists(path)) {
+    fmt::print("cluster: skipped, {} is absent\n", path);
+    return;
+  }
+  traces::JobTrace trace = traces::read_philly_trace(path, false);
+  if (quick) trace.jobs.resize(5000);
+  const models::ClusterSpec cluster{{{"v100", 250, 8}}};
+  const models::TraceDurationModel rate(0.9);
+  for (const char* policy : {"fifo", "tiresias"}) {
+    auto s = policies::cluster_schedulers().create(policy, {}, {"bench", ""});
+    models::ClusterResult r;
+    const double wall = best_seconds(1, [&] {
+      models::ClusterSim sim(cluster, trace.jobs, rate, *s);
+      r = sim.run();
+    });
+    out.push_back({fmt::format("cluster.philly.{}.wall", policy), wall, fmt::format("s for {} jobs on 2,000 GPUs (target < 10)", trace.jobs.size())});
+    out.push_back({fmt::format("cluster.philly.{}.scheduler_calls", policy), static_cast<double>(r.scheduler_calls), "calls"});
+  }
+  out.push_back({"cluster.peak_rss", peak_rss_gb(), "GB"});
+}
+
+}  // namespace orrery::bench
