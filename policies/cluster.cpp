@@ -2,11 +2,14 @@
 
 #include "sim/error.hpp"
 
+#include <coin/ClpSimplex.hpp>
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 namespace orrery::policies {
 
@@ -119,6 +122,142 @@ class Tiresias final : public models::ClusterScheduler {
   double interval_;
 };
 
+// Gavel (Narayanan et al., OSDI'20), heterogeneity-aware max-min fairness. An LP (solved with
+// COIN-OR CLP) gives each active job j its time fractions X[j][t] on each GPU type t, to
+//   maximise z  subject to  z <= sum_t X[j][t] T[j][t] / E[j]     (every job's normalised rate)
+//                           sum_t X[j][t] <= 1                    (a job runs on one type at a time)
+//                           sum_j X[j][t] g[j] <= G[t]            (a type's GPUs)
+// where T[j][t] is the job's rate on its g[j] GPUs of type t and E[j] its rate under an equal
+// share (1/n of the cluster's GPU-time, spread over the types by their sizes). Every round, jobs
+// run in order of priority X[j][t] / (share of rounds received on t), each on one type, while
+// GPUs last. The LP is re-solved when the set of jobs changes.
+class Gavel final : public models::ClusterScheduler {
+ public:
+  explicit Gavel(double interval) : interval_(interval) {}
+  std::string_view name() const override { return "gavel"; }
+  double interval_s() const override { return interval_; }
+
+  std::map<int, Placement> schedule(const ClusterView& view) override {
+    std::vector<std::string> types;
+    std::vector<double> capacity;
+    for (const models::NodePool& p : view.cluster->pools) {
+      const auto it = std::find(types.begin(), types.end(), p.gpu_type);
+      if (it == types.end()) {
+        types.push_back(p.gpu_type);
+        capacity.push_back(p.nodes * p.gpus_per_node);
+      } else {
+        capacity[static_cast<std::size_t>(it - types.begin())] += p.nodes * p.gpus_per_node;
+      }
+    }
+    std::vector<int> ids;
+    for (const JobState* s : view.active) ids.push_back(s->index);
+    if (ids != last_ids_) {
+      solve(view, types, capacity);
+      last_ids_ = ids;
+    }
+    // Rounds received so far, per job and type (counted at each round this scheduler runs).
+    ++rounds_;
+    std::vector<std::tuple<double, int, std::size_t>> order;  // (-priority, job, type)
+    for (std::size_t a = 0; a < view.active.size(); ++a) {
+      const JobState* s = view.active[a];
+      for (std::size_t t = 0; t < types.size(); ++t) {
+        const double x = share_[static_cast<std::size_t>(s->index)][t];
+        if (x <= 1e-9) continue;
+        const double received = (received_[s->index][t] + 1.0) / rounds_;
+        order.emplace_back(-x / received, s->index, t);
+      }
+    }
+    std::stable_sort(order.begin(), order.end());
+    std::map<int, Placement> out;
+    std::map<std::string, int, std::less<>> free;
+    for (std::size_t t = 0; t < types.size(); ++t) free[types[t]] = static_cast<int>(capacity[t]);
+    std::map<int, const JobState*> by_index;
+    for (const JobState* s : view.active) by_index[s->index] = s;
+    for (const auto& [neg, j, t] : order) {
+      if (out.contains(j)) continue;
+      const int g = by_index[j]->job->gpus;
+      if (free[types[t]] < g) continue;
+      free[types[t]] -= g;
+      out[j] = Placement{types[t], g};
+      received_[j][t] += 1;
+    }
+    return out;
+  }
+
+ private:
+  void solve(const ClusterView& view, const std::vector<std::string>& types, const std::vector<double>& capacity) {
+    const auto n = static_cast<int>(view.active.size());
+    const auto nt = static_cast<int>(types.size());
+    if (n == 0) return;  // nothing to share
+    const double total = std::accumulate(capacity.begin(), capacity.end(), 0.0);
+    // Columns: X[j][t] (n * nt), then z. Rows: n fairness rows, n one-type rows, nt capacity rows.
+    const int cols = n * nt + 1, rows = 2 * n + nt;
+    std::vector<double> lower(static_cast<std::size_t>(cols), 0.0), upper(static_cast<std::size_t>(cols), 1.0),
+        objective(static_cast<std::size_t>(cols), 0.0);
+    upper.back() = COIN_DBL_MAX;
+    objective.back() = 1.0;
+    std::vector<double> row_lower(static_cast<std::size_t>(rows), -COIN_DBL_MAX), row_upper(static_cast<std::size_t>(rows), 0.0);
+    std::vector<std::vector<std::pair<int, double>>> column(static_cast<std::size_t>(cols));
+    for (int a = 0; a < n; ++a) {
+      const JobState* s = view.active[static_cast<std::size_t>(a)];
+      double equal = 0;
+      std::vector<double> rate(static_cast<std::size_t>(nt));
+      for (int t = 0; t < nt; ++t) {
+        rate[static_cast<std::size_t>(t)] = view.throughput->rate(*s->job, types[static_cast<std::size_t>(t)], s->job->gpus);
+        // Equal share: 1/n of the GPU-time, on each type in proportion to its size.
+        equal += rate[static_cast<std::size_t>(t)] * std::min(1.0, total / (n * s->job->gpus)) * capacity[static_cast<std::size_t>(t)] / total;
+      }
+      if (equal <= 0) equal = 1;
+      for (int t = 0; t < nt; ++t) {
+        const int c = a * nt + t;
+        if (rate[static_cast<std::size_t>(t)] <= 0) {
+          upper[static_cast<std::size_t>(c)] = 0;  // cannot run there
+        } else {
+          column[static_cast<std::size_t>(c)].emplace_back(a, -rate[static_cast<std::size_t>(t)] / equal);  // z - sum <= 0
+        }
+        column[static_cast<std::size_t>(c)].emplace_back(n + a, 1.0);                                      // sum_t X <= 1
+        column[static_cast<std::size_t>(c)].emplace_back(2 * n + t, s->job->gpus);                         // capacity
+      }
+      column.back().emplace_back(a, 1.0);
+      row_upper[static_cast<std::size_t>(n + a)] = 1.0;
+    }
+    for (int t = 0; t < nt; ++t) row_upper[static_cast<std::size_t>(2 * n + t)] = capacity[static_cast<std::size_t>(t)];
+    // Column-major arrays for CLP (no explicit zeros).
+    std::vector<CoinBigIndex> start = {0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto& entries : column) {
+      for (const auto& [r, v] : entries) {
+        if (!(std::abs(v) > 1e-12)) continue;
+        index.push_back(r);
+        value.push_back(v);
+      }
+      start.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+    ClpSimplex lp;
+    lp.setLogLevel(0);
+    lp.loadProblem(cols, rows, start.data(), index.data(), value.data(), lower.data(), upper.data(), objective.data(), row_lower.data(),
+                   row_upper.data());
+    lp.setOptimizationDirection(-1);  // maximise
+    lp.initialSolve();  // with presolve: primal() and dual() alone trip an assertion of CLP 1.17 on this structure
+    ORRERY_CHECK(lp.isProvenOptimal(), "Gavel's LP has no optimum (status {})", lp.status());
+    const double* x = lp.getColSolution();
+    for (int a = 0; a < n; ++a) {
+      const int j = view.active[static_cast<std::size_t>(a)]->index;
+      auto& row = share_[static_cast<std::size_t>(j)];
+      row.assign(static_cast<std::size_t>(nt), 0.0);
+      for (int t = 0; t < nt; ++t) row[static_cast<std::size_t>(t)] = x[a * nt + t];
+      received_[j].resize(static_cast<std::size_t>(nt), 0.0);
+    }
+  }
+
+  double interval_;
+  std::vector<int> last_ids_;
+  std::map<std::size_t, std::vector<double>> share_;
+  std::map<int, std::vector<double>> received_;
+  double rounds_ = 0;
+};
+
 }  // namespace
 
 const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
@@ -127,6 +266,12 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
     r.add({"fifo", "first come, first served on the requested GPUs",
            {{"backfill", sim::ParamType::boolean, false, "later jobs may start when the head of the queue does not fit"}},
            [](const sim::Params& p) { return std::make_unique<Fifo>(p.get_bool("backfill")); }});
+    r.add({"gavel", "Gavel: heterogeneity-aware max-min fairness over time fractions (an LP, COIN-OR CLP), in rounds",
+           {{"interval", sim::ParamType::number, 300.0, "seconds per round"}},
+           [](const sim::Params& p) {
+             if (!(p.get_number("interval") > 0)) throw sim::InputError("<policy>", "gavel/interval", "expected a positive round length");
+             return std::make_unique<Gavel>(p.get_number("interval"));
+           }});
     r.add({"sjf", "shortest job first with an oracle of job lengths (non-preemptive, backfilling)", {},
            [](const sim::Params&) { return std::make_unique<Sjf>(); }});
     r.add({"tiresias", "Tiresias' discretised 2D-LAS: queues by attained GPU-time, preemptive, with promotion",

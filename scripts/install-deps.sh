@@ -9,9 +9,10 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build make
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev libeigen3-dev doctest-dev
+  pkg-config coinor-libclp-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libsimgrid-dev pkg-config)
+  packages+=(libsimgrid-dev)
   shift
 fi
 

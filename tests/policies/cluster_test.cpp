@@ -66,6 +66,28 @@ TEST_CASE("Tiresias preempts jobs with much attained service, pays the restart o
                        sim::InputError);
 }
 
+TEST_CASE("Gavel: heterogeneity-aware time sharing from its LP") {
+  // Two GPU types, one GPU each; job A prefers (and is 2.5x faster on) the A100, job B the V100;
+  // a third job C arrives and the three share the two GPUs round by round.
+  const models::ClusterSpec c{{{"a100", 1, 1}, {"v100", 1, 1}}};
+  const models::TraceDurationModel t(1.0);
+  Job a = job("A", 0, 1, 1000), b = job("B", 0, 1, 1000), cj = job("C", 100, 1, 500);
+  a.gpu_type = "a100";
+  b.gpu_type = "v100";
+  cj.gpu_type = "a100";
+  auto gavel = policies::cluster_schedulers().create("gavel", {{"interval", 100.0}}, {"test", ""});
+  models::ClusterSim sim(c, {a, b, cj}, t, *gavel, {0});
+  const auto r = sim.run();
+  REQUIRE(r.completed == 3);
+  CHECK(r.jobs[0].gpu_type == "a100");  // A finishes where it is fast
+  CHECK(r.jobs[1].end_s > 0);
+  CHECK(r.jobs[2].start_s >= 100);
+  // Time sharing: C does not wait for A to finish (as FIFO would make it).
+  auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
+  models::ClusterSim fifo_sim(c, {a, b, cj}, t, *fifo, {0});
+  CHECK(r.jobs[2].start_s < fifo_sim.run().jobs[2].start_s);
+}
+
 TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {
   {
     std::ofstream f("philly-fixture.csv");
