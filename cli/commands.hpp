@@ -225,6 +225,7 @@ struct ClusterValidationSummary {
   int replay_jobs = 0;
   double replay_mean_run_s = 0;
   bool tiresias_beats_fifo = false;
+  bool gavel_beats_fifo = false;
 };
 // The Philly replay against AcmeTrace's statistics, and the schedulers on Arena's cluster.
 ClusterValidationSummary validate_cluster(const std::string& data_dir, std::string& markdown, std::ostream& out);

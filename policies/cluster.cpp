@@ -185,50 +185,69 @@ class Gavel final : public models::ClusterScheduler {
   }
 
  private:
+  // Jobs with the same GPU count and rates on every type get the same fractions (averaging any
+  // optimum over such a class is optimal too), so the LP has one set of variables per class.
   void solve(const ClusterView& view, const std::vector<std::string>& types, const std::vector<double>& capacity) {
     const auto n = static_cast<int>(view.active.size());
     const auto nt = static_cast<int>(types.size());
     if (n == 0) return;  // nothing to share
     const double total = std::accumulate(capacity.begin(), capacity.end(), 0.0);
-    // Columns: X[j][t] (n * nt), then z. Rows: n fairness rows, n one-type rows, nt capacity rows.
-    const int cols = n * nt + 1, rows = 2 * n + nt;
+    struct Class {
+      int gpus;
+      std::vector<double> rate;
+      std::vector<int> jobs;
+    };
+    std::vector<Class> classes;
+    std::map<std::pair<int, std::vector<double>>, std::size_t> class_of;
+    for (const JobState* s : view.active) {
+      std::vector<double> rate(static_cast<std::size_t>(nt));
+      for (int t = 0; t < nt; ++t) rate[static_cast<std::size_t>(t)] = view.throughput->rate(*s->job, types[static_cast<std::size_t>(t)], s->job->gpus);
+      const auto key = std::make_pair(s->job->gpus, rate);
+      auto it = class_of.find(key);
+      if (it == class_of.end()) {
+        it = class_of.emplace(key, classes.size()).first;
+        classes.push_back({s->job->gpus, rate, {}});
+      }
+      classes[it->second].jobs.push_back(s->index);
+    }
+    const auto nc = static_cast<int>(classes.size());
+    // Columns: X[c][t] (nc * nt), then z. Rows: nc fairness rows, nc one-type rows, nt capacity rows.
+    const int cols = nc * nt + 1, rows = 2 * nc + nt;
     std::vector<double> lower(static_cast<std::size_t>(cols), 0.0), upper(static_cast<std::size_t>(cols), 1.0),
         objective(static_cast<std::size_t>(cols), 0.0);
     upper.back() = COIN_DBL_MAX;
     objective.back() = 1.0;
     std::vector<double> row_lower(static_cast<std::size_t>(rows), -COIN_DBL_MAX), row_upper(static_cast<std::size_t>(rows), 0.0);
     std::vector<std::vector<std::pair<int, double>>> column(static_cast<std::size_t>(cols));
-    for (int a = 0; a < n; ++a) {
-      const JobState* s = view.active[static_cast<std::size_t>(a)];
+    for (int c = 0; c < nc; ++c) {
+      const Class& k = classes[static_cast<std::size_t>(c)];
+      // Equal share: 1/n of the GPU-time, on each type in proportion to its size.
       double equal = 0;
-      std::vector<double> rate(static_cast<std::size_t>(nt));
       for (int t = 0; t < nt; ++t) {
-        rate[static_cast<std::size_t>(t)] = view.throughput->rate(*s->job, types[static_cast<std::size_t>(t)], s->job->gpus);
-        // Equal share: 1/n of the GPU-time, on each type in proportion to its size.
-        equal += rate[static_cast<std::size_t>(t)] * std::min(1.0, total / (n * s->job->gpus)) * capacity[static_cast<std::size_t>(t)] / total;
+        equal += k.rate[static_cast<std::size_t>(t)] * std::min(1.0, total / (n * k.gpus)) * capacity[static_cast<std::size_t>(t)] / total;
       }
       if (equal <= 0) equal = 1;
       for (int t = 0; t < nt; ++t) {
-        const int c = a * nt + t;
-        if (rate[static_cast<std::size_t>(t)] <= 0) {
-          upper[static_cast<std::size_t>(c)] = 0;  // cannot run there
+        const int col = c * nt + t;
+        const double r = k.rate[static_cast<std::size_t>(t)];
+        if (r <= 0) {
+          upper[static_cast<std::size_t>(col)] = 0;  // cannot run there
         } else {
-          column[static_cast<std::size_t>(c)].emplace_back(a, -rate[static_cast<std::size_t>(t)] / equal);  // z - sum <= 0
+          column[static_cast<std::size_t>(col)].emplace_back(c, -r / equal);  // z - sum_t X T / E <= 0
         }
-        column[static_cast<std::size_t>(c)].emplace_back(n + a, 1.0);                                      // sum_t X <= 1
-        column[static_cast<std::size_t>(c)].emplace_back(2 * n + t, s->job->gpus);                         // capacity
+        column[static_cast<std::size_t>(col)].emplace_back(nc + c, 1.0);  // sum_t X <= 1
+        column[static_cast<std::size_t>(col)].emplace_back(2 * nc + t, static_cast<double>(k.gpus) * static_cast<double>(k.jobs.size()));
       }
-      column.back().emplace_back(a, 1.0);
-      row_upper[static_cast<std::size_t>(n + a)] = 1.0;
+      column.back().emplace_back(c, 1.0);
+      row_upper[static_cast<std::size_t>(nc + c)] = 1.0;
     }
-    for (int t = 0; t < nt; ++t) row_upper[static_cast<std::size_t>(2 * n + t)] = capacity[static_cast<std::size_t>(t)];
-    // Column-major arrays for CLP (no explicit zeros).
+    for (int t = 0; t < nt; ++t) row_upper[static_cast<std::size_t>(2 * nc + t)] = capacity[static_cast<std::size_t>(t)];
+    // Column-major arrays for CLP.
     std::vector<CoinBigIndex> start = {0};
     std::vector<int> index;
     std::vector<double> value;
     for (const auto& entries : column) {
       for (const auto& [r, v] : entries) {
-        if (!(std::abs(v) > 1e-12)) continue;
         index.push_back(r);
         value.push_back(v);
       }
@@ -242,12 +261,13 @@ class Gavel final : public models::ClusterScheduler {
     lp.initialSolve();  // with presolve: primal() and dual() alone trip an assertion of CLP 1.17 on this structure
     ORRERY_CHECK(lp.isProvenOptimal(), "Gavel's LP has no optimum (status {})", lp.status());
     const double* x = lp.getColSolution();
-    for (int a = 0; a < n; ++a) {
-      const int j = view.active[static_cast<std::size_t>(a)]->index;
-      auto& row = share_[static_cast<std::size_t>(j)];
-      row.assign(static_cast<std::size_t>(nt), 0.0);
-      for (int t = 0; t < nt; ++t) row[static_cast<std::size_t>(t)] = x[a * nt + t];
-      received_[j].resize(static_cast<std::size_t>(nt), 0.0);
+    for (int c = 0; c < nc; ++c) {
+      for (const int j : classes[static_cast<std::size_t>(c)].jobs) {
+        auto& row = share_[static_cast<std::size_t>(j)];
+        row.assign(static_cast<std::size_t>(nt), 0.0);
+        for (int t = 0; t < nt; ++t) row[static_cast<std::size_t>(t)] = x[c * nt + t];
+        received_[j].resize(static_cast<std::size_t>(nt), 0.0);
+      }
     }
   }
 

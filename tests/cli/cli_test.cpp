@@ -229,6 +229,7 @@ TEST_CASE("network and kernel validation against published measurements") {
   const auto cl = orrery::cli::validate_cluster(data, md, out);
   CHECK(cl.replay_jobs == 82247);
   CHECK(cl.tiresias_beats_fifo);
+  CHECK(cl.gavel_beats_fifo);
 
   // The committed table is what the command writes today.
   orrery::cli::ValidateOptions options;
