@@ -17,9 +17,6 @@ namespace orrery::cli {
 
 void cluster(const ClusterOptions& o, std::ostream& out) {
   const traces::ClusterScenario sc = traces::load_cluster_scenario(o.scenario_path);
-  const std::string jobs_path = o.jobs_path.empty() ? sc.jobs_path : o.jobs_path;
-  const traces::JobTrace trace =
-      sc.jobs_format == "philly" ? traces::read_philly_trace(jobs_path, o.skip_bad_rows) : traces::read_arena_trace(jobs_path, o.skip_bad_rows);
   // "name:key=value;key=value" -> the scheduler.
   const std::size_t colon = o.policy.find(':');
   sim::GivenParams params;
@@ -46,6 +43,12 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     }
   }
   auto scheduler = policies::cluster_schedulers().create(o.policy.substr(0, colon), params, {"<command line>", "--policy"});
+  const std::string jobs_path = o.jobs_path.empty() ? sc.jobs_path : o.jobs_path;
+  const traces::JobTrace trace = sc.jobs_format == "philly"     ? traces::read_philly_trace(jobs_path, o.skip_bad_rows)
+                                 : sc.jobs_format == "arena"    ? traces::read_arena_trace(jobs_path, o.skip_bad_rows)
+                                 : sc.jobs_format == "tiresias" ? traces::read_tiresias_trace(jobs_path, o.skip_bad_rows)
+                                                                : traces::read_generic_trace(jobs_path, sc.columns, o.skip_bad_rows);
+
   std::unique_ptr<models::ThroughputModel> throughput;
   if (sc.throughput_source == "arena") {
     throughput = std::make_unique<traces::ArenaThroughput>(sc.table_path, sc.cluster);

@@ -102,6 +102,31 @@ JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows) {
   });
 }
 
+JobTrace read_tiresias_trace(const std::string& path, bool skip_bad_rows) {
+  return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
+    models::Job j;
+    j.id = rr.t.at(rr.r, "job_id");
+    j.arrival_s = rr.number("submit_time", 0);
+    j.gpus = static_cast<int>(rr.number("num_gpu", 1));
+    j.service_s = rr.number("duration", 0);
+    j.iterations = rr.number("iterations", 0);
+    j.model = rr.t.at(rr.r, "model_name");
+    return j;
+  });
+}
+
+JobTrace read_generic_trace(const std::string& path, const ColumnMap& c, bool skip_bad_rows) {
+  return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
+    models::Job j;
+    j.id = c.id.empty() ? fmt::format("line-{}", rr.t.lines[rr.r]) : rr.t.at(rr.r, c.id);
+    j.arrival_s = rr.number(c.arrival, 0);
+    j.gpus = static_cast<int>(rr.number(c.gpus, 1));
+    j.service_s = rr.number(c.duration, 0);
+    if (!c.gpu_type.empty()) j.gpu_type = lower(rr.t.at(rr.r, c.gpu_type));
+    return j;
+  });
+}
+
 models::ClusterSpec read_arena_cluster(const std::string& path) {
   // GPUs per node as Arena's simulator hard-codes them (resources/hardware_specs.py, NODE_CAPACITY;
   // see ../shared/data/arena/SOURCE.md).
@@ -200,8 +225,19 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   JsonObject jobs = top.required("jobs").as_object();
   const JsonNode format = jobs.required("format");
   s.jobs_format = format.as_string();
-  if (s.jobs_format != "philly" && s.jobs_format != "arena") format.fail(fmt::format("found {}, expected philly or arena", sim::quote(s.jobs_format)));
+  if (s.jobs_format != "philly" && s.jobs_format != "arena" && s.jobs_format != "tiresias" && s.jobs_format != "csv") {
+    format.fail(fmt::format("found {}, expected philly, arena, tiresias or csv", sim::quote(s.jobs_format)));
+  }
   s.jobs_path = resolve(path, jobs.required("path").as_string());
+  if (s.jobs_format == "csv") {
+    JsonObject c = jobs.required("columns").as_object();
+    s.columns.arrival = c.required("arrival").as_string();
+    s.columns.gpus = c.required("gpus").as_string();
+    s.columns.duration = c.required("duration").as_string();
+    if (auto v = c.optional("id")) s.columns.id = v->as_string();
+    if (auto v = c.optional("gpu_type")) s.columns.gpu_type = v->as_string();
+    c.finish();
+  }
   jobs.finish();
   if (auto t = top.optional("throughput")) {
     JsonObject o = t->as_object();

@@ -1,7 +1,9 @@
 // Cluster scenarios and job traces for `orrery cluster`.
 //   {"cluster": {"pools": [{"gpu": "a100", "nodes": 80, "gpus_per_node": 4}, ...]},
 //    // or {"cluster": {"arena_spec": "path/sim_cluster_spec.json"}} (Arena's GPUs per node)
-//    "jobs": {"format": "philly" | "arena", "path": "trace.csv"},
+//    "jobs": {"format": "philly" | "arena" | "tiresias", "path": "trace.csv"},
+//    // or {"format": "csv", "path": ..., "columns": {"arrival": "submit", "gpus": "n", "duration": "secs",
+//    //     "id": "name", "gpu_type": "type"}}  (id and gpu_type optional)
 //    "throughput": {"source": "trace", "scaling_exponent": 0.9}
 //               | {"source": "arena", "table": "path/prof_database_optimal.csv"},
 //    "restart_overhead_s": 30}
@@ -28,6 +30,15 @@ struct JobTrace {
 
 JobTrace read_philly_trace(const std::string& path, bool skip_bad_rows);
 JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows);
+// Tiresias' job CSV (tiresias/60_job.csv): job_id, num_gpu, submit_time, iterations,
+// model_name, duration, interval; any GPU type; service time = duration.
+JobTrace read_tiresias_trace(const std::string& path, bool skip_bad_rows);
+// Any CSV with a column mapping: which columns hold the arrival (s), the GPU count, the run time
+// (s), and optionally the job id and the GPU type.
+struct ColumnMap {
+  std::string arrival, gpus, duration, id, gpu_type;
+};
+JobTrace read_generic_trace(const std::string& path, const ColumnMap& columns, bool skip_bad_rows);
 // Arena's cluster spec: node counts per type, with Arena's GPUs per node (a100 4, v100 16, a40 2, a10 2).
 models::ClusterSpec read_arena_cluster(const std::string& path);
 
@@ -51,8 +62,9 @@ class ArenaThroughput final : public models::ThroughputModel {
 
 struct ClusterScenario {
   models::ClusterSpec cluster;
-  std::string jobs_format;
+  std::string jobs_format;  // philly, arena, tiresias, csv
   std::string jobs_path;
+  ColumnMap columns;        // csv
   std::string throughput_source = "trace";
   double scaling_exponent = 0.9;
   std::string table_path;

@@ -569,3 +569,42 @@ TEST_CASE("orrery doclens: generate and convert document-length traces") {
   CHECK(bad.code == 1);
   CHECK(bad.err.find("did you mean \"distca-prolong\"?") != std::string::npos);
 }
+
+TEST_CASE("orrery cluster: report keys, job records, bad input") {
+  {
+    std::ofstream f("jobs.csv");
+    f << "name,submit,n,secs\na,0,4,100\nb,10,4,50\nc,20,8,30\nd,25,2,bad\n";
+  }
+  {
+    std::ofstream f("cluster.json");
+    f << R"({"cluster": {"pools": [{"gpu": "a100", "nodes": 1, "gpus_per_node": 8}]},
+      "jobs": {"format": "csv", "path": "jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name"}},
+      "restart_overhead_s": 10})";
+  }
+  const Result bad_row = run({"cluster", "cluster.json"});
+  CHECK(bad_row.code == 1);
+  CHECK(bad_row.err.find("jobs.csv:line 5:column secs") != std::string::npos);
+  const Result r = run({"cluster", "cluster.json", "--policy", "tiresias:threshold=100;queues=2;interval=20", "--skip-bad-rows", "--report",
+                        "cluster-report.json", "--jobs-csv", "cluster-jobs.csv"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("JCT") != std::string::npos);
+  const nlohmann::json rep = nlohmann::json::parse(slurp("cluster-report.json"));
+  for (const char* key : {"jobs_completed", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_queue_s", "makespan_s", "gpu_utilization"}) {
+    CAPTURE(key);
+    CHECK(rep.contains(key));
+  }
+  CHECK(rep["jobs_completed"] == 3);
+  CHECK(rep["skipped_rows"] == 1);
+  const std::string jobs = slurp("cluster-jobs.csv");
+  CHECK(std::count(jobs.begin(), jobs.end(), '\n') == 4);
+  const Result unknown = run({"cluster", "cluster.json", "--policy", "tiresia"});
+  CHECK(unknown.code == 1);
+  CHECK(unknown.err.find("did you mean \"tiresias\"?") != std::string::npos);
+  {
+    std::ofstream f("jobs-big.csv");
+    f << "name,submit,n,secs\nhuge,0,16,100\n";
+  }
+  const Result too_big = run({"cluster", "cluster.json", "--jobs", "jobs-big.csv"});
+  CHECK(too_big.code == 1);
+  CHECK(too_big.err.find("job asks for 16 any GPUs; no pool of the cluster can run it") != std::string::npos);
+}

@@ -112,6 +112,28 @@ TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and colu
   const traces::JobTrace a = traces::read_arena_trace("arena-fixture.csv", false);
   CHECK(a.jobs[0].gpu_type == "a100");
   CHECK(a.jobs[0].iterations == 500);
+  {
+    std::ofstream f("tiresias-fixture.csv");
+    f << "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n0,1,0,606,vgg19,164,30\n1,8,30,133,vgg11,147,23\n";
+  }
+  const traces::JobTrace ti = traces::read_tiresias_trace("tiresias-fixture.csv", false);
+  REQUIRE(ti.jobs.size() == 2);
+  CHECK(ti.jobs[1].gpus == 8);
+  CHECK(ti.jobs[1].service_s == 147);
+  {
+    std::ofstream f("generic.csv");
+    f << "name,submit,n,secs,type\nx,5,2,100,A100\ny,7,1,oops,V100\n";
+  }
+  const traces::ColumnMap map{"submit", "n", "secs", "name", "type"};
+  CHECK_THROWS_WITH_AS(traces::read_generic_trace("generic.csv", map, false),
+                       doctest::Contains("generic.csv:line 3:column secs: found \"oops\""), sim::InputError);
+  const traces::JobTrace g = traces::read_generic_trace("generic.csv", map, true);
+  REQUIRE(g.jobs.size() == 1);
+  CHECK(g.skipped == 1);
+  CHECK(g.jobs[0].gpu_type == "a100");
+  CHECK(g.jobs[0].id == "x");
+  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/tiresias/60_job.csv";
+  if (std::filesystem::exists(data)) CHECK(traces::read_tiresias_trace(data, false).jobs.size() == 60);
 }
 
 TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena's cluster Tiresias beats FIFO") {
