@@ -226,6 +226,7 @@ struct ClusterValidationSummary {
   double replay_mean_run_s = 0;
   bool tiresias_beats_fifo = false;
   bool gavel_beats_fifo = false;
+  bool arena_beats_gavel = false;
 };
 // The Philly replay against AcmeTrace's statistics, and the schedulers on Arena's cluster.
 ClusterValidationSummary validate_cluster(const std::string& data_dir, std::string& markdown, std::ostream& out);

@@ -77,7 +77,7 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
                     arena.total_gpus(), jobs.jobs.size());
   md += "| policy | completed | avg JCT (h) | p50 JCT (h) | p99 JCT (h) | avg queueing (h) | utilisation |\n|---|---|---|---|---|---|---|\n";
   std::map<std::string, double> jct;
-  for (const char* policy : {"fifo", "sjf", "tiresias", "gavel"}) {
+  for (const char* policy : {"fifo", "sjf", "tiresias", "gavel", "arena"}) {
     auto s = policies::cluster_schedulers().create(policy, {}, {"<validation>", ""});
     models::ClusterSim run_sim(arena, jobs.jobs, table, *s, {30});
     const models::ClusterResult x = run_sim.run();
@@ -87,9 +87,12 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
   }
   summary.tiresias_beats_fifo = jct["tiresias"] < jct["fifo"];
   summary.gavel_beats_fifo = jct["gavel"] < jct["fifo"];
-  md += fmt::format("\nTiresias < FIFO in average JCT: **{}**. Gavel < FIFO: **{}**. Arena's scheduler is not implemented yet, so\n"
-                    "arena < gavel is not checked here.\n\n",
-                    summary.tiresias_beats_fifo ? "holds" : "does not hold", summary.gavel_beats_fifo ? "holds" : "does not hold");
+  summary.arena_beats_gavel = jct["arena"] < jct["gavel"];
+  const auto holds = [](bool b) { return b ? "holds" : "does not hold"; };
+  md += fmt::format("\nIn average JCT: arena < gavel < fifo **{}**; tiresias < fifo **{}**. The paper's margins are larger (Arena's\n"
+                    "artifact: -76.6% against Gavel); this Arena searches plans of one edit to running jobs for the first 4\n"
+                    "waiting jobs of an event and does not migrate to defragment (GPUs are allocated per type, not per node).\n\n",
+                    holds(summary.arena_beats_gavel && summary.gavel_beats_fifo), holds(summary.tiresias_beats_fifo));
   out << fmt::format("cluster: replay of {} Philly jobs; tiresias < fifo: {}\n", r.completed, summary.tiresias_beats_fifo ? "yes" : "no");
   return summary;
 }

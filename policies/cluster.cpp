@@ -19,13 +19,14 @@ using models::ClusterView;
 using models::JobState;
 using models::Placement;
 
-// The job's requested GPUs on its preferred type if that has room, else on the type with the
-// most free GPUs that fits; nothing when no type fits.
+// The job's requested GPUs on its requested type (the baselines keep the user's request); a job
+// that asks for no type takes the type with the most free GPUs that fits.
 std::optional<Placement> place(const JobState& s, std::map<std::string, int, std::less<>>& free) {
   const int g = s.job->gpus;
   if (!s.job->gpu_type.empty()) {
     const auto it = free.find(s.job->gpu_type);
     if (it != free.end() && it->second >= g) return Placement{it->first, g};
+    return std::nullopt;
   }
   const std::pair<const std::string, int>* best = nullptr;
   for (const auto& kv : free) {
@@ -278,6 +279,157 @@ class Gavel final : public models::ClusterScheduler {
   double rounds_ = 0;
 };
 
+// Arena (EuroSys'26), its scheduler loop over grids (GPU type, GPU count) with the adaptive-
+// parallelism throughput of each grid (the ThroughputModel: Arena's profiled optimal plans):
+//  - pending jobs in FIFO order take their requested grid if it fits; otherwise a search over
+//    plans that place the job on some grid (counts 1, 2, 4, 8, 16) after at most `depth` edits
+//    to running jobs (halve one's GPUs, or move it to another type at the same count), scored
+//    by the structured marginal gain: the sum over the jobs touched of the change in their
+//    throughput normalised by their requested grid's; the best plan with a positive gain is
+//    applied, else the job waits and later ones may pass it (opportunism);
+//  - then an upgrade trial: running jobs scale up (double their GPUs) or switch type while
+//    free GPUs allow and the gain is positive, largest gain per GPU first.
+// Every change pays the restart overhead (in the simulator). Not modelled: node-level
+// fragmentation and hence Arena's defragmenting migration (this cluster model allocates GPUs
+// per type, not per node).
+class Arena final : public models::ClusterScheduler {
+ public:
+  Arena(int depth, int searches, double interval) : depth_(depth), searches_(searches), interval_(interval) {}
+  std::string_view name() const override { return "arena"; }
+  double interval_s() const override { return interval_; }
+
+  std::map<int, Placement> schedule(const ClusterView& view) override {
+    std::map<std::string, int, std::less<>> free;
+    for (const models::NodePool& p : view.cluster->pools) free[p.gpu_type] += p.nodes * p.gpus_per_node;
+    std::map<int, Placement> plan;
+    std::map<int, const JobState*> jobs;
+    for (const JobState* s : view.active) {
+      jobs[s->index] = s;
+      if (s->running) {
+        plan[s->index] = s->placement;
+        free[s->placement.gpu_type] -= s->placement.gpus;
+      }
+    }
+    const auto norm = [&](const JobState* s, const Placement& p) {
+      const double req = requested_rate(view, s);
+      return req > 0 ? view.throughput->rate(*s->job, p.gpu_type, p.gpus) / req : 0.0;
+    };
+    // Pending jobs, FIFO; the plan search (the costly part) for the first `searches_` that do
+    // not fit as asked, as Arena bounds its search effort under load.
+    int searched = 0;
+    for (const JobState* s : view.active) {
+      if (plan.contains(s->index)) continue;
+      const Placement want{s->job->gpu_type.empty() ? best_type(view, s, free) : s->job->gpu_type, s->job->gpus};
+      if (!want.gpu_type.empty() && free[want.gpu_type] >= want.gpus && norm(s, want) > 0) {
+        free[want.gpu_type] -= want.gpus;
+        plan[s->index] = want;
+        continue;
+      }
+      if (searched++ >= searches_) continue;
+      double best_gain = 0;
+      std::map<int, Placement> best_edits;
+      Placement best_place;
+      search(view, s, jobs, plan, free, {}, depth_, norm, best_gain, best_edits, best_place);
+      if (best_gain <= 0) continue;
+      for (const auto& [j, p] : best_edits) {
+        free[plan[j].gpu_type] += plan[j].gpus;
+        free[p.gpu_type] -= p.gpus;
+        plan[j] = p;
+      }
+      free[best_place.gpu_type] -= best_place.gpus;
+      plan[s->index] = best_place;
+    }
+    // Upgrade trial: scale up or switch type while it gains, best gain per GPU first.
+    for (bool improved = true; improved;) {
+      improved = false;
+      double best = 0;
+      int who = -1;
+      Placement to;
+      for (const auto& [j, p] : plan) {
+        const JobState* s = jobs[j];
+        const double now_thr = norm(s, p);
+        for (const auto& [type, n] : free) {
+          for (const int count : {p.gpus, 2 * p.gpus}) {
+            if (count > 16 || (type == p.gpu_type && count == p.gpus)) continue;
+            const int extra = type == p.gpu_type ? count - p.gpus : count;
+            if (extra > n) continue;
+            const double gain = (norm(s, {type, count}) - now_thr) / std::max(1, extra);
+            if (gain > best + 1e-9) {
+              best = gain;
+              who = j;
+              to = {type, count};
+            }
+          }
+        }
+      }
+      if (who >= 0) {
+        free[plan[who].gpu_type] += plan[who].gpus;
+        free[to.gpu_type] -= to.gpus;
+        plan[who] = to;
+        improved = true;
+      }
+    }
+    return plan;
+  }
+
+ private:
+  static double requested_rate(const ClusterView& view, const JobState* s) {
+    return view.throughput->rate(*s->job, s->job->gpu_type, s->job->gpus);
+  }
+  static std::string best_type(const ClusterView& view, const JobState* s, const std::map<std::string, int, std::less<>>& free) {
+    std::string best;
+    double rate = 0;
+    for (const auto& [type, n] : free) {
+      const double r = view.throughput->rate(*s->job, type, s->job->gpus);
+      if (n >= s->job->gpus && r > rate) best = type, rate = r;
+    }
+    return best;
+  }
+
+  // Depth-first over edit sequences (at most `depth`): after each, try every grid for the job.
+  template <class Norm>
+  void search(const ClusterView& view, const JobState* s, const std::map<int, const JobState*>& jobs, const std::map<int, Placement>& plan,
+              std::map<std::string, int, std::less<>> free, std::map<int, Placement> edits, int depth, const Norm& norm, double& best_gain,
+              std::map<int, Placement>& best_edits, Placement& best_place) const {
+    double edit_gain = 0;
+    for (const auto& [j, p] : edits) edit_gain += norm(jobs.at(j), p) - norm(jobs.at(j), plan.at(j));
+    for (const auto& [type, n] : free) {
+      for (const int count : {1, 2, 4, 8, 16}) {
+        if (count > n || count > 2 * s->job->gpus) continue;
+        const double gain = edit_gain + norm(s, {type, count});
+        if (gain > best_gain + 1e-9) {
+          best_gain = gain;
+          best_edits = edits;
+          best_place = {type, count};
+        }
+      }
+    }
+    if (depth == 0) return;
+    for (const auto& [j, current] : plan) {
+      if (edits.contains(j)) continue;
+      const JobState* r = jobs.at(j);
+      std::vector<Placement> options;
+      if (current.gpus >= 2) options.push_back({current.gpu_type, current.gpus / 2});  // shrink
+      for (const auto& [type, n] : free) {
+        if (type != current.gpu_type && n >= current.gpus) options.push_back({type, current.gpus});  // change type
+      }
+      for (const Placement& o : options) {
+        if (norm(r, o) <= 0) continue;
+        auto f = free;
+        f[current.gpu_type] += current.gpus;
+        f[o.gpu_type] -= o.gpus;
+        auto e = edits;
+        e[j] = o;
+        search(view, s, jobs, plan, f, e, depth - 1, norm, best_gain, best_edits, best_place);
+      }
+    }
+  }
+
+  int depth_;
+  int searches_;
+  double interval_;
+};
+
 }  // namespace
 
 const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
@@ -291,6 +443,17 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
            [](const sim::Params& p) {
              if (!(p.get_number("interval") > 0)) throw sim::InputError("<policy>", "gavel/interval", "expected a positive round length");
              return std::make_unique<Gavel>(p.get_number("interval"));
+           }});
+    r.add({"arena", "Arena: grid search over (GPU type, count) with marginal-gain plans that shrink or move running jobs, upgrade trials",
+           {{"depth", sim::ParamType::integer, std::int64_t{1}, "edits to running jobs a plan may make"},
+            {"searches", sim::ParamType::integer, std::int64_t{4}, "pending jobs per scheduling event that get the plan search"},
+            {"interval", sim::ParamType::number, 0.0, "seconds between extra rounds (0: on arrivals and departures only, as Arena)"}},
+           [](const sim::Params& p) {
+             const std::int64_t d = p.get_int("depth"), k = p.get_int("searches");
+             if (d < 0 || d > 3) throw sim::InputError("<policy>", "arena/depth", fmt::format("found {}, expected 0 to 3 edits", d));
+             if (k < 0) throw sim::InputError("<policy>", "arena/searches", "expected 0 or more");
+             if (!(p.get_number("interval") >= 0)) throw sim::InputError("<policy>", "arena/interval", "expected an interval of 0 or more");
+             return std::make_unique<Arena>(static_cast<int>(d), static_cast<int>(k), p.get_number("interval"));
            }});
     r.add({"sjf", "shortest job first with an oracle of job lengths (non-preemptive, backfilling)", {},
            [](const sim::Params&) { return std::make_unique<Sjf>(); }});

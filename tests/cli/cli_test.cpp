@@ -230,6 +230,7 @@ TEST_CASE("network and kernel validation against published measurements") {
   CHECK(cl.replay_jobs == 82247);
   CHECK(cl.tiresias_beats_fifo);
   CHECK(cl.gavel_beats_fifo);
+  CHECK(cl.arena_beats_gavel);
 
   // The committed table is what the command writes today.
   orrery::cli::ValidateOptions options;

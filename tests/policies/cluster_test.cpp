@@ -88,6 +88,25 @@ TEST_CASE("Gavel: heterogeneity-aware time sharing from its LP") {
   CHECK(r.jobs[2].start_s < fifo_sim.run().jobs[2].start_s);
 }
 
+TEST_CASE("Arena: a job that does not fit its grid gets another, or shrinks a running one") {
+  const models::ClusterSpec c{{{"a100", 1, 4}, {"v100", 1, 4}}};
+  const models::TraceDurationModel t(1.0);
+  Job a = job("A", 0, 4, 1000), b = job("B", 10, 4, 1000);
+  a.gpu_type = b.gpu_type = "a100";
+  auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
+  models::ClusterSim sim(c, {a, b}, t, *arena, {0});
+  const auto r = sim.run();
+  REQUIRE(r.completed == 2);
+  CHECK(r.jobs[1].start_s == 10);  // on another grid at once, where FIFO makes it wait
+  auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
+  models::ClusterSim f(c, {a, b}, t, *fifo, {0});
+  const auto fr = f.run();
+  CHECK(fr.jobs[1].start_s == 1000);
+  CHECK(r.avg_jct_s < fr.avg_jct_s);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("arena", {{"depth", std::int64_t{9}}}, {"s.json", "/policy"}),
+                       doctest::Contains("found 9, expected 0 to 3 edits"), sim::InputError);
+}
+
 TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {
   {
     std::ofstream f("philly-fixture.csv");
