@@ -1,5 +1,6 @@
 // Cluster replay speed: the full Philly trace (Pollux's 82,247 jobs) on a 2,000-GPU cluster
-// under FIFO and under Tiresias: target 10 s each. Needs ../shared/data (skipped without it).
+// under FIFO and under Tiresias (target 10 s each); Arena and Gavel on Arena's 1,938 jobs
+// (target 60 s). Needs ../shared/data (skipped without it).
 #include "bench.hpp"
 
 #include "models/cluster.hpp"
@@ -30,6 +31,21 @@ void bench_cluster(Figures& out, bool quick) {
     });
     out.push_back({fmt::format("cluster.philly.{}.wall", policy), wall, fmt::format("s for {} jobs on 2,000 GPUs (target < 10)", trace.jobs.size())});
     out.push_back({fmt::format("cluster.philly.{}.scheduler_calls", policy), static_cast<double>(r.scheduler_calls), "calls"});
+  }
+  // Arena on Arena's 1,938-job Philly-derived workload and 1,280-GPU cluster: target 60 s.
+  const std::string arena_dir = "../shared/data/arena";
+  if (std::filesystem::exists(arena_dir + "/simulate_trace_philly.csv")) {
+    const models::ClusterSpec arena = traces::read_arena_cluster(arena_dir + "/sim_cluster_spec.json");
+    const traces::JobTrace jobs = traces::read_arena_trace(arena_dir + "/simulate_trace_philly.csv", false);
+    const traces::ArenaThroughput table(arena_dir + "/prof_database_optimal.csv", arena);
+    for (const char* policy : {"arena", "gavel"}) {
+      auto s = policies::cluster_schedulers().create(policy, {}, {"bench", ""});
+      const double wall = best_seconds(1, [&] {
+        models::ClusterSim sim(arena, jobs.jobs, table, *s, {30});
+        sim.run();
+      });
+      out.push_back({fmt::format("cluster.arena_trace.{}.wall", policy), wall, fmt::format("s for {} jobs (target < 60)", jobs.jobs.size())});
+    }
   }
   out.push_back({"cluster.peak_rss", peak_rss_gb(), "GB"});
 }
