@@ -1,5 +1,6 @@
 // `orrery cluster`: a job trace on a cluster under a scheduler.
 #include "cli/commands.hpp"
+#include "cli/policy_spec.hpp"
 
 #include "models/cluster.hpp"
 #include "policies/cluster.hpp"
@@ -17,32 +18,8 @@ namespace orrery::cli {
 
 void cluster(const ClusterOptions& o, std::ostream& out) {
   const traces::ClusterScenario sc = traces::load_cluster_scenario(o.scenario_path);
-  // "name:key=value;key=value" -> the scheduler.
-  const std::size_t colon = o.policy.find(':');
-  sim::GivenParams params;
-  if (colon != std::string::npos) {
-    std::string_view rest = std::string_view(o.policy).substr(colon + 1);
-    while (!rest.empty()) {
-      const std::size_t semi = std::min(rest.find(';'), rest.size());
-      const std::string_view kv = rest.substr(0, semi);
-      rest = semi < rest.size() ? rest.substr(semi + 1) : std::string_view{};
-      const std::size_t eq = kv.find('=');
-      if (eq == std::string_view::npos) throw sim::InputError("<command line>", "--policy", fmt::format("found {}, expected key=value", sim::quote(kv)));
-      const std::string key(kv.substr(0, eq)), value(kv.substr(eq + 1));
-      if (value == "true" || value == "false") {
-        params[key] = value == "true";
-      } else {
-        char* end = nullptr;
-        const double v = std::strtod(value.c_str(), &end);
-        if (end == value.c_str() + value.size() && !value.empty()) {
-          params[key] = v;
-        } else {
-          params[key] = value;
-        }
-      }
-    }
-  }
-  auto scheduler = policies::cluster_schedulers().create(o.policy.substr(0, colon), params, {"<command line>", "--policy"});
+  const PolicySpec spec = parse_policy_spec(o.policy, "--policy");
+  auto scheduler = policies::cluster_schedulers().create(spec.name, spec.params, {"<command line>", "--policy"});
   const std::string jobs_path = o.jobs_path.empty() ? sc.jobs_path : o.jobs_path;
   const traces::JobTrace trace = sc.jobs_format == "philly"     ? traces::read_philly_trace(jobs_path, o.skip_bad_rows)
                                  : sc.jobs_format == "arena"    ? traces::read_arena_trace(jobs_path, o.skip_bad_rows)

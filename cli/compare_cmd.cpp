@@ -1,5 +1,6 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "cli/commands.hpp"
+#include "cli/policy_spec.hpp"
 #include "cli/step_cost.hpp"
 
 #include "models/balance.hpp"
@@ -27,47 +28,47 @@ namespace orrery::cli {
 
 namespace {
 
-struct PolicySpec {
-  std::string name;
-  sim::GivenParams params;
-};
+PolicySpec parse_policy_spec_impl(std::string_view text, std::string_view flag) {
+  PolicySpec p;
+  const std::size_t colon = text.find(':');
+  p.name = std::string(text.substr(0, colon));
+  if (p.name.empty()) {
+    throw sim::InputError("<command line>", std::string(flag), "found an empty policy name, expected name[:key=value;...]");
+  }
+  std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+  while (!rest.empty()) {
+    const std::size_t semi = std::min(rest.find(';'), rest.size());
+    const std::string_view kv = rest.substr(0, semi);
+    rest = semi < rest.size() ? rest.substr(semi + 1) : std::string_view{};
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) {
+      throw sim::InputError("<command line>", std::string(flag), fmt::format("found {}, expected key=value", sim::quote(kv)));
+    }
+    const std::string key(kv.substr(0, eq)), value(kv.substr(eq + 1));
+    double number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (value == "true" || value == "false") {
+      p.params[key] = value == "true";
+    } else if (ec == std::errc() && end == value.data() + value.size() && !value.empty()) {
+      if (number == static_cast<double>(static_cast<std::int64_t>(number))) {
+        p.params[key] = static_cast<std::int64_t>(number);
+      } else {
+        p.params[key] = number;
+      }
+    } else {
+      p.params[key] = value;
+    }
+  }
+  return p;
+}
 
 std::vector<PolicySpec> parse_policies(const std::string& text) {
   std::vector<PolicySpec> out;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t comma = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, comma - begin);
+    out.push_back(parse_policy_spec_impl(std::string_view(text).substr(begin, comma - begin), "--policies"));
     begin = comma + 1;
-    if (item.empty()) throw sim::InputError("<command line>", "--policies", "found an empty policy name, expected name[:key=value;...]");
-    PolicySpec p;
-    const std::size_t colon = item.find(':');
-    p.name = item.substr(0, colon);
-    if (colon != std::string::npos) {
-      std::string_view rest = std::string_view(item).substr(colon + 1);
-      while (!rest.empty()) {
-        const std::size_t semi = std::min(rest.find(';'), rest.size());
-        const std::string_view kv = rest.substr(0, semi);
-        rest = semi < rest.size() ? rest.substr(semi + 1) : std::string_view{};
-        const std::size_t eq = kv.find('=');
-        if (eq == std::string_view::npos) {
-          throw sim::InputError("<command line>", "--policies", fmt::format("found {}, expected key=value", sim::quote(kv)));
-        }
-        const std::string value(kv.substr(eq + 1));
-        double number = 0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-        if (ec == std::errc() && end == value.data() + value.size()) {
-          if (number == static_cast<double>(static_cast<std::int64_t>(number))) {
-            p.params[std::string(kv.substr(0, eq))] = static_cast<std::int64_t>(number);
-          } else {
-            p.params[std::string(kv.substr(0, eq))] = number;
-          }
-        } else {
-          p.params[std::string(kv.substr(0, eq))] = value;
-        }
-      }
-    }
-    out.push_back(std::move(p));
   }
   return out;
 }
@@ -178,6 +179,8 @@ Comparison run_comparison(const traces::StepScenarioFile& file, const std::strin
 }
 
 }  // namespace
+
+PolicySpec parse_policy_spec(std::string_view text, std::string_view flag) { return parse_policy_spec_impl(text, flag); }
 
 std::vector<std::pair<std::string, double>> policy_speedups(const std::string& scenario_json, const std::string& policy_list, int steps) {
   const traces::StepScenarioFile file = traces::read_step_scenario(scenario_json, "<scenario>");
