@@ -36,7 +36,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
   for (const models::Job& j : trace.jobs) {
     bool somewhere = false;
     for (const models::NodePool& p : sc.cluster.pools) {
-      somewhere = somewhere || (p.nodes * p.gpus_per_node >= j.gpus && throughput->rate(j, p.gpu_type, j.gpus) > 0);
+      somewhere = somewhere || (p.nodes * p.gpus_per_node >= j.gpus && throughput->rate(j, p.gpu_type, j.gpus, sc.cluster.min_nodes(p.gpu_type, j.gpus)) > 0);
     }
     if (!somewhere) {
       throw sim::InputError(jobs_path, j.id, fmt::format("job asks for {} {} GPUs; no pool of the cluster can run it", j.gpus,

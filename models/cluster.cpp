@@ -8,12 +8,27 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace orrery::models {
 
 int ClusterSpec::total_gpus() const {
   int n = 0;
   for (const NodePool& p : pools) n += p.nodes * p.gpus_per_node;
   return n;
+}
+
+int ClusterSpec::gpus_per_node(std::string_view gpu_type) const {
+  int most = 0;
+  for (const NodePool& p : pools) {
+    if (p.gpu_type == gpu_type) most = std::max(most, p.gpus_per_node);
+  }
+  return most;
+}
+
+int ClusterSpec::min_nodes(std::string_view gpu_type, int gpus) const {
+  const int per = gpus_per_node(gpu_type);
+  return per <= 0 ? std::max(1, gpus) : std::max(1, (gpus + per - 1) / per);
 }
 
 namespace {
@@ -23,9 +38,10 @@ double fp16_peak(std::string_view type) {
 }
 }  // namespace
 
-double TraceDurationModel::rate(const Job& job, std::string_view gpu_type, int gpus) const {
+double TraceDurationModel::rate(const Job& job, std::string_view gpu_type, int gpus, int nodes) const {
   if (gpus <= 0) return 0;
   double r = std::pow(static_cast<double>(gpus) / job.gpus, exponent_);
+  if (spread_ != 1.0 && nodes > cluster_.min_nodes(gpu_type, gpus)) r *= spread_;
   if (!job.gpu_type.empty() && gpu_type != job.gpu_type) {
     const double mine = fp16_peak(job.gpu_type), there = fp16_peak(gpu_type);
     if (mine > 0 && there > 0) r *= there / mine;
@@ -38,6 +54,77 @@ bool fits(const ClusterView& view, const Placement& p) {
   return it != view.free_gpus.end() && it->second >= p.gpus && p.gpus > 0;
 }
 
+namespace {
+
+// The cluster's nodes and their free GPUs. A job gets the fewest nodes that hold it: one node
+// when one can (the fullest that can: best fit, which keeps large holes for large jobs), else
+// the nodes with the most free GPUs first and the rest on the best-fitting node.
+class NodeAllocator {
+ public:
+  using Grant = std::vector<std::pair<int, int>>;  // (node, GPUs)
+
+  explicit NodeAllocator(const ClusterSpec& c) {
+    std::map<std::string, int, std::less<>> count;
+    for (const NodePool& p : c.pools) {
+      for (int i = 0; i < p.nodes; ++i) {
+        by_type_[p.gpu_type].push_back(static_cast<int>(free_.size()));
+        free_.push_back(p.gpus_per_node);
+        names_.push_back(fmt::format("{}-{}", p.gpu_type, count[p.gpu_type]++));
+      }
+    }
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+  // Precondition: the type has `gpus` free GPUs in all.
+  Grant take(std::string_view type, int gpus) {
+    const std::vector<int>& ids = by_type_.find(type)->second;
+    int best = -1;
+    for (const int id : ids) {
+      if (free_[u(id)] >= gpus && (best < 0 || free_[u(id)] < free_[u(best)])) best = id;
+    }
+    if (best >= 0) {
+      free_[u(best)] -= gpus;
+      return {{best, gpus}};
+    }
+    std::vector<int> order;
+    for (const int id : ids) {
+      if (free_[u(id)] > 0) order.push_back(id);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free_[u(a)] > free_[u(b)]; });
+    Grant g;
+    int need = gpus;
+    for (std::size_t k = 0; need > 0; ++k) {
+      ORRERY_CHECK(k < order.size(), "node allocator: {} GPUs of {} asked, fewer free", gpus, type);
+      if (free_[u(order[k])] >= need) {
+        std::size_t m = k;  // the last (smallest) node that still holds the rest
+        while (m + 1 < order.size() && free_[u(order[m + 1])] >= need) ++m;
+        g.emplace_back(order[m], need);
+        free_[u(order[m])] -= need;
+        need = 0;
+      } else {
+        g.emplace_back(order[k], free_[u(order[k])]);
+        need -= free_[u(order[k])];
+        free_[u(order[k])] = 0;
+      }
+    }
+    return g;
+  }
+  void give(const Grant& g) {
+    for (const auto& [node, n] : g) free_[u(node)] += n;
+  }
+  void retake(const Grant& g) {
+    for (const auto& [node, n] : g) free_[u(node)] -= n;
+  }
+
+ private:
+  static std::size_t u(int i) { return static_cast<std::size_t>(i); }
+  std::map<std::string, std::vector<int>, std::less<>> by_type_;
+  std::vector<int> free_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
 ClusterSim::ClusterSim(ClusterSpec cluster, std::vector<Job> jobs, const ThroughputModel& throughput, ClusterScheduler& scheduler,
                        ClusterOptions options)
     : cluster_(std::move(cluster)), jobs_(std::move(jobs)), throughput_(throughput), scheduler_(scheduler), options_(options) {
@@ -49,15 +136,17 @@ ClusterResult ClusterSim::run() {
   std::vector<JobState> state(n);
   std::vector<double> rate(n, 0.0), resume_at(n, 0.0), total(n, 0.0);
   std::vector<JobRecord> rec(n);
+  std::vector<NodeAllocator::Grant> grant(n);
+  std::vector<std::vector<std::size_t>> open_allocs(n);  // indices into result.allocations
+  NodeAllocator nodes(cluster_);
   std::map<std::string, int, std::less<>> free;
   for (const NodePool& p : cluster_.pools) free[p.gpu_type] += p.nodes * p.gpus_per_node;
-  const std::map<std::string, int, std::less<>> capacity = free;
   for (std::size_t i = 0; i < n; ++i) {
     state[i].job = &jobs_[i];
     state[i].index = static_cast<int>(i);
     total[i] = throughput_.work(jobs_[i]);
     state[i].remaining = total[i];
-    rec[i] = {jobs_[i].id, jobs_[i].arrival_s, -1, -1, jobs_[i].gpus, 0, ""};
+    rec[i] = {jobs_[i].id, jobs_[i].arrival_s, -1, -1, jobs_[i].gpus, 0, "", 0};
   }
   std::vector<int> active;  // indices, arrival order
   std::size_t next_arrival = 0;
@@ -66,13 +155,31 @@ ClusterResult ClusterSim::run() {
   const double interval = scheduler_.interval_s();
   double gpu_seconds = 0;
   ClusterResult result;
+  result.node_names = nodes.names();
+  const auto close_allocs = [&](std::size_t u) {
+    for (const std::size_t a : open_allocs[u]) result.allocations[a].end_s = now;
+    open_allocs[u].clear();
+  };
+  const auto open_alloc = [&](std::size_t u) {
+    if (!options_.record_allocations) return;
+    for (const auto& [node, g] : grant[u]) {
+      open_allocs[u].push_back(result.allocations.size());
+      result.allocations.push_back({static_cast<int>(u), node, g, now, now});
+    }
+  };
   const auto stop = [&](int j) {
-    JobState& s = state[static_cast<std::size_t>(j)];
+    const auto u = static_cast<std::size_t>(j);
+    JobState& s = state[u];
     free[s.placement.gpu_type] += s.placement.gpus;
+    nodes.give(grant[u]);
+    grant[u].clear();
+    close_allocs(u);
     s.running = false;
     s.waiting_since = now;
-    rate[static_cast<std::size_t>(j)] = 0;
+    rate[u] = 0;
   };
+  // Seconds until the job is done from now at rate r, starting after `delay`.
+  const auto time_left = [&](std::size_t u, double r, double delay) { return r > 0 ? delay + state[u].remaining / r : std::numeric_limits<double>::infinity(); };
   while (next_arrival < n || !active.empty()) {
     // Next event: an arrival, a completion, or a scheduling round.
     double t = next_arrival < n ? jobs_[next_arrival].arrival_s : std::numeric_limits<double>::infinity();
@@ -100,9 +207,10 @@ ClusterResult ClusterSim::run() {
     for (std::size_t k = 0; k < active.size();) {
       const auto u = static_cast<std::size_t>(active[k]);
       if (state[u].running && state[u].remaining <= 1e-6 * std::max(1.0, total[u]) && now >= resume_at[u]) {
-        stop(active[k]);
         rec[u].end_s = now;
         rec[u].gpu_type = state[u].placement.gpu_type;
+        rec[u].nodes = state[u].nodes;
+        stop(active[k]);
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(k));
         changed = true;
       } else {
@@ -133,18 +241,49 @@ ClusterResult ClusterSim::run() {
       const auto it = want.find(j);
       if (it == want.end() || it->second.gpu_type != s.placement.gpu_type || it->second.gpus != s.placement.gpus) stop(j);
     }
+    // Defragmenting migrations first (they free whole holes), then starts.
     for (const auto& [j, p] : want) {
       const auto u = static_cast<std::size_t>(j);
       JobState& s = state[u];
+      if (!p.consolidate || !s.running || s.nodes <= cluster_.min_nodes(p.gpu_type, p.gpus)) continue;
+      nodes.give(grant[u]);
+      NodeAllocator::Grant g = nodes.take(p.gpu_type, p.gpus);
+      const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus, static_cast<int>(g.size()));
+      if (g.size() < grant[u].size() &&
+          time_left(u, r, options_.restart_overhead_s) < time_left(u, rate[u], std::max(0.0, resume_at[u] - now))) {
+        close_allocs(u);
+        grant[u] = std::move(g);
+        open_alloc(u);
+        s.nodes = static_cast<int>(grant[u].size());
+        rate[u] = r;
+        resume_at[u] = now + options_.restart_overhead_s;
+        ++rec[u].restarts;
+        ++result.migrations;
+      } else {
+        nodes.give(g);
+        nodes.retake(grant[u]);
+      }
+    }
+    for (const auto& [j, p] : want) {
+      const auto u = static_cast<std::size_t>(j);
       ORRERY_CHECK(u < n, "scheduler placed job {} of {}", j, n);
+      JobState& s = state[u];
       if (s.running) continue;
       ORRERY_CHECK(p.gpus > 0 && free.contains(p.gpu_type) && free[p.gpu_type] >= p.gpus, "{} placed job {} on {} {} GPUs that are not free",
                    scheduler_.name(), s.job->id, p.gpus, p.gpu_type);
-      const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus);
-      if (r <= 0) continue;  // cannot run there: stays queued
+      NodeAllocator::Grant g = nodes.take(p.gpu_type, p.gpus);
+      const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus, static_cast<int>(g.size()));
+      if (r <= 0) {  // cannot run there: stays queued
+        nodes.give(g);
+        continue;
+      }
       free[p.gpu_type] -= p.gpus;
+      grant[u] = std::move(g);
+      open_alloc(u);
       s.running = true;
-      s.placement = p;
+      s.placement = Placement{p.gpu_type, p.gpus, false};
+      s.nodes = static_cast<int>(grant[u].size());
+      if (s.nodes > cluster_.min_nodes(p.gpu_type, p.gpus)) ++result.spread_starts;
       rate[u] = r;
       if (rec[u].start_s < 0) {
         rec[u].start_s = now;
@@ -154,7 +293,6 @@ ClusterResult ClusterSim::run() {
         resume_at[u] = now + options_.restart_overhead_s;
       }
     }
-    (void)capacity;
   }
 
   // Summary.

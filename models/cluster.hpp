@@ -24,6 +24,10 @@ struct NodePool {
 struct ClusterSpec {
   std::vector<NodePool> pools;
   int total_gpus() const;
+  // The most GPUs one node of the type holds (0: no such type).
+  int gpus_per_node(std::string_view gpu_type) const;
+  // The fewest nodes that can hold `gpus` GPUs of the type (best locality).
+  int min_nodes(std::string_view gpu_type, int gpus) const;
 };
 
 struct Job {
@@ -35,14 +39,16 @@ struct Job {
   double iterations = 0;       // work in iterations (throughput tables), when service_s is 0
   std::string model;           // e.g. "bert__1.3B"
   int batch = 0;
+  int min_gpus = 0, max_gpus = 0;  // elastic range a policy may resize within (0: not elastic)
+  bool elastic() const { return max_gpus > 0; }
 };
 
-// Work per second a job makes on `gpus` GPUs of `gpu_type`, in the job's work units (seconds of
-// its own service time, or iterations); 0 when it cannot run there.
+// Work per second a job makes on `gpus` GPUs of `gpu_type` spread over `nodes` servers, in the
+// job's work units (seconds of its own service time, or iterations); 0 when it cannot run there.
 class ThroughputModel {
  public:
   virtual ~ThroughputModel() = default;
-  virtual double rate(const Job& job, std::string_view gpu_type, int gpus) const = 0;
+  virtual double rate(const Job& job, std::string_view gpu_type, int gpus, int nodes) const = 0;
   // The job's total work in those units.
   virtual double work(const Job& job) const = 0;
 };
@@ -50,20 +56,27 @@ class ThroughputModel {
 // Source 1, the trace's own durations: a job makes 1 s of its service per second at its requested
 // count and type; on g GPUs, (g / requested)^exponent of that (exponent 1: linear data-parallel
 // scaling; below 1: sub-linear); on another type, times the ratio of the types' dense fp16 peaks
-// (models/hardware.hpp), when both are known.
+// (models/hardware.hpp), when both are known; spread over more nodes than the fewest that hold
+// them (per `cluster`), times `spread_factor` (1: locality does not matter, as the trace's own
+// durations already include whatever placement the job had).
 class TraceDurationModel final : public ThroughputModel {
  public:
-  explicit TraceDurationModel(double scaling_exponent = 0.9) : exponent_(scaling_exponent) {}
-  double rate(const Job& job, std::string_view gpu_type, int gpus) const override;
+  explicit TraceDurationModel(double scaling_exponent = 0.9, double spread_factor = 1.0, ClusterSpec cluster = {})
+      : exponent_(scaling_exponent), spread_(spread_factor), cluster_(std::move(cluster)) {}
+  double rate(const Job& job, std::string_view gpu_type, int gpus, int nodes) const override;
   double work(const Job& job) const override { return job.service_s; }
 
  private:
-  double exponent_;
+  double exponent_, spread_;
+  ClusterSpec cluster_;
 };
 
 struct Placement {
   std::string gpu_type;
   int gpus = 0;
+  // On a running job kept at its type and count: migrate it onto fewer nodes when the simulator
+  // can, and when the faster rate repays the restart overhead (defragmenting migration).
+  bool consolidate = false;
 };
 
 // What a scheduler sees of a job.
@@ -72,6 +85,7 @@ struct JobState {
   int index = 0;
   bool running = false;
   Placement placement;       // while running
+  int nodes = 0;             // nodes it spans while running
   double attained_gpu_s = 0; // GPU-seconds received so far (Tiresias' attained service)
   double executed_s = 0;     // wall seconds run so far
   double remaining = 0;      // work left
@@ -84,6 +98,10 @@ struct ClusterView {
   std::map<std::string, int, std::less<>> free_gpus;  // per type, counting what running jobs hold as taken
   std::vector<const JobState*> active;                // arrived and not finished, in arrival order
   const ThroughputModel* throughput = nullptr;
+  // The job's rate on `gpus` GPUs of the type at the best locality (the fewest nodes).
+  double rate(const Job& job, std::string_view gpu_type, int gpus) const {
+    return throughput->rate(job, gpu_type, gpus, cluster->min_nodes(gpu_type, gpus));
+  }
 };
 
 // The policy: given the active jobs, the placement every job should have now (jobs left out are
@@ -99,6 +117,7 @@ class ClusterScheduler {
 
 struct ClusterOptions {
   double restart_overhead_s = 30;  // preemption, migration and resizing: checkpoint and restore
+  bool record_allocations = false; // fill ClusterResult::allocations (for the node timeline)
 };
 
 struct JobRecord {
@@ -107,6 +126,15 @@ struct JobRecord {
   int gpus = 0;
   int restarts = 0;
   std::string gpu_type;  // where it finished
+  int nodes = 0;         // nodes it spanned at the end
+};
+
+// One job's GPUs on one node over a time interval.
+struct Allocation {
+  int job = 0;   // index into ClusterResult::jobs
+  int node = 0;  // index into ClusterResult::node_names
+  int gpus = 0;
+  double start_s = 0, end_s = 0;
 };
 
 struct ClusterResult {
@@ -115,6 +143,10 @@ struct ClusterResult {
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0, avg_queue_s = 0, makespan_s = 0;
   double gpu_utilization = 0;  // GPU-seconds held by jobs / (GPUs x makespan)
   std::size_t scheduler_calls = 0;
+  std::size_t migrations = 0;    // defragmenting migrations
+  std::size_t spread_starts = 0; // starts on more nodes than the fewest that could hold the job
+  std::vector<std::string> node_names;   // "a100-0", ... in pool order
+  std::vector<Allocation> allocations;   // with ClusterOptions::record_allocations
 };
 
 class ClusterSim {

@@ -202,7 +202,7 @@ class Gavel final : public models::ClusterScheduler {
     std::map<std::pair<int, std::vector<double>>, std::size_t> class_of;
     for (const JobState* s : view.active) {
       std::vector<double> rate(static_cast<std::size_t>(nt));
-      for (int t = 0; t < nt; ++t) rate[static_cast<std::size_t>(t)] = view.throughput->rate(*s->job, types[static_cast<std::size_t>(t)], s->job->gpus);
+      for (int t = 0; t < nt; ++t) rate[static_cast<std::size_t>(t)] = view.rate(*s->job, types[static_cast<std::size_t>(t)], s->job->gpus);
       const auto key = std::make_pair(s->job->gpus, rate);
       auto it = class_of.find(key);
       if (it == class_of.end()) {
@@ -289,12 +289,15 @@ class Gavel final : public models::ClusterScheduler {
 //    applied, else the job waits and later ones may pass it (opportunism);
 //  - then an upgrade trial: running jobs scale up (double their GPUs) or switch type while
 //    free GPUs allow and the gain is positive, largest gain per GPU first.
-// Every change pays the restart overhead (in the simulator). Not modelled: node-level
-// fragmentation and hence Arena's defragmenting migration (this cluster model allocates GPUs
-// per type, not per node).
+//  - with `migrate`, every running job kept where it is is marked for defragmenting migration:
+//    the simulator moves it onto fewer nodes when the holes left by departures allow it and
+//    the faster rate repays the restart (Arena's introspective "bubble" migration).
+// Every change pays the restart overhead (in the simulator). Rates are at the best locality
+// (the grid's fewest nodes); the simulator charges the rate of the nodes a job really spans.
 class Arena final : public models::ClusterScheduler {
  public:
-  Arena(int depth, int searches, double interval) : depth_(depth), searches_(searches), interval_(interval) {}
+  Arena(int depth, int searches, double interval, bool migrate)
+      : depth_(depth), searches_(searches), interval_(interval), migrate_(migrate) {}
   std::string_view name() const override { return "arena"; }
   double interval_s() const override { return interval_; }
 
@@ -312,7 +315,7 @@ class Arena final : public models::ClusterScheduler {
     }
     const auto norm = [&](const JobState* s, const Placement& p) {
       const double req = requested_rate(view, s);
-      return req > 0 ? view.throughput->rate(*s->job, p.gpu_type, p.gpus) / req : 0.0;
+      return req > 0 ? view.rate(*s->job, p.gpu_type, p.gpus) / req : 0.0;
     };
     // Pending jobs, FIFO; the plan search (the costly part) for the first `searches_` that do
     // not fit as asked, as Arena bounds its search effort under load.
@@ -369,18 +372,24 @@ class Arena final : public models::ClusterScheduler {
         improved = true;
       }
     }
+    if (migrate_) {
+      for (auto& [j, p] : plan) {
+        const JobState* s = jobs[j];
+        p.consolidate = s->running && p.gpu_type == s->placement.gpu_type && p.gpus == s->placement.gpus;
+      }
+    }
     return plan;
   }
 
  private:
   static double requested_rate(const ClusterView& view, const JobState* s) {
-    return view.throughput->rate(*s->job, s->job->gpu_type, s->job->gpus);
+    return view.rate(*s->job, s->job->gpu_type, s->job->gpus);
   }
   static std::string best_type(const ClusterView& view, const JobState* s, const std::map<std::string, int, std::less<>>& free) {
     std::string best;
     double rate = 0;
     for (const auto& [type, n] : free) {
-      const double r = view.throughput->rate(*s->job, type, s->job->gpus);
+      const double r = view.rate(*s->job, type, s->job->gpus);
       if (n >= s->job->gpus && r > rate) best = type, rate = r;
     }
     return best;
@@ -428,6 +437,7 @@ class Arena final : public models::ClusterScheduler {
   int depth_;
   int searches_;
   double interval_;
+  bool migrate_;
 };
 
 }  // namespace
@@ -447,13 +457,14 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
     r.add({"arena", "Arena: grid search over (GPU type, count) with marginal-gain plans that shrink or move running jobs, upgrade trials",
            {{"depth", sim::ParamType::integer, std::int64_t{1}, "edits to running jobs a plan may make"},
             {"searches", sim::ParamType::integer, std::int64_t{4}, "pending jobs per scheduling event that get the plan search"},
-            {"interval", sim::ParamType::number, 0.0, "seconds between extra rounds (0: on arrivals and departures only, as Arena)"}},
+            {"interval", sim::ParamType::number, 0.0, "seconds between extra rounds (0: on arrivals and departures only, as Arena)"},
+            {"migrate", sim::ParamType::boolean, true, "defragmenting migration of running jobs onto fewer nodes"}},
            [](const sim::Params& p) {
              const std::int64_t d = p.get_int("depth"), k = p.get_int("searches");
              if (d < 0 || d > 3) throw sim::InputError("<policy>", "arena/depth", fmt::format("found {}, expected 0 to 3 edits", d));
              if (k < 0) throw sim::InputError("<policy>", "arena/searches", "expected 0 or more");
              if (!(p.get_number("interval") >= 0)) throw sim::InputError("<policy>", "arena/interval", "expected an interval of 0 or more");
-             return std::make_unique<Arena>(static_cast<int>(d), static_cast<int>(k), p.get_number("interval"));
+             return std::make_unique<Arena>(static_cast<int>(d), static_cast<int>(k), p.get_number("interval"), p.get_bool("migrate"));
            }});
     r.add({"sjf", "shortest job first with an oracle of job lengths (non-preemptive, backfilling)", {},
            [](const sim::Params&) { return std::make_unique<Sjf>(); }});

@@ -169,30 +169,33 @@ double ArenaThroughput::param_count(std::string_view size) {
   return std::strtod(std::string(size).c_str(), nullptr) * scale;
 }
 
-double ArenaThroughput::rate(const models::Job& job, std::string_view gpu_type, int gpus) const {
+double ArenaThroughput::rate(const models::Job& job, std::string_view gpu_type, int gpus, int nodes) const {
   const auto cap = per_node_.find(gpu_type);
   if (cap == per_node_.end() || gpus < 1) return 0;
-  const int g = std::min(gpus, cap->second);
-  if (gpus % g != 0) return 0;
-  const int hosts = gpus / g;
-  // model "bert__1.3B", batch 128 -> "bert_1.3B_128"; device "{H}_{gpu}_{H}_n_{G}_d". Missing
-  // there, Arena's simulator takes the next larger size of the family that it profiled and
-  // counts 1.8x its throughput per size step (arena/SOURCE.md).
+  // model "bert__1.3B", batch 128 -> "bert_1.3B_128"; device "{H}_{gpu}_{H}_n_{G}_d" (H hosts of
+  // G GPUs each). Missing there, Arena's simulator takes the next larger size of the family that
+  // it profiled and counts 1.8x its throughput per size step (arena/SOURCE.md).
   const auto split = job.model.find("__");
   if (split == std::string::npos) return 0;
   const std::string family = job.model.substr(0, split), size = job.model.substr(split + 2);
-  const std::string device = fmt::format("{}_{}_{}_n_{}_d", hosts, gpu_type, hosts, g);
-  const auto lookup = [&](const std::string& sz) {
-    const auto it = iter_time_.find(fmt::format("{}_{}_{}|{}", family, sz, job.batch, device));
-    return it == iter_time_.end() || it->second <= 0 ? 0.0 : 1.0 / it->second;
-  };
-  if (const double r = lookup(size); r > 0) return r;
   const auto sizes = sizes_.find(family);
-  if (sizes == sizes_.end()) return 0;
-  int step = 0;
-  for (auto it = sizes->second.upper_bound(param_count(size)); it != sizes->second.end(); ++it) {
-    ++step;
-    if (const double r = lookup(it->second); r > 0) return r * std::pow(1.8, step);
+  // The even split over the fewest hosts no fewer than `nodes` (an uneven spread runs at the
+  // locality of the next even one: its largest per-host share sets the pace).
+  for (int hosts = std::max(1, nodes); hosts <= gpus; ++hosts) {
+    if (gpus % hosts != 0 || gpus / hosts > cap->second) continue;
+    const std::string device = fmt::format("{}_{}_{}_n_{}_d", hosts, gpu_type, hosts, gpus / hosts);
+    const auto lookup = [&](const std::string& sz) {
+      const auto it = iter_time_.find(fmt::format("{}_{}_{}|{}", family, sz, job.batch, device));
+      return it == iter_time_.end() || it->second <= 0 ? 0.0 : 1.0 / it->second;
+    };
+    if (const double r = lookup(size); r > 0) return r;
+    if (sizes == sizes_.end()) return 0;
+    int step = 0;
+    for (auto it = sizes->second.upper_bound(param_count(size)); it != sizes->second.end(); ++it) {
+      ++step;
+      if (const double r = lookup(it->second); r > 0) return r * std::pow(1.8, step);
+    }
+    return 0;  // this locality is not profiled for the model
   }
   return 0;
 }

@@ -43,13 +43,13 @@ JobTrace read_generic_trace(const std::string& path, const ColumnMap& columns, b
 models::ClusterSpec read_arena_cluster(const std::string& path);
 
 // Arena's profiled iteration times: a job runs (1 / iteration time) iterations per second on the
-// best-locality placement of its GPU count on a type (G = min(count, GPUs per node) per host);
+// profiled placement of H hosts with G GPUs each that matches its GPU count and node span;
 // when the table lacks it, the next larger profiled size of the model family at 1.8x per size
 // step (Arena's simulator's rule); with neither, the job cannot run there.
 class ArenaThroughput final : public models::ThroughputModel {
  public:
   ArenaThroughput(const std::string& table_path, const models::ClusterSpec& cluster);
-  double rate(const models::Job& job, std::string_view gpu_type, int gpus) const override;
+  double rate(const models::Job& job, std::string_view gpu_type, int gpus, int nodes) const override;
   double work(const models::Job& job) const override { return job.iterations; }
   std::size_t entries() const { return iter_time_.size(); }
 
