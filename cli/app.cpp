@@ -60,11 +60,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
 
   CompareOptions compare_options;
-  CLI::App* compare_cmd = app.add_subcommand("compare", "Run one workload under several sequence policies; compare step time, tokens/s and imbalance");
-  compare_cmd->add_option("scenario", compare_options.scenario_path, "Step scenario JSON with a \"workload\" (traces/README.md)")->required();
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "Run one workload under several policies side by side: sequence policies on a step scenario, schedulers on a cluster scenario");
+  compare_cmd->add_option("scenario", compare_options.scenario_path, "Step scenario JSON with a \"workload\", or a cluster scenario (traces/README.md)")
+      ->required();
   compare_cmd->add_option("--policies", compare_options.policies,
-                          "Comma-separated: packing, sorted-greedy, wlb-llm, libra, global-pool; parameters as name:key=value;key=value")
-      ->capture_default_str();
+                          "Comma-separated; parameters as name:key=value;key=value. Step scenarios: packing, sorted-greedy, wlb-llm, libra, "
+                          "global-pool (default packing,wlb-llm,libra); cluster scenarios: fifo, sjf, tiresias, gavel, arena (default "
+                          "fifo,tiresias,gavel,arena)");
+  compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
+  compare_cmd->add_flag("--skip-bad-rows", compare_options.skip_bad_rows, "Cluster scenarios: skip malformed trace rows instead of failing");
   compare_cmd->add_option("--steps", compare_options.steps, "Steps per policy")->capture_default_str();
   compare_cmd->add_option("--report", compare_options.report_path, "Write the per-policy figures as JSON (key \"policies\")");
   compare_cmd->add_option("--trace", compare_options.trace_path, "Write the slowest rank's pipeline of one step (the first policy) as Chrome JSON");
@@ -74,11 +79,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   ClusterOptions cluster_options;
   CLI::App* cluster_cmd = app.add_subcommand("cluster", "Replay a job trace on a cluster under a scheduler; print JCT, queueing, makespan, utilisation");
   cluster_cmd->add_option("scenario", cluster_options.scenario_path, "Cluster scenario JSON (traces/README.md)")->required();
-  cluster_cmd->add_option("--policy", cluster_options.policy, "fifo, sjf, tiresias; parameters as name:key=value;key=value")->capture_default_str();
+  cluster_cmd->add_option("--policy", cluster_options.policy, "fifo, sjf, tiresias, gavel, arena; parameters as name:key=value;key=value")->capture_default_str();
   cluster_cmd->add_option("--jobs", cluster_options.jobs_path, "A job trace replacing the scenario's");
   cluster_cmd->add_flag("--skip-bad-rows", cluster_options.skip_bad_rows, "Skip malformed trace rows (counted in the report) instead of failing");
   cluster_cmd->add_option("--report", cluster_options.report_path, "Write jobs_completed, avg_jct_s, p50_jct_s, p99_jct_s, avg_queue_s, makespan_s, gpu_utilization");
   cluster_cmd->add_option("--jobs-csv", cluster_options.csv_path, "Write one record per job as CSV");
+  cluster_cmd->add_option("--timeline", cluster_options.timeline_path,
+                          "Write each node's allocations over time as Perfetto JSON, and one record per job as CSV beside it (same name, .csv)");
 
   DoclensOptions doclens_options;
   CLI::App* doclens_cmd = app.add_subcommand("doclens", "Write a document-length trace (JSONL): convert a real source, or generate one");

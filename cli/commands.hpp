@@ -163,12 +163,16 @@ namespace orrery::cli {
 
 struct CompareOptions {
   std::string scenario_path;
-  std::string policies = "packing,wlb-llm,libra";  // comma-separated; each may be name:key=value;key=value
+  // Comma-separated; each may be name:key=value;key=value. Empty: packing,wlb-llm,libra for a
+  // step scenario, fifo,tiresias,gavel,arena for a cluster scenario.
+  std::string policies;
   int steps = 200;
   std::string report_path;
   std::string trace_path;
   int trace_step = 0;
   std::string gpus_path;
+  std::string jobs_path;       // cluster scenarios: a trace replacing the scenario's
+  bool skip_bad_rows = false;  // cluster scenarios
 };
 
 // Runs the same workload under several sequence policies; prints step time p50/p99, tokens/s,
@@ -216,6 +220,7 @@ struct ClusterOptions {
   bool skip_bad_rows = false;
   std::string report_path;
   std::string csv_path;         // one record per job
+  std::string timeline_path;    // nodes' allocations (Perfetto JSON), and the jobs CSV beside it
 };
 
 // Replays a job trace on a cluster under a scheduler; prints JCT, queueing, makespan, utilisation.

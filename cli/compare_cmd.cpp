@@ -1,10 +1,12 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "cli/commands.hpp"
+#include "cli/cluster_run.hpp"
 #include "cli/policy_spec.hpp"
 #include "cli/step_cost.hpp"
 
 #include "models/balance.hpp"
 #include "models/doc_lengths.hpp"
+#include "policies/cluster.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/sequence.hpp"
 #include "sim/error.hpp"
@@ -191,10 +193,57 @@ std::vector<std::pair<std::string, double>> policy_speedups(const std::string& s
   return out;
 }
 
+namespace {
+
+// Cluster scenarios: the same trace under each scheduler, side by side, with the JCT speedup over
+// the first.
+void compare_cluster(const CompareOptions& o, std::ostream& out) {
+  const std::string list = o.policies.empty() ? "fifo,tiresias,gavel,arena" : o.policies;
+  const std::vector<PolicySpec> specs = parse_policies(list);
+  for (const PolicySpec& s : specs) (void)policies::cluster_schedulers().create(s.name, s.params, {"<command line>", "--policies"});
+  const ClusterSetup setup = load_cluster_setup(o.scenario_path, o.jobs_path, o.skip_bad_rows);
+  out << fmt::format("scenario  {}: {} GPUs in {} pools; {} jobs from {}{}\n", o.scenario_path, setup.scenario.cluster.total_gpus(),
+                     setup.scenario.cluster.pools.size(), setup.trace.jobs.size(), setup.jobs_path,
+                     setup.trace.skipped > 0 ? fmt::format(" ({} bad rows skipped)", setup.trace.skipped) : "");
+  out << fmt::format("{:<18} {:>9} {:>11} {:>11} {:>11} {:>11} {:>12} {:>7} {:>8}\n", "policy", "completed", "avg JCT", "p50 JCT", "p99 JCT",
+                     "avg queue", "makespan", "util", "speedup");
+  traces::Report report;
+  report.set("/scenario", o.scenario_path);
+  report.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
+  double base = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const ClusterRun run = run_cluster(setup, specs[i], "--policies", false);
+    const models::ClusterResult& r = run.result;
+    if (i == 0) base = r.avg_jct_s;
+    const double speedup = r.avg_jct_s > 0 ? base / r.avg_jct_s : 0;
+    out << fmt::format("{:<18} {:>9} {:>9.0f} s {:>9.0f} s {:>9.0f} s {:>9.0f} s {:>10.0f} s {:>6.1f}% {:>7.2f}x\n", run.policy, r.completed, r.avg_jct_s,
+                       r.p50_jct_s, r.p99_jct_s, r.avg_queue_s, r.makespan_s, 100 * r.gpu_utilization, speedup);
+    const std::string at = fmt::format("/policies/{}", i);
+    report.set(at + "/name", run.policy);
+    report.set(at + "/jobs_completed", static_cast<std::int64_t>(r.completed));
+    report.set(at + "/avg_jct_s", r.avg_jct_s);
+    report.set(at + "/p50_jct_s", r.p50_jct_s);
+    report.set(at + "/p99_jct_s", r.p99_jct_s);
+    report.set(at + "/avg_queue_s", r.avg_queue_s);
+    report.set(at + "/makespan_s", r.makespan_s);
+    report.set(at + "/gpu_utilization", r.gpu_utilization);
+    report.set(at + "/jct_speedup", speedup);
+  }
+  if (!o.report_path.empty()) report.write(o.report_path);
+}
+
+}  // namespace
+
 void compare(const CompareOptions& o, std::ostream& out) {
+  if (traces::is_cluster_scenario(o.scenario_path)) {
+    compare_cluster(o, out);
+    return;
+  }
+  if (!o.jobs_path.empty()) throw sim::InputError("<command line>", "--jobs", "expected a cluster scenario (a \"jobs\" section) with --jobs");
+  const std::string policy_list = o.policies.empty() ? "packing,wlb-llm,libra" : o.policies;
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
-  const Comparison c = run_comparison(file, o.scenario_path, o.policies, o.steps, o.trace_path, o.trace_step);
+  const Comparison c = run_comparison(file, o.scenario_path, policy_list, o.steps, o.trace_path, o.trace_step);
   out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps,
                      c.budget, c.workload, file.workload.jitter);
   out << fmt::format("{:<16} {:>12} {:>12} {:>14} {:>10} {:>9}\n", "policy", "step p50", "step p99", "tokens/s", "imbalance", "speedup");

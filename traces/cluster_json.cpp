@@ -1,6 +1,7 @@
 #include "traces/cluster_json.hpp"
 
 #include "sim/error.hpp"
+#include "traces/chrome_trace.hpp"
 #include "traces/csv.hpp"
 #include "traces/json_input.hpp"
 
@@ -8,6 +9,8 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <numeric>
+#include <tuple>
 #include <fmt/format.h>
 
 namespace orrery::traces {
@@ -251,6 +254,10 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.scaling_exponent = e->as_number();
         if (!(s.scaling_exponent > 0 && s.scaling_exponent <= 1)) e->fail_expected("an exponent in (0, 1]");
       }
+      if (auto f = o.optional("spread_factor")) {
+        s.spread_factor = f->as_number();
+        if (!(s.spread_factor > 0 && s.spread_factor <= 1)) f->fail_expected("a factor in (0, 1]");
+      }
     } else if (s.throughput_source == "arena") {
       s.table_path = resolve(path, o.required("table").as_string());
     } else {
@@ -264,6 +271,73 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   }
   top.finish();
   return s;
+}
+
+bool is_cluster_scenario(const std::string& path) {
+  const auto doc = load_json_file(path);
+  return doc->root().json().is_object() && doc->root().json().contains("jobs");
+}
+
+JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool skip_bad_rows) {
+  if (sc.jobs_format == "philly") return read_philly_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "arena") return read_arena_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "tiresias") return read_tiresias_trace(path, skip_bad_rows);
+  return read_generic_trace(path, sc.columns, skip_bad_rows);
+}
+
+std::unique_ptr<models::ThroughputModel> make_throughput_model(const ClusterScenario& sc) {
+  if (sc.throughput_source == "arena") return std::make_unique<ArenaThroughput>(sc.table_path, sc.cluster);
+  return std::make_unique<models::TraceDurationModel>(sc.scaling_exponent, sc.spread_factor, sc.cluster);
+}
+
+std::string cluster_timeline_json(const models::ClusterResult& result) {
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  const auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  for (std::size_t node = 0; node < result.node_names.size(); ++node) {
+    sep();
+    out += fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "tid": 0, "args": {{"name": )", node + 1);
+    append_json_string(out, result.node_names[node]);
+    out += "}}";
+  }
+  // Lanes per node: an allocation takes the first lane free at its start.
+  std::vector<std::size_t> order(result.allocations.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const models::Allocation &x = result.allocations[a], &y = result.allocations[b];
+    return std::tie(x.node, x.start_s) < std::tie(y.node, y.start_s);
+  });
+  std::vector<double> lane_end;
+  int lane_node = -1;
+  for (const std::size_t i : order) {
+    const models::Allocation& a = result.allocations[i];
+    if (a.node != lane_node) lane_end.clear(), lane_node = a.node;
+    std::size_t lane = 0;
+    while (lane < lane_end.size() && lane_end[lane] > a.start_s) ++lane;
+    if (lane == lane_end.size()) lane_end.push_back(0);
+    lane_end[lane] = a.end_s;
+    sep();
+    out += R"({"ph": "X", "name": )";
+    append_json_string(out, result.jobs[static_cast<std::size_t>(a.job)].id);
+    // Seconds to the format's microseconds, whole (reports are byte-identical run to run).
+    out += fmt::format(R"(, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"gpus": {}}}}})", a.node + 1, lane + 1,
+                       std::llround(a.start_s * 1e6), std::llround((a.end_s - a.start_s) * 1e6), a.gpus);
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+std::string cluster_jobs_csv(const models::ClusterResult& result) {
+  std::string csv = "job,arrival_s,start_s,end_s,jct_s,queue_s,gpus,gpu_type,nodes,restarts\n";
+  for (const models::JobRecord& j : result.jobs) {
+    const bool done = j.end_s >= 0;
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", j.id, j.arrival_s, j.start_s, j.end_s, done ? fmt::format("{}", j.end_s - j.arrival_s) : "",
+                       j.start_s >= 0 ? fmt::format("{}", j.start_s - j.arrival_s) : "", j.gpus, j.gpu_type, j.nodes, j.restarts);
+  }
+  return csv;
 }
 
 }  // namespace orrery::traces

@@ -67,10 +67,24 @@ struct ClusterScenario {
   ColumnMap columns;        // csv
   std::string throughput_source = "trace";
   double scaling_exponent = 0.9;
+  double spread_factor = 1.0;
   std::string table_path;
   double restart_overhead_s = 30;
 };
 
 ClusterScenario load_cluster_scenario(const std::string& path);
+// Does the JSON file hold a cluster scenario (a top-level "jobs")? For commands that take several kinds.
+bool is_cluster_scenario(const std::string& path);
+// The scenario's trace, read by its format from `path`.
+JobTrace read_job_trace(const ClusterScenario& scenario, const std::string& path, bool skip_bad_rows);
+// The scenario's throughput source.
+std::unique_ptr<models::ThroughputModel> make_throughput_model(const ClusterScenario& scenario);
+
+// Each node's allocations over time as Chrome trace-event JSON (Perfetto): one process per node,
+// one lane per concurrent allocation on it, one slice per (job, node) interval named after the
+// job, with its GPUs as an argument. Needs ClusterOptions::record_allocations.
+std::string cluster_timeline_json(const models::ClusterResult& result);
+// One record per job: id, arrival, start, end, JCT, queueing, GPUs, type, nodes, restarts.
+std::string cluster_jobs_csv(const models::ClusterResult& result);
 
 }  // namespace orrery::traces

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -608,4 +609,46 @@ TEST_CASE("orrery cluster: report keys, job records, bad input") {
   const Result too_big = run({"cluster", "cluster.json", "--jobs", "jobs-big.csv"});
   CHECK(too_big.code == 1);
   CHECK(too_big.err.find("job asks for 16 any GPUs; no pool of the cluster can run it") != std::string::npos);
+}
+
+TEST_CASE("orrery cluster --timeline and orrery compare on a cluster scenario") {
+  {
+    std::ofstream f("tl-jobs.csv");
+    f << "name,submit,n,secs\na,0,3,100\nb,0,3,50\nc,10,2,30\nd,20,4,10\n";
+  }
+  {
+    std::ofstream f("tl-cluster.json");
+    f << R"({"cluster": {"pools": [{"gpu": "a100", "nodes": 2, "gpus_per_node": 4}]},
+      "jobs": {"format": "csv", "path": "tl-jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name"}},
+      "throughput": {"source": "trace", "scaling_exponent": 1, "spread_factor": 0.5}})";
+  }
+  const Result r = run({"cluster", "tl-cluster.json", "--timeline", "tl.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1 starts spread over more nodes than needed") != std::string::npos);  // c spans both nodes
+  const nlohmann::json tl = nlohmann::json::parse(slurp("tl.json"));
+  std::map<std::string, double> gpu_seconds;
+  std::set<std::string> nodes;
+  for (const auto& e : tl["traceEvents"]) {
+    if (e["ph"] == "M") nodes.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") gpu_seconds[e["name"].get<std::string>()] += e["args"]["gpus"].get<double>() * e["dur"].get<double>() / 1e6;
+  }
+  CHECK(nodes == std::set<std::string>{"a100-0", "a100-1"});
+  CHECK(gpu_seconds["a"] == doctest::Approx(300));
+  CHECK(gpu_seconds["b"] == doctest::Approx(150));
+  CHECK(gpu_seconds["c"] == doctest::Approx(120));  // 2 GPUs for 60 s: half speed while spread
+  CHECK(gpu_seconds["d"] == doctest::Approx(40));
+  const std::string jobs = slurp("tl.csv");
+  CHECK(jobs.find("c,10,10,70,60,0,2,a100,2,0") != std::string::npos);
+
+  const Result cmp = run({"compare", "tl-cluster.json", "--policies", "fifo,sjf", "--report", "cmp.json"});
+  REQUIRE(cmp.code == 0);
+  CHECK(cmp.out.find("fifo") != std::string::npos);
+  CHECK(cmp.out.find("sjf") != std::string::npos);
+  const nlohmann::json rep = nlohmann::json::parse(slurp("cmp.json"));
+  REQUIRE(rep["policies"].size() == 2);
+  CHECK(rep["policies"][0]["jct_speedup"] == 1.0);
+  CHECK(rep["policies"][1]["jobs_completed"] == 4);
+  const Result bad = run({"compare", "tl-cluster.json", "--policies", "fifo,packing"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("packing") != std::string::npos);
 }

@@ -187,3 +187,74 @@ TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena
   CHECK(r.completed == static_cast<int>(philly.jobs.size()));
   CHECK(r.avg_jct_s == doctest::Approx(total / static_cast<double>(philly.jobs.size())));  // no queueing on 2,000 GPUs
 }
+
+namespace {
+// FIFO that also asks for every running job to be consolidated (exercises the simulator's
+// defragmenting migration without a particular policy's choices).
+class ConsolidatingFifo final : public models::ClusterScheduler {
+ public:
+  std::string_view name() const override { return "consolidating fifo"; }
+  std::map<int, models::Placement> schedule(const models::ClusterView& view) override {
+    std::map<int, models::Placement> out;
+    auto free = view.free_gpus;
+    for (const models::JobState* s : view.active) {
+      if (s->running) {
+        out[s->index] = {s->placement.gpu_type, s->placement.gpus, true};
+      } else if (free["a100"] >= s->job->gpus) {
+        free["a100"] -= s->job->gpus;
+        out[s->index] = {"a100", s->job->gpus, false};
+      }
+    }
+    return out;
+  }
+};
+}  // namespace
+
+TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting migration") {
+  const models::ClusterSpec c{{{"a100", 2, 4}}};
+  CHECK(c.min_nodes("a100", 4) == 1);
+  CHECK(c.min_nodes("a100", 5) == 2);
+  const models::TraceDurationModel half(1.0, 0.5, c);  // a spread job runs at half speed
+  {
+    // Best fit: B joins A on node 0 (the fullest node that holds it), leaving node 1 whole for C.
+    auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", "/policy"});
+    models::ClusterOptions o{0, true};
+    models::ClusterSim sim(c, {job("A", 0, 2, 100), job("B", 0, 2, 100), job("C", 1, 4, 10)}, half, *fifo, o);
+    const auto r = sim.run();
+    CHECK(r.spread_starts == 0);
+    CHECK(r.jobs[2].end_s == doctest::Approx(11));
+    REQUIRE(r.allocations.size() == 3);
+    CHECK(r.allocations[0].node == 0);
+    CHECK(r.allocations[1].node == 0);
+    CHECK(r.allocations[2].node == 1);
+    CHECK(r.node_names == std::vector<std::string>{"a100-0", "a100-1"});
+  }
+  {
+    // A and B take 3 GPUs of each node; C's 2 GPUs must span both nodes and run at half speed.
+    auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", "/policy"});
+    models::ClusterSim sim(c, {job("A", 0, 3, 1000), job("B", 0, 3, 1000), job("C", 1, 2, 10)}, half, *fifo, {0});
+    const auto r = sim.run();
+    CHECK(r.spread_starts == 1);
+    CHECK(r.jobs[2].nodes == 2);
+    CHECK(r.jobs[2].end_s == doctest::Approx(21));
+  }
+  {
+    // When B leaves at 10 s, C (spread) moves onto node 1 alone: a 10 s restart, then full speed.
+    // Work left at 10 s: 1000 - 9 x 0.5 = 995.5 s, so C ends at 10 + 10 + 995.5.
+    ConsolidatingFifo s;
+    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 1000)}, half, s, {10});
+    const auto r = sim.run();
+    CHECK(r.migrations == 1);
+    CHECK(r.jobs[2].restarts == 1);
+    CHECK(r.jobs[2].nodes == 1);
+    CHECK(r.jobs[2].end_s == doctest::Approx(1015.5));
+  }
+  {
+    // No migration when it would not pay: C has almost no work left.
+    ConsolidatingFifo s;
+    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 5)}, half, s, {10});
+    const auto r = sim.run();
+    CHECK(r.migrations == 0);
+    CHECK(r.jobs[2].end_s == doctest::Approx(11));
+  }
+}

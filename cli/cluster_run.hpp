@@ -1,0 +1,31 @@
+// A cluster scenario made ready to run: its cluster, its job trace (read once) and the throughput
+// model; shared by `orrery cluster` and `orrery compare` on cluster scenarios.
+#pragma once
+
+#include "cli/policy_spec.hpp"
+#include "models/cluster.hpp"
+#include "traces/cluster_json.hpp"
+
+#include <memory>
+#include <string>
+
+namespace orrery::cli {
+
+struct ClusterSetup {
+  traces::ClusterScenario scenario;
+  std::string jobs_path;
+  traces::JobTrace trace;
+  std::unique_ptr<models::ThroughputModel> throughput;
+};
+
+// Reads the scenario and its trace (`jobs_override` replaces the scenario's path), builds the
+// throughput model, and rejects a job that no pool of the cluster can run.
+ClusterSetup load_cluster_setup(const std::string& scenario_path, const std::string& jobs_override, bool skip_bad_rows);
+
+struct ClusterRun {
+  std::string policy;  // the scheduler's name
+  models::ClusterResult result;
+};
+ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations);
+
+}  // namespace orrery::cli
