@@ -271,6 +271,9 @@ ClusterResult ClusterSim::run() {
       if (s.running) continue;
       ORRERY_CHECK(p.gpus > 0 && free.contains(p.gpu_type) && free[p.gpu_type] >= p.gpus, "{} placed job {} on {} {} GPUs that are not free",
                    scheduler_.name(), s.job->id, p.gpus, p.gpu_type);
+      ORRERY_CHECK(!s.job->elastic() || (p.gpus >= s.job->min_gpus && p.gpus <= s.job->max_gpus),
+                   "{} placed job {} on {} GPUs, outside its elastic range {}..{}", scheduler_.name(), s.job->id, p.gpus, s.job->min_gpus,
+                   s.job->max_gpus);
       NodeAllocator::Grant g = nodes.take(p.gpu_type, p.gpus);
       const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus, static_cast<int>(g.size()));
       if (r <= 0) {  // cannot run there: stays queued

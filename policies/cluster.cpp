@@ -292,6 +292,8 @@ class Gavel final : public models::ClusterScheduler {
 //  - with `migrate`, every running job kept where it is is marked for defragmenting migration:
 //    the simulator moves it onto fewer nodes when the holes left by departures allow it and
 //    the faster rate repays the restart (Arena's introspective "bubble" migration).
+// A job with an elastic range (Job::min_gpus..max_gpus) only gets counts inside it; one without
+// gets any grid size, up to twice its request when it is placed.
 // Every change pays the restart overhead (in the simulator). Rates are at the best locality
 // (the grid's fewest nodes); the simulator charges the rate of the nodes a job really spans.
 class Arena final : public models::ClusterScheduler {
@@ -353,7 +355,7 @@ class Arena final : public models::ClusterScheduler {
         const double now_thr = norm(s, p);
         for (const auto& [type, n] : free) {
           for (const int count : {p.gpus, 2 * p.gpus}) {
-            if (count > 16 || (type == p.gpu_type && count == p.gpus)) continue;
+            if (!allowed(s, count) || (type == p.gpu_type && count == p.gpus)) continue;
             const int extra = type == p.gpu_type ? count - p.gpus : count;
             if (extra > n) continue;
             const double gain = (norm(s, {type, count}) - now_thr) / std::max(1, extra);
@@ -382,6 +384,11 @@ class Arena final : public models::ClusterScheduler {
   }
 
  private:
+  // Arena's grid sizes (1, 2, 4, 8, 16), within the job's elastic range when it has one.
+  static bool allowed(const JobState* s, int count) {
+    if (count < 1 || count > 16) return false;
+    return !s->job->elastic() || (count >= s->job->min_gpus && count <= s->job->max_gpus);
+  }
   static double requested_rate(const ClusterView& view, const JobState* s) {
     return view.rate(*s->job, s->job->gpu_type, s->job->gpus);
   }
@@ -404,7 +411,7 @@ class Arena final : public models::ClusterScheduler {
     for (const auto& [j, p] : edits) edit_gain += norm(jobs.at(j), p) - norm(jobs.at(j), plan.at(j));
     for (const auto& [type, n] : free) {
       for (const int count : {1, 2, 4, 8, 16}) {
-        if (count > n || count > 2 * s->job->gpus) continue;
+        if (count > n || !allowed(s, count) || (!s->job->elastic() && count > 2 * s->job->gpus)) continue;
         const double gain = edit_gain + norm(s, {type, count});
         if (gain > best_gain + 1e-9) {
           best_gain = gain;
@@ -418,7 +425,7 @@ class Arena final : public models::ClusterScheduler {
       if (edits.contains(j)) continue;
       const JobState* r = jobs.at(j);
       std::vector<Placement> options;
-      if (current.gpus >= 2) options.push_back({current.gpu_type, current.gpus / 2});  // shrink
+      if (current.gpus >= 2 && allowed(r, current.gpus / 2)) options.push_back({current.gpu_type, current.gpus / 2});  // shrink
       for (const auto& [type, n] : free) {
         if (type != current.gpu_type && n >= current.gpus) options.push_back({type, current.gpus});  // change type
       }

@@ -126,6 +126,14 @@ JobTrace read_generic_trace(const std::string& path, const ColumnMap& c, bool sk
     j.gpus = static_cast<int>(rr.number(c.gpus, 1));
     j.service_s = rr.number(c.duration, 0);
     if (!c.gpu_type.empty()) j.gpu_type = lower(rr.t.at(rr.r, c.gpu_type));
+    if (!c.min_gpus.empty()) {
+      j.min_gpus = static_cast<int>(rr.number(c.min_gpus, 1));
+      j.max_gpus = static_cast<int>(rr.number(c.max_gpus, 1));
+      if (j.min_gpus > j.gpus || j.gpus > j.max_gpus) {
+        throw sim::InputError(rr.t.source, fmt::format("line {}:column {}", rr.t.lines[rr.r], c.max_gpus),
+                              fmt::format("found the range {}..{}, expected one that holds the requested {} GPUs", j.min_gpus, j.max_gpus, j.gpus));
+      }
+    }
     return j;
   });
 }
@@ -242,6 +250,13 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
     s.columns.duration = c.required("duration").as_string();
     if (auto v = c.optional("id")) s.columns.id = v->as_string();
     if (auto v = c.optional("gpu_type")) s.columns.gpu_type = v->as_string();
+    auto lo = c.optional("min_gpus");
+    auto hi = c.optional("max_gpus");
+    if (lo.has_value() != hi.has_value()) (lo ? *lo : *hi).fail("an elastic range needs both min_gpus and max_gpus");
+    if (lo) {
+      s.columns.min_gpus = lo->as_string();
+      s.columns.max_gpus = hi->as_string();
+    }
     c.finish();
   }
   jobs.finish();

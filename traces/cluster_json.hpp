@@ -3,8 +3,9 @@
 //    // or {"cluster": {"arena_spec": "path/sim_cluster_spec.json"}} (Arena's GPUs per node)
 //    "jobs": {"format": "philly" | "arena" | "tiresias", "path": "trace.csv"},
 //    // or {"format": "csv", "path": ..., "columns": {"arrival": "submit", "gpus": "n", "duration": "secs",
-//    //     "id": "name", "gpu_type": "type"}}  (id and gpu_type optional)
-//    "throughput": {"source": "trace", "scaling_exponent": 0.9}
+//    //     "id": "name", "gpu_type": "type", "min_gpus": "lo", "max_gpus": "hi"}}
+//    //     (id, gpu_type and the elastic range optional)
+//    "throughput": {"source": "trace", "scaling_exponent": 0.9, "spread_factor": 1.0}
 //               | {"source": "arena", "table": "path/prof_database_optimal.csv"},
 //    "restart_overhead_s": 30}
 // Job traces:
@@ -37,6 +38,7 @@ JobTrace read_tiresias_trace(const std::string& path, bool skip_bad_rows);
 // (s), and optionally the job id and the GPU type.
 struct ColumnMap {
   std::string arrival, gpus, duration, id, gpu_type;
+  std::string min_gpus, max_gpus;  // an elastic range (both or neither)
 };
 JobTrace read_generic_trace(const std::string& path, const ColumnMap& columns, bool skip_bad_rows);
 // Arena's cluster spec: node counts per type, with Arena's GPUs per node (a100 4, v100 16, a40 2, a10 2).

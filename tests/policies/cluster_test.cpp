@@ -107,6 +107,24 @@ TEST_CASE("Arena: a job that does not fit its grid gets another, or shrinks a ru
                        doctest::Contains("found 9, expected 0 to 3 edits"), sim::InputError);
 }
 
+TEST_CASE("Arena resizes within a job's elastic range") {
+  const models::ClusterSpec c{{{"a100", 1, 8}}};
+  const models::TraceDurationModel t(1.0);
+  Job a = job("A", 0, 4, 1000);
+  a.gpu_type = "a100";
+  auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
+  // No range: the upgrade trial doubles it onto the idle GPUs (linear scaling: twice as fast).
+  models::ClusterSim free_sim(c, {a}, t, *arena, {0});
+  CHECK(free_sim.run().jobs[0].end_s == doctest::Approx(500));
+  // Elastic 2..4: it stays at 4.
+  a.min_gpus = 2;
+  a.max_gpus = 4;
+  auto arena2 = policies::cluster_schedulers().create("arena", {}, {"test", ""});
+  models::ClusterSim capped(c, {a}, t, *arena2, {0});
+  const auto r = capped.run();
+  CHECK(r.jobs[0].end_s == doctest::Approx(1000));
+}
+
 TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {
   {
     std::ofstream f("philly-fixture.csv");
@@ -143,7 +161,7 @@ TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and colu
     std::ofstream f("generic.csv");
     f << "name,submit,n,secs,type\nx,5,2,100,A100\ny,7,1,oops,V100\n";
   }
-  const traces::ColumnMap map{"submit", "n", "secs", "name", "type"};
+  const traces::ColumnMap map{"submit", "n", "secs", "name", "type", "", ""};
   CHECK_THROWS_WITH_AS(traces::read_generic_trace("generic.csv", map, false),
                        doctest::Contains("generic.csv:line 3:column secs: found \"oops\""), sim::InputError);
   const traces::JobTrace g = traces::read_generic_trace("generic.csv", map, true);
