@@ -38,10 +38,12 @@ void bench_cluster(Figures& out, bool quick) {
     const models::ClusterSpec arena = traces::read_arena_cluster(arena_dir + "/sim_cluster_spec.json");
     const traces::JobTrace jobs = traces::read_arena_trace(arena_dir + "/simulate_trace_philly.csv", false);
     const traces::ArenaThroughput table(arena_dir + "/prof_database_optimal.csv", arena);
+    models::ClusterOptions options;
+    options.restart_overhead_s = 30;
     for (const char* policy : {"arena", "gavel"}) {
       auto s = policies::cluster_schedulers().create(policy, {}, {"bench", ""});
       const double wall = best_seconds(1, [&] {
-        models::ClusterSim sim(arena, jobs.jobs, table, *s, {30});
+        models::ClusterSim sim(arena, jobs.jobs, table, *s, options);
         sim.run();
       });
       out.push_back({fmt::format("cluster.arena_trace.{}.wall", policy), wall, fmt::format("s for {} jobs (target < 60)", jobs.jobs.size())});

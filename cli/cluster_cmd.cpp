@@ -45,6 +45,7 @@ ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std:
   models::ClusterOptions options;
   options.restart_overhead_s = setup.scenario.restart_overhead_s;
   options.record_allocations = record_allocations;
+  options.fabric = setup.scenario.fabric;
   models::ClusterSim sim(setup.scenario.cluster, setup.trace.jobs, *setup.throughput, *scheduler, options);
   return {std::string(scheduler->name()), sim.run()};
 }
@@ -66,6 +67,9 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
   out << fmt::format("queueing   avg {:.0f} s\n", r.avg_queue_s);
   out << fmt::format("makespan   {:.0f} s; GPU utilisation {:.1f}%\n", r.makespan_s, 100 * r.gpu_utilization);
   out << fmt::format("placement  {} starts spread over more nodes than needed; {} defragmenting migrations\n", r.spread_starts, r.migrations);
+  if (sc.fabric.enabled()) {
+    out << fmt::format("fabric     {} re-solves; lowest bandwidth share of a job {:.2f}\n", r.fabric_solves, r.min_fabric_share);
+  }
   if (!o.report_path.empty()) {
     traces::Report rep;
     rep.set("/policy", run.policy);
@@ -81,6 +85,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     rep.set("/scheduler_calls", static_cast<std::int64_t>(r.scheduler_calls));
     rep.set("/spread_starts", static_cast<std::int64_t>(r.spread_starts));
     rep.set("/migrations", static_cast<std::int64_t>(r.migrations));
+    if (sc.fabric.enabled()) rep.set("/min_fabric_share", r.min_fabric_share);
     rep.write(o.report_path);
   }
   if (!o.csv_path.empty()) traces::write_file_atomically(o.csv_path, traces::cluster_jobs_csv(r));

@@ -77,9 +77,11 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
                     arena.total_gpus(), jobs.jobs.size());
   md += "| policy | completed | avg JCT (h) | p50 JCT (h) | p99 JCT (h) | avg queueing (h) | utilisation |\n|---|---|---|---|---|---|---|\n";
   std::map<std::string, double> jct;
+  models::ClusterOptions options;
+  options.restart_overhead_s = 30;
   for (const char* policy : {"fifo", "sjf", "tiresias", "gavel", "arena"}) {
     auto s = policies::cluster_schedulers().create(policy, {}, {"<validation>", ""});
-    models::ClusterSim run_sim(arena, jobs.jobs, table, *s, {30});
+    models::ClusterSim run_sim(arena, jobs.jobs, table, *s, options);
     const models::ClusterResult x = run_sim.run();
     jct[policy] = x.avg_jct_s;
     md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f}% |\n", policy, x.completed, x.avg_jct_s / 3600, x.p50_jct_s / 3600,

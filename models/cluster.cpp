@@ -1,7 +1,9 @@
 #include "models/cluster.hpp"
 
 #include "models/hardware.hpp"
+#include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/flow_network.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -125,6 +127,49 @@ class NodeAllocator {
 
 }  // namespace
 
+std::vector<double> fabric_shares(const SharedFabric& f, int nodes, const std::vector<std::vector<std::pair<int, int>>>& grants) {
+  std::vector<double> share(grants.size(), 1.0);
+  if (!f.enabled()) return share;
+  ORRERY_CHECK(f.nic_bytes_per_s > 0 && f.oversubscription > 0, "shared fabric without NIC bandwidth or oversubscription");
+  sim::Engine engine;
+  sim::FlowNetwork net(engine);
+  const auto leaves = (nodes + f.nodes_per_leaf - 1) / f.nodes_per_leaf;
+  const sim::BytesPerSecond nic(f.nic_bytes_per_s), uplink(f.nodes_per_leaf * f.nic_bytes_per_s / f.oversubscription);
+  std::vector<sim::LinkId> nic_out, nic_in, up, down;
+  for (int n = 0; n < nodes; ++n) {
+    nic_out.push_back(net.add_link(nic, sim::Duration::zero()));
+    nic_in.push_back(net.add_link(nic, sim::Duration::zero()));
+  }
+  for (int l = 0; l < leaves; ++l) {
+    up.push_back(net.add_link(uplink, sim::Duration::zero()));
+    down.push_back(net.add_link(uplink, sim::Duration::zero()));
+  }
+  const auto u = [](int i) { return static_cast<std::size_t>(i); };
+  std::vector<std::vector<sim::FlowId>> flows(grants.size());
+  for (std::size_t j = 0; j < grants.size(); ++j) {
+    const auto& g = grants[j];
+    if (g.size() < 2) continue;
+    std::vector<int> ring;
+    for (const auto& [node, gpus] : g) ring.push_back(node);
+    std::sort(ring.begin(), ring.end());
+    for (std::size_t k = 0; k < ring.size(); ++k) {
+      const int from = ring[k], to = ring[(k + 1) % ring.size()];
+      std::vector<sim::LinkId> route = {nic_out[u(from)]};
+      if (from / f.nodes_per_leaf != to / f.nodes_per_leaf) {
+        route.push_back(up[u(from / f.nodes_per_leaf)]);
+        route.push_back(down[u(to / f.nodes_per_leaf)]);
+      }
+      route.push_back(nic_in[u(to)]);
+      flows[j].push_back(net.start(route, sim::Bytes(1e3 * f.nic_bytes_per_s), j));  // 1000 s at full rate: none finishes at 1 ns
+    }
+  }
+  engine.run_until(sim::Time::from_ns(1));  // the flows activate and get their max-min rates
+  for (std::size_t j = 0; j < grants.size(); ++j) {
+    for (const sim::FlowId id : flows[j]) share[j] = std::min(share[j], net.rate(id).value() / f.nic_bytes_per_s);
+  }
+  return share;
+}
+
 ClusterSim::ClusterSim(ClusterSpec cluster, std::vector<Job> jobs, const ThroughputModel& throughput, ClusterScheduler& scheduler,
                        ClusterOptions options)
     : cluster_(std::move(cluster)), jobs_(std::move(jobs)), throughput_(throughput), scheduler_(scheduler), options_(options) {
@@ -134,7 +179,7 @@ ClusterSim::ClusterSim(ClusterSpec cluster, std::vector<Job> jobs, const Through
 ClusterResult ClusterSim::run() {
   const std::size_t n = jobs_.size();
   std::vector<JobState> state(n);
-  std::vector<double> rate(n, 0.0), resume_at(n, 0.0), total(n, 0.0);
+  std::vector<double> rate(n, 0.0), alone(n, 0.0), resume_at(n, 0.0), total(n, 0.0);
   std::vector<JobRecord> rec(n);
   std::vector<NodeAllocator::Grant> grant(n);
   std::vector<std::vector<std::size_t>> open_allocs(n);  // indices into result.allocations
@@ -156,6 +201,8 @@ ClusterResult ClusterSim::run() {
   double gpu_seconds = 0;
   ClusterResult result;
   result.node_names = nodes.names();
+  std::vector<int> fabric_jobs;                    // the multi-node jobs of the last fabric solve
+  std::vector<NodeAllocator::Grant> fabric_grants;  // and their nodes
   const auto close_allocs = [&](std::size_t u) {
     for (const std::size_t a : open_allocs[u]) result.allocations[a].end_s = now;
     open_allocs[u].clear();
@@ -255,7 +302,7 @@ ClusterResult ClusterSim::run() {
         grant[u] = std::move(g);
         open_alloc(u);
         s.nodes = static_cast<int>(grant[u].size());
-        rate[u] = r;
+        rate[u] = alone[u] = r;
         resume_at[u] = now + options_.restart_overhead_s;
         ++rec[u].restarts;
         ++result.migrations;
@@ -287,13 +334,34 @@ ClusterResult ClusterSim::run() {
       s.placement = Placement{p.gpu_type, p.gpus, false};
       s.nodes = static_cast<int>(grant[u].size());
       if (s.nodes > cluster_.min_nodes(p.gpu_type, p.gpus)) ++result.spread_starts;
-      rate[u] = r;
+      rate[u] = alone[u] = r;
       if (rec[u].start_s < 0) {
         rec[u].start_s = now;
         resume_at[u] = now;
       } else {
         ++rec[u].restarts;
         resume_at[u] = now + options_.restart_overhead_s;
+      }
+    }
+    if (options_.fabric.enabled()) {
+      // Re-solve the fabric when the set of running multi-node jobs (or their nodes) changed.
+      std::vector<int> spread;
+      for (const int j : active) {
+        if (state[static_cast<std::size_t>(j)].running && grant[static_cast<std::size_t>(j)].size() > 1) spread.push_back(j);
+      }
+      std::vector<NodeAllocator::Grant> grants;
+      for (const int j : spread) grants.push_back(grant[static_cast<std::size_t>(j)]);
+      if (spread != fabric_jobs || grants != fabric_grants) {
+        const std::vector<double> share = fabric_shares(options_.fabric, static_cast<int>(nodes.names().size()), grants);
+        ++result.fabric_solves;
+        const double c = options_.fabric.comm_fraction;
+        for (const int j : active) rate[static_cast<std::size_t>(j)] = alone[static_cast<std::size_t>(j)];
+        for (std::size_t k = 0; k < spread.size(); ++k) {
+          rate[static_cast<std::size_t>(spread[k])] /= (1 - c) + c / share[k];
+          result.min_fabric_share = std::min(result.min_fabric_share, share[k]);
+        }
+        fabric_jobs = std::move(spread);
+        fabric_grants = std::move(grants);
       }
     }
   }

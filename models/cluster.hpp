@@ -115,9 +115,30 @@ class ClusterScheduler {
   virtual std::map<int, Placement> schedule(const ClusterView& view) = 0;
 };
 
+// A coarse shared fabric: nodes in pool order under leaf switches of `nodes_per_leaf` nodes,
+// leaves joined by a spine through uplinks of nodes_per_leaf x nic / oversubscription per
+// direction. A job on several nodes reduces its gradients in a ring over them: one flow per hop,
+// each crossing the sender's NIC, the leaf uplink and downlink when the hop changes leaves, and
+// the receiver's NIC. All jobs' rings share those links max-min fairly (sim::FlowNetwork). A
+// job's ThroughputModel rate is its rate alone, with `comm_fraction` of its time in that
+// communication at its full NIC rate; with a share s of it, that part takes 1/s as long:
+//   rate = alone / ((1 - comm_fraction) + comm_fraction / s).
+struct SharedFabric {
+  int nodes_per_leaf = 0;     // 0: no shared fabric (jobs do not slow each other)
+  double nic_bytes_per_s = 0;
+  double oversubscription = 1;
+  double comm_fraction = 0.2;
+  bool enabled() const { return nodes_per_leaf > 0; }
+};
+
+// Each job's share (0, 1] of its NIC rate on the shared fabric; `grants` holds, per job, the
+// (node, GPUs) it spans; jobs on one node (or none) get 1. Nodes are numbered in pool order.
+std::vector<double> fabric_shares(const SharedFabric& fabric, int nodes, const std::vector<std::vector<std::pair<int, int>>>& grants);
+
 struct ClusterOptions {
   double restart_overhead_s = 30;  // preemption, migration and resizing: checkpoint and restore
   bool record_allocations = false; // fill ClusterResult::allocations (for the node timeline)
+  SharedFabric fabric;
 };
 
 struct JobRecord {
@@ -145,6 +166,8 @@ struct ClusterResult {
   std::size_t scheduler_calls = 0;
   std::size_t migrations = 0;    // defragmenting migrations
   std::size_t spread_starts = 0; // starts on more nodes than the fewest that could hold the job
+  std::size_t fabric_solves = 0; // shared-fabric re-solves (when the set of multi-node jobs changed)
+  double min_fabric_share = 1;   // the lowest bandwidth share any job had
   std::vector<std::string> node_names;   // "a100-0", ... in pool order
   std::vector<Allocation> allocations;   // with ClusterOptions::record_allocations
 };

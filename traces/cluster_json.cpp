@@ -1,6 +1,7 @@
 #include "traces/cluster_json.hpp"
 
 #include "sim/error.hpp"
+#include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/csv.hpp"
 #include "traces/json_input.hpp"
@@ -283,6 +284,23 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   if (auto r = top.optional("restart_overhead_s")) {
     s.restart_overhead_s = r->as_number();
     if (!(s.restart_overhead_s >= 0)) r->fail_expected("a restart overhead of 0 s or more");
+  }
+  if (auto f = top.optional("fabric")) {
+    JsonObject o = f->as_object();
+    const JsonNode per = o.required("nodes_per_leaf");
+    if (per.as_int() < 1 || per.as_int() > 4096) per.fail_expected("1 to 4096 nodes per leaf switch");
+    s.fabric.nodes_per_leaf = static_cast<int>(per.as_int());
+    const JsonNode nic = o.required("nic");
+    s.fabric.nic_bytes_per_s = sim::parse_bandwidth(nic.as_string(), nic.location()).value();
+    if (auto v = o.optional("oversubscription")) {
+      s.fabric.oversubscription = v->as_number();
+      if (!(s.fabric.oversubscription >= 1 && s.fabric.oversubscription <= 64)) v->fail_expected("an oversubscription ratio of 1 to 64");
+    }
+    if (auto v = o.optional("comm_fraction")) {
+      s.fabric.comm_fraction = v->as_number();
+      if (!(s.fabric.comm_fraction >= 0 && s.fabric.comm_fraction < 1)) v->fail_expected("a fraction of the step in [0, 1)");
+    }
+    o.finish();
   }
   top.finish();
   return s;

@@ -7,7 +7,9 @@
 //    //     (id, gpu_type and the elastic range optional)
 //    "throughput": {"source": "trace", "scaling_exponent": 0.9, "spread_factor": 1.0}
 //               | {"source": "arena", "table": "path/prof_database_optimal.csv"},
-//    "restart_overhead_s": 30}
+//    "restart_overhead_s": 30,
+//    "fabric": {"nodes_per_leaf": 8, "nic": "200 Gb/s", "oversubscription": 2, "comm_fraction": 0.2}}
+//    (optional: jobs on several nodes share leaf and spine links; models::SharedFabric)
 // Job traces:
 //   philly  Pollux's Philly trace (pollux-adaptdl/traces/philly.csv): timestamp, duration,
 //           num_gpus, gpu_time, cluster; any GPU type; service time = duration
@@ -72,6 +74,7 @@ struct ClusterScenario {
   double spread_factor = 1.0;
   std::string table_path;
   double restart_overhead_s = 30;
+  models::SharedFabric fabric;
 };
 
 ClusterScenario load_cluster_scenario(const std::string& path);

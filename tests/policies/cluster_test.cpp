@@ -12,11 +12,16 @@ using namespace orrery;
 using models::Job;
 
 namespace {
+models::ClusterOptions restart(double overhead_s) {
+  models::ClusterOptions o;
+  o.restart_overhead_s = overhead_s;
+  return o;
+}
 models::ClusterResult replay(const std::vector<Job>& jobs, const char* policy, sim::GivenParams params = {}, double overhead = 0) {
   const models::ClusterSpec c{{{"a100", 1, 8}}};
   const models::TraceDurationModel t(1.0);
   auto s = policies::cluster_schedulers().create(policy, params, {"test", "/policy"});
-  models::ClusterSim sim(c, jobs, t, *s, {overhead});
+  models::ClusterSim sim(c, jobs, t, *s, restart(overhead));
   return sim.run();
 }
 Job job(const char* id, double at, int gpus, double seconds) {
@@ -76,7 +81,7 @@ TEST_CASE("Gavel: heterogeneity-aware time sharing from its LP") {
   b.gpu_type = "v100";
   cj.gpu_type = "a100";
   auto gavel = policies::cluster_schedulers().create("gavel", {{"interval", 100.0}}, {"test", ""});
-  models::ClusterSim sim(c, {a, b, cj}, t, *gavel, {0});
+  models::ClusterSim sim(c, {a, b, cj}, t, *gavel, restart(0));
   const auto r = sim.run();
   REQUIRE(r.completed == 3);
   CHECK(r.jobs[0].gpu_type == "a100");  // A finishes where it is fast
@@ -84,7 +89,7 @@ TEST_CASE("Gavel: heterogeneity-aware time sharing from its LP") {
   CHECK(r.jobs[2].start_s >= 100);
   // Time sharing: C does not wait for A to finish (as FIFO would make it).
   auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
-  models::ClusterSim fifo_sim(c, {a, b, cj}, t, *fifo, {0});
+  models::ClusterSim fifo_sim(c, {a, b, cj}, t, *fifo, restart(0));
   CHECK(r.jobs[2].start_s < fifo_sim.run().jobs[2].start_s);
 }
 
@@ -94,12 +99,12 @@ TEST_CASE("Arena: a job that does not fit its grid gets another, or shrinks a ru
   Job a = job("A", 0, 4, 1000), b = job("B", 10, 4, 1000);
   a.gpu_type = b.gpu_type = "a100";
   auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
-  models::ClusterSim sim(c, {a, b}, t, *arena, {0});
+  models::ClusterSim sim(c, {a, b}, t, *arena, restart(0));
   const auto r = sim.run();
   REQUIRE(r.completed == 2);
   CHECK(r.jobs[1].start_s == 10);  // on another grid at once, where FIFO makes it wait
   auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
-  models::ClusterSim f(c, {a, b}, t, *fifo, {0});
+  models::ClusterSim f(c, {a, b}, t, *fifo, restart(0));
   const auto fr = f.run();
   CHECK(fr.jobs[1].start_s == 1000);
   CHECK(r.avg_jct_s < fr.avg_jct_s);
@@ -114,13 +119,13 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   a.gpu_type = "a100";
   auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
   // No range: the upgrade trial doubles it onto the idle GPUs (linear scaling: twice as fast).
-  models::ClusterSim free_sim(c, {a}, t, *arena, {0});
+  models::ClusterSim free_sim(c, {a}, t, *arena, restart(0));
   CHECK(free_sim.run().jobs[0].end_s == doctest::Approx(500));
   // Elastic 2..4: it stays at 4.
   a.min_gpus = 2;
   a.max_gpus = 4;
   auto arena2 = policies::cluster_schedulers().create("arena", {}, {"test", ""});
-  models::ClusterSim capped(c, {a}, t, *arena2, {0});
+  models::ClusterSim capped(c, {a}, t, *arena2, restart(0));
   const auto r = capped.run();
   CHECK(r.jobs[0].end_s == doctest::Approx(1000));
 }
@@ -186,7 +191,7 @@ TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena
   const traces::ArenaThroughput table(data + "/arena/prof_database_optimal.csv", arena);
   const auto run = [&](const char* policy) {
     auto s = policies::cluster_schedulers().create(policy, {}, {"test", ""});
-    models::ClusterSim sim(arena, jobs.jobs, table, *s, {30});
+    models::ClusterSim sim(arena, jobs.jobs, table, *s, restart(30));
     return sim.run();
   };
   const auto fifo = run("fifo"), tiresias = run("tiresias");
@@ -236,7 +241,8 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
   {
     // Best fit: B joins A on node 0 (the fullest node that holds it), leaving node 1 whole for C.
     auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", "/policy"});
-    models::ClusterOptions o{0, true};
+    models::ClusterOptions o = restart(0);
+    o.record_allocations = true;
     models::ClusterSim sim(c, {job("A", 0, 2, 100), job("B", 0, 2, 100), job("C", 1, 4, 10)}, half, *fifo, o);
     const auto r = sim.run();
     CHECK(r.spread_starts == 0);
@@ -250,7 +256,7 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
   {
     // A and B take 3 GPUs of each node; C's 2 GPUs must span both nodes and run at half speed.
     auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", "/policy"});
-    models::ClusterSim sim(c, {job("A", 0, 3, 1000), job("B", 0, 3, 1000), job("C", 1, 2, 10)}, half, *fifo, {0});
+    models::ClusterSim sim(c, {job("A", 0, 3, 1000), job("B", 0, 3, 1000), job("C", 1, 2, 10)}, half, *fifo, restart(0));
     const auto r = sim.run();
     CHECK(r.spread_starts == 1);
     CHECK(r.jobs[2].nodes == 2);
@@ -260,7 +266,7 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
     // When B leaves at 10 s, C (spread) moves onto node 1 alone: a 10 s restart, then full speed.
     // Work left at 10 s: 1000 - 9 x 0.5 = 995.5 s, so C ends at 10 + 10 + 995.5.
     ConsolidatingFifo s;
-    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 1000)}, half, s, {10});
+    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 1000)}, half, s, restart(10));
     const auto r = sim.run();
     CHECK(r.migrations == 1);
     CHECK(r.jobs[2].restarts == 1);
@@ -270,9 +276,44 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
   {
     // No migration when it would not pay: C has almost no work left.
     ConsolidatingFifo s;
-    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 5)}, half, s, {10});
+    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 5)}, half, s, restart(10));
     const auto r = sim.run();
     CHECK(r.migrations == 0);
     CHECK(r.jobs[2].end_s == doctest::Approx(11));
   }
+}
+
+TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-min fairly") {
+  models::SharedFabric f;
+  f.nodes_per_leaf = 2;
+  f.nic_bytes_per_s = 100;
+  f.oversubscription = 2;  // leaf uplinks: 2 x 100 / 2 = 100 per direction
+  using Grant = std::vector<std::pair<int, int>>;
+  // X on nodes 0 and 2, Y on 1 and 3: both rings cross leaf 0's uplink and leaf 1's: 50 each.
+  auto s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{1, 1}, {3, 1}}});
+  CHECK(s[0] == doctest::Approx(0.5));
+  CHECK(s[1] == doctest::Approx(0.5));
+  // Without oversubscription the uplinks hold both: full rate.
+  f.oversubscription = 1;
+  s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{1, 1}, {3, 1}}});
+  CHECK(s[0] == doctest::Approx(1));
+  CHECK(s[1] == doctest::Approx(1));
+  // Two rings through node 0's NIC (Z inside leaf 0): half each; a one-node job is untouched.
+  s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{0, 1}, {1, 1}}, Grant{{3, 2}}});
+  CHECK(s[0] == doctest::Approx(0.5));
+  CHECK(s[1] == doctest::Approx(0.5));
+  CHECK(s[2] == 1);
+
+  // In the simulator: every node its own leaf, uplinks at half a NIC, half of the time in
+  // communication: a two-node job runs at 1 / (0.5 + 0.5 / 0.5) = 2/3 of its rate alone.
+  const models::ClusterSpec c{{{"a100", 2, 4}}};
+  const models::TraceDurationModel t(1.0);
+  auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
+  models::ClusterOptions o = restart(0);
+  o.fabric = {1, 100, 2, 0.5};
+  models::ClusterSim sim(c, {job("A", 0, 8, 100), job("B", 200, 4, 100)}, t, *fifo, o);
+  const auto r = sim.run();
+  CHECK(r.jobs[0].end_s == doctest::Approx(150));
+  CHECK(r.jobs[1].end_s == doctest::Approx(300));  // one node: no fabric
+  CHECK(r.min_fabric_share == doctest::Approx(0.5));
 }
