@@ -4,6 +4,8 @@
 #include "cli/policy_spec.hpp"
 
 #include "models/cluster.hpp"
+#include "models/cluster_step.hpp"
+#include "policies/pipeline.hpp"
 #include "policies/cluster.hpp"
 #include "sim/error.hpp"
 #include "traces/atomic_file.hpp"
@@ -24,17 +26,33 @@ ClusterSetup load_cluster_setup(const std::string& scenario_path, const std::str
   const traces::ClusterScenario& sc = setup.scenario;
   setup.jobs_path = jobs_override.empty() ? sc.jobs_path : jobs_override;
   setup.trace = traces::read_job_trace(sc, setup.jobs_path, skip_bad_rows);
-  setup.throughput = traces::make_throughput_model(sc);
-  // A job that can run nowhere (more GPUs than any pool, or no throughput there) is an error.
+  if (sc.throughput_source == "arena") {
+    setup.throughput = std::make_unique<traces::ArenaThroughput>(sc.table_path, sc.cluster);
+  } else if (sc.throughput_source == "step") {
+    setup.schedule = policies::pipeline_schedules().create(sc.step_schedule, {}, {scenario_path, "/throughput/schedule"});
+    models::StepThroughputOptions so;
+    so.default_model = sc.step_model;
+    so.global_batch = sc.step_global_batch;
+    so.seq_len = sc.step_seq_len;
+    so.reference_gpu = sc.reference_gpu;
+    so.cluster = sc.cluster;
+    setup.throughput = std::make_unique<models::StepThroughput>(*setup.schedule, so);
+  } else {
+    setup.throughput = std::make_unique<models::TraceDurationModel>(sc.scaling_exponent, sc.spread_factor, sc.cluster);
+  }
+  // A job that cannot run where it asks (its type, or any type when it names none) is an error:
+  // the baselines keep the requested type, so it would wait forever.
   for (const models::Job& j : setup.trace.jobs) {
     bool somewhere = false;
     for (const models::NodePool& p : sc.cluster.pools) {
+      if (!j.gpu_type.empty() && p.gpu_type != j.gpu_type) continue;
       somewhere = somewhere || (p.nodes * p.gpus_per_node >= j.gpus &&
                                 setup.throughput->rate(j, p.gpu_type, j.gpus, sc.cluster.min_nodes(p.gpu_type, j.gpus)) > 0);
     }
     if (!somewhere) {
-      throw sim::InputError(setup.jobs_path, j.id, fmt::format("job asks for {} {} GPUs; no pool of the cluster can run it", j.gpus,
-                                                               j.gpu_type.empty() ? "any" : j.gpu_type));
+      throw sim::InputError(setup.jobs_path, j.id,
+                            fmt::format("job asks for {} {} GPUs; no pool of the cluster can run it{}", j.gpus, j.gpu_type.empty() ? "any" : j.gpu_type,
+                                        sc.throughput_source == "step" ? " (too few GPUs, or no parallel plan fits in memory)" : ""));
     }
   }
   return setup;

@@ -4,6 +4,7 @@
 
 #include "cli/policy_spec.hpp"
 #include "models/cluster.hpp"
+#include "models/pipeline.hpp"
 #include "traces/cluster_json.hpp"
 
 #include <memory>
@@ -13,6 +14,7 @@ namespace orrery::cli {
 
 struct ClusterSetup {
   traces::ClusterScenario scenario;
+  std::unique_ptr<models::PipelineSchedule> schedule;  // source "step"
   std::string jobs_path;
   traces::JobTrace trace;
   std::unique_ptr<models::ThroughputModel> throughput;

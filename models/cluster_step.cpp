@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace orrery::models {
 
@@ -39,10 +40,17 @@ StepThroughput::Best StepThroughput::best(std::string_view model_name, int batch
   const auto key = std::make_tuple(std::string(model_name), batch, std::string(gpu_type), gpus, nodes);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   Best best;
-  const GpuSpec* gpu = HardwareCatalog::builtin().find(gpu_type);
+  const GpuSpec* found = HardwareCatalog::builtin().find(gpu_type);
+  // The emulator's kernels are bf16; GPUs without it (V100, T4) trained in fp16 with loss
+  // scaling (Megatron-LM on V100, Shoeybi et al. 2019), so their bf16 runs at the fp16 rate.
+  std::optional<GpuSpec> gpu;
+  if (found != nullptr) {
+    gpu = *found;
+    if (!gpu->supports(DType::bf16)) gpu->peak_flops[static_cast<std::size_t>(DType::bf16)] = gpu->peak_flops[static_cast<std::size_t>(DType::fp16)];
+  }
   const ModelSpec* model = ModelCatalog::builtin().find(model_name);
   // The emulator's fabric holds the GPUs evenly: `nodes` servers of gpus / nodes each.
-  if (gpu != nullptr && model != nullptr && gpus > 0 && nodes > 0 && gpus % nodes == 0) {
+  if (gpu && gpu->supports(DType::bf16) && model != nullptr && gpus > 0 && nodes > 0 && gpus % nodes == 0) {
     const int per_node = gpus / nodes;
     const RooflineCostModel cost(*gpu, training_roofline_params(*gpu));
     const std::string topology = fabric_spec(*gpu, gpu_type, nodes, per_node);

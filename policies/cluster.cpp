@@ -389,8 +389,12 @@ class Arena final : public models::ClusterScheduler {
     if (count < 1 || count > 16) return false;
     return !s->job->elastic() || (count >= s->job->min_gpus && count <= s->job->max_gpus);
   }
+  // The rate of the requested grid; for a job that names no type, the best type's at its count.
   static double requested_rate(const ClusterView& view, const JobState* s) {
-    return view.rate(*s->job, s->job->gpu_type, s->job->gpus);
+    if (!s->job->gpu_type.empty()) return view.rate(*s->job, s->job->gpu_type, s->job->gpus);
+    double best = 0;
+    for (const models::NodePool& p : view.cluster->pools) best = std::max(best, view.rate(*s->job, p.gpu_type, s->job->gpus));
+    return best;
   }
   static std::string best_type(const ClusterView& view, const JobState* s, const std::map<std::string, int, std::less<>>& free) {
     std::string best;

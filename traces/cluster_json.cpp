@@ -1,5 +1,7 @@
 #include "traces/cluster_json.hpp"
 
+#include "models/hardware.hpp"
+#include "models/llm.hpp"
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
@@ -276,8 +278,26 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
       }
     } else if (s.throughput_source == "arena") {
       s.table_path = resolve(path, o.required("table").as_string());
+    } else if (s.throughput_source == "step") {
+      if (auto v = o.optional("model")) {
+        s.step_model = v->as_string();
+        models::ModelCatalog::builtin().model(s.step_model, path, v->pointer());
+      }
+      if (auto v = o.optional("global_batch")) {
+        if (v->as_int() < 1 || v->as_int() > 1 << 20) v->fail_expected("a global batch of 1 to 1048576 sequences");
+        s.step_global_batch = static_cast<int>(v->as_int());
+      }
+      if (auto v = o.optional("seq_len")) {
+        if (v->as_int() < 1) v->fail_expected("a positive sequence length");
+        s.step_seq_len = v->as_int();
+      }
+      if (auto v = o.optional("reference_gpu")) {
+        s.reference_gpu = lower(v->as_string());
+        models::HardwareCatalog::builtin().gpu(s.reference_gpu, path, v->pointer());
+      }
+      if (auto v = o.optional("schedule")) s.step_schedule = v->as_string();
     } else {
-      src.fail(fmt::format("found {}, expected trace or arena", sim::quote(s.throughput_source)));
+      src.fail(fmt::format("found {}, expected trace, arena or step", sim::quote(s.throughput_source)));
     }
     o.finish();
   }
@@ -316,11 +336,6 @@ JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool
   if (sc.jobs_format == "arena") return read_arena_trace(path, skip_bad_rows);
   if (sc.jobs_format == "tiresias") return read_tiresias_trace(path, skip_bad_rows);
   return read_generic_trace(path, sc.columns, skip_bad_rows);
-}
-
-std::unique_ptr<models::ThroughputModel> make_throughput_model(const ClusterScenario& sc) {
-  if (sc.throughput_source == "arena") return std::make_unique<ArenaThroughput>(sc.table_path, sc.cluster);
-  return std::make_unique<models::TraceDurationModel>(sc.scaling_exponent, sc.spread_factor, sc.cluster);
 }
 
 std::string cluster_timeline_json(const models::ClusterResult& result) {

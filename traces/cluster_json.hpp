@@ -6,7 +6,9 @@
 //    //     "id": "name", "gpu_type": "type", "min_gpus": "lo", "max_gpus": "hi"}}
 //    //     (id, gpu_type and the elastic range optional)
 //    "throughput": {"source": "trace", "scaling_exponent": 0.9, "spread_factor": 1.0}
-//               | {"source": "arena", "table": "path/prof_database_optimal.csv"},
+//               | {"source": "arena", "table": "path/prof_database_optimal.csv"}
+//               | {"source": "step", "model": "llama3-8b", "global_batch": 256, "seq_len": 2048,
+//                  "reference_gpu": "v100", "schedule": "1f1b"}  (all optional but source),
 //    "restart_overhead_s": 30,
 //    "fabric": {"nodes_per_leaf": 8, "nic": "200 Gb/s", "oversubscription": 2, "comm_fraction": 0.2}}
 //    (optional: jobs on several nodes share leaf and spine links; models::SharedFabric)
@@ -73,6 +75,12 @@ struct ClusterScenario {
   double scaling_exponent = 0.9;
   double spread_factor = 1.0;
   std::string table_path;
+  // source "step": the emulator's best plan per shape (models/cluster_step.hpp)
+  std::string step_model = "llama3-8b";
+  int step_global_batch = 256;
+  std::int64_t step_seq_len = 2048;
+  std::string reference_gpu = "v100";
+  std::string step_schedule = "1f1b";
   double restart_overhead_s = 30;
   models::SharedFabric fabric;
 };
@@ -82,8 +90,6 @@ ClusterScenario load_cluster_scenario(const std::string& path);
 bool is_cluster_scenario(const std::string& path);
 // The scenario's trace, read by its format from `path`.
 JobTrace read_job_trace(const ClusterScenario& scenario, const std::string& path, bool skip_bad_rows);
-// The scenario's throughput source.
-std::unique_ptr<models::ThroughputModel> make_throughput_model(const ClusterScenario& scenario);
 
 // Each node's allocations over time as Chrome trace-event JSON (Perfetto): one process per node,
 // one lane per concurrent allocation on it, one slice per (job, node) interval named after the

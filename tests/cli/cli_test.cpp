@@ -652,3 +652,35 @@ TEST_CASE("orrery cluster --timeline and orrery compare on a cluster scenario") 
   CHECK(bad.code == 1);
   CHECK(bad.err.find("packing") != std::string::npos);
 }
+
+TEST_CASE("orrery cluster: the step-emulator source and the shared fabric, and their bad input") {
+  {
+    std::ofstream f("st-jobs.csv");
+    f << "name,submit,n,secs,type\na,0,8,3600,a100\nb,10,16,7200,\nc,20,4,1800,h100\n";
+  }
+  const auto scenario = [](const std::string& name, const std::string& extra) {
+    std::ofstream f(name);
+    f << R"({"cluster": {"pools": [{"gpu": "h100", "nodes": 2, "gpus_per_node": 8}, {"gpu": "a100", "nodes": 2, "gpus_per_node": 8}]},
+      "jobs": {"format": "csv", "path": "st-jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name", "gpu_type": "type"}})"
+      << extra << "}";
+  };
+  scenario("st.json", R"(, "throughput": {"source": "step", "model": "llama3-8b", "global_batch": 64, "reference_gpu": "a100"},
+      "fabric": {"nodes_per_leaf": 1, "nic": "100 Gb/s", "oversubscription": 2, "comm_fraction": 0.3})");
+  const Result r = run({"cluster", "st.json", "--policy", "fifo", "--report", "st-report.json"});
+  REQUIRE(r.code == 0);
+  const nlohmann::json rep = nlohmann::json::parse(slurp("st-report.json"));
+  CHECK(rep["jobs_completed"] == 3);
+  CHECK(rep["min_fabric_share"].get<double>() == doctest::Approx(0.5));  // b spans two leaves over half-rate uplinks
+  scenario("st-bad-model.json", R"(, "throughput": {"source": "step", "model": "llama3-9b"})");
+  const Result bad_model = run({"cluster", "st-bad-model.json"});
+  CHECK(bad_model.code == 1);
+  CHECK(bad_model.err.find("st-bad-model.json:/throughput/model") != std::string::npos);
+  scenario("st-bad-nic.json", R"(, "fabric": {"nodes_per_leaf": 4, "nic": "fast"})");
+  const Result bad_nic = run({"cluster", "st-bad-nic.json"});
+  CHECK(bad_nic.code == 1);
+  CHECK(bad_nic.err.find("st-bad-nic.json:/fabric/nic") != std::string::npos);
+  scenario("st-bad-source.json", R"(, "throughput": {"source": "magic"})");
+  const Result bad_source = run({"cluster", "st-bad-source.json"});
+  CHECK(bad_source.code == 1);
+  CHECK(bad_source.err.find("expected trace, arena") != std::string::npos);
+}

@@ -1,5 +1,7 @@
 #include "models/cluster.hpp"
+#include "models/cluster_step.hpp"
 #include "policies/cluster.hpp"
+#include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/cluster_json.hpp"
 
@@ -316,4 +318,34 @@ TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-m
   CHECK(r.jobs[0].end_s == doctest::Approx(150));
   CHECK(r.jobs[1].end_s == doctest::Approx(300));  // one node: no fabric
   CHECK(r.min_fabric_share == doctest::Approx(0.5));
+}
+
+TEST_CASE("Step-emulator throughput: the best plan per shape sets job speed") {
+  const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"test", ""});
+  models::StepThroughputOptions o;
+  o.default_model = "llama3-8b";
+  o.global_batch = 64;
+  o.seq_len = 2048;
+  o.reference_gpu = "a100";
+  o.cluster = models::ClusterSpec{{{"h100", 2, 8}, {"a100", 2, 8}, {"v100", 1, 8}}};
+  const models::StepThroughput t(*schedule, o);
+  Job j = job("j", 0, 8, 3600);
+  const double h100 = t.rate(j, "h100", 8, 1), a100 = t.rate(j, "a100", 8, 1), v100 = t.rate(j, "v100", 8, 1);
+  CHECK(h100 > a100);
+  CHECK(a100 > v100);
+  CHECK(v100 > 0);  // fp16 on V100: bf16 kernels at the fp16 rate
+  const double a100_16 = t.rate(j, "a100", 16, 2);
+  CHECK(a100_16 > a100);
+  CHECK(a100_16 < 2.05 * a100);
+  CHECK(t.rate(j, "a100", 8, 2) < a100);  // the same GPUs over two servers: slower
+  CHECK(!t.best("llama3-8b", 64, "a100", 8, 1).plan.empty());
+  Job big = j;
+  big.model = "llama3-70b";
+  CHECK(t.rate(big, "a100", 1, 1) == 0);  // no plan fits one GPU
+  // Durations become steps at the requested shape: replayed there, the job takes its duration.
+  j.gpu_type = "a100";
+  CHECK(t.work(j) == doctest::Approx(3600 * a100));
+  auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
+  models::ClusterSim sim(o.cluster, {j}, t, *fifo, restart(0));
+  CHECK(sim.run().jobs[0].end_s == doctest::Approx(3600));
 }
