@@ -20,8 +20,8 @@ using models::JobState;
 using models::Placement;
 
 // The job's requested GPUs on its requested type (the baselines keep the user's request); a job
-// that asks for no type takes the type with the most free GPUs that fits.
-std::optional<Placement> place(const JobState& s, std::map<std::string, int, std::less<>>& free) {
+// that asks for no type takes the type with the most free GPUs that fits and can run it.
+std::optional<Placement> place(const ClusterView& view, const JobState& s, std::map<std::string, int, std::less<>>& free) {
   const int g = s.job->gpus;
   if (!s.job->gpu_type.empty()) {
     const auto it = free.find(s.job->gpu_type);
@@ -30,7 +30,7 @@ std::optional<Placement> place(const JobState& s, std::map<std::string, int, std
   }
   const std::pair<const std::string, int>* best = nullptr;
   for (const auto& kv : free) {
-    if (kv.second >= g && (best == nullptr || kv.second > best->second)) best = &kv;
+    if (kv.second >= g && (best == nullptr || kv.second > best->second) && view.rate(*s.job, kv.first, g) > 0) best = &kv;
   }
   if (best == nullptr) return std::nullopt;
   return Placement{best->first, g};
@@ -46,7 +46,7 @@ std::map<int, Placement> greedy(const ClusterView& view, const std::vector<const
   }
   for (const JobState* s : order) {
     if (s->running) continue;
-    if (auto p = place(*s, free)) {
+    if (auto p = place(view, *s, free)) {
       free[p->gpu_type] -= p->gpus;
       out[s->index] = *p;
     } else if (!backfill) {
@@ -109,7 +109,7 @@ class Tiresias final : public models::ClusterScheduler {
         out[s->index] = s->placement;
         continue;
       }
-      if (auto p = place(*s, free)) {
+      if (auto p = place(view, *s, free)) {
         free[p->gpu_type] -= p->gpus;
         out[s->index] = *p;
       }
