@@ -10,6 +10,7 @@
 #include "sim/error.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/cluster_json.hpp"
+#include "traces/throughput_tables.hpp"
 #include "traces/report.hpp"
 
 #include <fmt/format.h>
@@ -28,6 +29,14 @@ ClusterSetup load_cluster_setup(const std::string& scenario_path, const std::str
   setup.trace = traces::read_job_trace(sc, setup.jobs_path, skip_bad_rows);
   if (sc.throughput_source == "arena") {
     setup.throughput = std::make_unique<traces::ArenaThroughput>(sc.table_path, sc.cluster);
+  } else if (sc.throughput_source == "gavel") {
+    setup.throughput = std::make_unique<traces::GavelThroughput>(sc.table_path, sc.cluster);
+  } else if (sc.throughput_source == "elasticflow") {
+    setup.throughput = std::make_unique<traces::ElasticFlowThroughput>(sc.table_path);
+  } else if (sc.throughput_source == "pollux") {
+    setup.throughput = std::make_unique<traces::AdaptdlThroughput>(traces::load_pollux_throughput(sc.table_path));
+  } else if (sc.throughput_source == "sia") {
+    setup.throughput = std::make_unique<traces::AdaptdlThroughput>(traces::load_sia_throughput(sc.table_path));
   } else if (sc.throughput_source == "step") {
     setup.schedule = policies::pipeline_schedules().create(sc.step_schedule, {}, {scenario_path, "/throughput/schedule"});
     models::StepThroughputOptions so;
@@ -40,22 +49,47 @@ ClusterSetup load_cluster_setup(const std::string& scenario_path, const std::str
   } else {
     setup.throughput = std::make_unique<models::TraceDurationModel>(sc.scaling_exponent, sc.spread_factor, sc.cluster);
   }
-  // A job that cannot run where it asks (its type, or any type when it names none) is an error:
-  // the baselines keep the requested type, so it would wait forever.
-  for (const models::Job& j : setup.trace.jobs) {
-    bool somewhere = false;
-    for (const models::NodePool& p : sc.cluster.pools) {
-      if (!j.gpu_type.empty() && p.gpu_type != j.gpu_type) continue;
-      somewhere = somewhere || (p.nodes * p.gpus_per_node >= j.gpus &&
-                                setup.throughput->rate(j, p.gpu_type, j.gpus, sc.cluster.min_nodes(p.gpu_type, j.gpus)) > 0);
+  // A job that cannot run where it asks (its type, or any type when it names none), or that has
+  // no work in the source's units, is an error: the baselines keep the requested type, so it
+  // would wait forever. With skip_bad_rows such jobs are left out and counted.
+  std::vector<models::Job> runnable;
+  for (models::Job& j : setup.trace.jobs) {
+    std::string why;
+    if (!(setup.throughput->work(j) > 0)) {
+      why = fmt::format("job has no work in the units of throughput source {} ({})", sim::quote(sc.throughput_source),
+                        sc.throughput_source == "trace" ? "no duration" : "no iterations");
+    } else {
+      bool somewhere = false;
+      for (const models::NodePool& p : sc.cluster.pools) {
+        if (!j.gpu_type.empty() && p.gpu_type != j.gpu_type) continue;
+        somewhere = somewhere || (p.nodes * p.gpus_per_node >= j.gpus &&
+                                  setup.throughput->rate(j, p.gpu_type, j.gpus, sc.cluster.min_nodes(p.gpu_type, j.gpus)) > 0);
+      }
+      if (!somewhere) {
+        why = fmt::format("job asks for {} {} GPUs; no pool of the cluster can run it{}", j.gpus, j.gpu_type.empty() ? "any" : j.gpu_type,
+                          sc.throughput_source == "step"    ? " (too few GPUs, or no parallel plan fits in memory)"
+                          : sc.throughput_source != "trace" ? " (the throughput table has no rate for it there)"
+                                                            : "");
+      }
     }
-    if (!somewhere) {
-      throw sim::InputError(setup.jobs_path, j.id,
-                            fmt::format("job asks for {} {} GPUs; no pool of the cluster can run it{}", j.gpus, j.gpu_type.empty() ? "any" : j.gpu_type,
-                                        sc.throughput_source == "step" ? " (too few GPUs, or no parallel plan fits in memory)" : ""));
+    if (why.empty()) {
+      runnable.push_back(std::move(j));
+    } else if (skip_bad_rows) {
+      ++setup.unrunnable;
+    } else {
+      throw sim::InputError(setup.jobs_path, j.id, why + "; --skip-bad-rows leaves such jobs out");
     }
   }
+  if (runnable.empty()) throw sim::InputError(setup.jobs_path, "", "no job of the trace can run on this cluster");
+  setup.trace.jobs = std::move(runnable);
   return setup;
+}
+
+std::string skipped_note(const ClusterSetup& setup) {
+  std::string note;
+  if (setup.trace.skipped > 0) note += fmt::format("; {} bad rows skipped", setup.trace.skipped);
+  if (setup.unrunnable > 0) note += fmt::format("; {} jobs that cannot run here skipped", setup.unrunnable);
+  return note.empty() ? note : " (" + note.substr(2) + ")";
 }
 
 ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations) {
@@ -79,7 +113,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
 
   out << fmt::format("cluster    {} GPUs in {} pools; policy {}; {} jobs from {}{}\n", sc.cluster.total_gpus(), sc.cluster.pools.size(),
                      run.policy, setup.trace.jobs.size(), setup.jobs_path,
-                     setup.trace.skipped > 0 ? fmt::format(" ({} bad rows skipped)", setup.trace.skipped) : "");
+                     skipped_note(setup));
   out << fmt::format("completed  {}\n", r.completed);
   out << fmt::format("JCT        avg {:.0f} s, p50 {:.0f} s, p99 {:.0f} s\n", r.avg_jct_s, r.p50_jct_s, r.p99_jct_s);
   out << fmt::format("queueing   avg {:.0f} s\n", r.avg_queue_s);
@@ -93,6 +127,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     rep.set("/policy", run.policy);
     rep.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
     rep.set("/skipped_rows", static_cast<std::int64_t>(setup.trace.skipped));
+    rep.set("/unrunnable_jobs", static_cast<std::int64_t>(setup.unrunnable));
     rep.set("/jobs_completed", static_cast<std::int64_t>(r.completed));
     rep.set("/avg_jct_s", r.avg_jct_s);
     rep.set("/p50_jct_s", r.p50_jct_s);

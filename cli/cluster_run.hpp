@@ -18,11 +18,15 @@ struct ClusterSetup {
   std::string jobs_path;
   traces::JobTrace trace;
   std::unique_ptr<models::ThroughputModel> throughput;
+  std::size_t unrunnable = 0;  // jobs left out with skip_bad_rows: no work, or no pool can run them
 };
 
 // Reads the scenario and its trace (`jobs_override` replaces the scenario's path), builds the
 // throughput model, and rejects a job that no pool of the cluster can run.
 ClusterSetup load_cluster_setup(const std::string& scenario_path, const std::string& jobs_override, bool skip_bad_rows);
+
+// " (3 bad rows skipped; 2 jobs that cannot run here skipped)", or empty.
+std::string skipped_note(const ClusterSetup& setup);
 
 struct ClusterRun {
   std::string policy;  // the scheduler's name

@@ -204,7 +204,7 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
   const ClusterSetup setup = load_cluster_setup(o.scenario_path, o.jobs_path, o.skip_bad_rows);
   out << fmt::format("scenario  {}: {} GPUs in {} pools; {} jobs from {}{}\n", o.scenario_path, setup.scenario.cluster.total_gpus(),
                      setup.scenario.cluster.pools.size(), setup.trace.jobs.size(), setup.jobs_path,
-                     setup.trace.skipped > 0 ? fmt::format(" ({} bad rows skipped)", setup.trace.skipped) : "");
+                     skipped_note(setup));
   out << fmt::format("{:<18} {:>9} {:>11} {:>11} {:>11} {:>11} {:>12} {:>7} {:>8}\n", "policy", "completed", "avg JCT", "p50 JCT", "p99 JCT",
                      "avg queue", "makespan", "util", "speedup");
   traces::Report report;

@@ -5,9 +5,11 @@
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/cluster_traces.hpp"
 #include "traces/csv.hpp"
 #include "traces/json_input.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ctime>
@@ -223,6 +225,8 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   JsonObject cluster = top.required("cluster").as_object();
   if (auto spec = cluster.optional("arena_spec")) {
     s.cluster = read_arena_cluster(resolve(path, spec->as_string()));
+  } else if (auto pai = cluster.optional("pai_nodes")) {
+    s.cluster = read_pai_cluster(resolve(path, pai->as_string()));
   } else {
     for (const JsonNode& p : cluster.required("pools").as_array()) {
       JsonObject o = p.as_object();
@@ -242,8 +246,14 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   JsonObject jobs = top.required("jobs").as_object();
   const JsonNode format = jobs.required("format");
   s.jobs_format = format.as_string();
-  if (s.jobs_format != "philly" && s.jobs_format != "arena" && s.jobs_format != "tiresias" && s.jobs_format != "csv") {
-    format.fail(fmt::format("found {}, expected philly, arena, tiresias or csv", sim::quote(s.jobs_format)));
+  static const std::vector<std::string> formats = {"philly", "arena", "tiresias", "gavel", "itp", "pai", "sia", "pollux", "csv"};
+  if (std::find(formats.begin(), formats.end(), s.jobs_format) == formats.end()) {
+    format.fail(fmt::format("found {}, expected philly, arena, tiresias, gavel, itp, pai, sia, pollux or csv", sim::quote(s.jobs_format)));
+  }
+  if (s.jobs_format == "sia" || s.jobs_format == "pollux") {
+    const JsonNode it = jobs.required("iterations");
+    s.iterations = it.as_number();
+    if (!(s.iterations >= 1)) it.fail_expected("every job's length in iterations (1 or more); these workloads hold none");
   }
   s.jobs_path = resolve(path, jobs.required("path").as_string());
   if (s.jobs_format == "csv") {
@@ -276,8 +286,12 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.spread_factor = f->as_number();
         if (!(s.spread_factor > 0 && s.spread_factor <= 1)) f->fail_expected("a factor in (0, 1]");
       }
-    } else if (s.throughput_source == "arena") {
+    } else if (s.throughput_source == "arena" || s.throughput_source == "gavel") {
       s.table_path = resolve(path, o.required("table").as_string());
+    } else if (s.throughput_source == "elasticflow") {
+      s.table_path = resolve(path, o.required("root").as_string());
+    } else if (s.throughput_source == "pollux" || s.throughput_source == "sia") {
+      s.table_path = resolve(path, o.required("traces").as_string());
     } else if (s.throughput_source == "step") {
       if (auto v = o.optional("model")) {
         s.step_model = v->as_string();
@@ -297,7 +311,7 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
       }
       if (auto v = o.optional("schedule")) s.step_schedule = v->as_string();
     } else {
-      src.fail(fmt::format("found {}, expected trace, arena or step", sim::quote(s.throughput_source)));
+      src.fail(fmt::format("found {}, expected trace, arena, gavel, elasticflow, pollux, sia or step", sim::quote(s.throughput_source)));
     }
     o.finish();
   }
@@ -335,6 +349,14 @@ JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool
   if (sc.jobs_format == "philly") return read_philly_trace(path, skip_bad_rows);
   if (sc.jobs_format == "arena") return read_arena_trace(path, skip_bad_rows);
   if (sc.jobs_format == "tiresias") return read_tiresias_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "gavel") return read_gavel_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "itp") return read_itp_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "pai") return read_pai_trace(path, skip_bad_rows);
+  if (sc.jobs_format == "sia" || sc.jobs_format == "pollux") {
+    JobTrace t = read_sia_trace(path, skip_bad_rows);
+    for (models::Job& j : t.jobs) j.iterations = sc.iterations;
+    return t;
+  }
   return read_generic_trace(path, sc.columns, skip_bad_rows);
 }
 

@@ -1,18 +1,24 @@
 // Cluster scenarios and job traces for `orrery cluster`.
 //   {"cluster": {"pools": [{"gpu": "a100", "nodes": 80, "gpus_per_node": 4}, ...]},
 //    // or {"cluster": {"arena_spec": "path/sim_cluster_spec.json"}} (Arena's GPUs per node)
-//    "jobs": {"format": "philly" | "arena" | "tiresias", "path": "trace.csv"},
+//    // or {"cluster": {"pai_nodes": "path/openb_node_list_gpu_node.csv"}} (PAI 2023's nodes)
+//    "jobs": {"format": "philly" | "arena" | "tiresias" | "gavel" | "itp" | "pai", "path": "trace"},
+//    // or {"format": "sia" | "pollux", "path": ..., "iterations": 10000} (these workloads hold
+//    //     no job length: every job gets `iterations`)
 //    // or {"format": "csv", "path": ..., "columns": {"arrival": "submit", "gpus": "n", "duration": "secs",
 //    //     "id": "name", "gpu_type": "type", "min_gpus": "lo", "max_gpus": "hi"}}
 //    //     (id, gpu_type and the elastic range optional)
 //    "throughput": {"source": "trace", "scaling_exponent": 0.9, "spread_factor": 1.0}
 //               | {"source": "arena", "table": "path/prof_database_optimal.csv"}
+//               | {"source": "gavel", "table": "path/simulation_throughputs.json"}
+//               | {"source": "elasticflow", "root": "path/elasticflow"}   (throughputs_*/ inside)
+//               | {"source": "pollux" | "sia", "traces": "path/traces"}     (<model>/placements*.csv)
 //               | {"source": "step", "model": "llama3-8b", "global_batch": 256, "seq_len": 2048,
 //                  "reference_gpu": "v100", "schedule": "1f1b"}  (all optional but source),
 //    "restart_overhead_s": 30,
 //    "fabric": {"nodes_per_leaf": 8, "nic": "200 Gb/s", "oversubscription": 2, "comm_fraction": 0.2}}
 //    (optional: jobs on several nodes share leaf and spine links; models::SharedFabric)
-// Job traces:
+// Job traces (cluster_traces.hpp has the other formats):
 //   philly  Pollux's Philly trace (pollux-adaptdl/traces/philly.csv): timestamp, duration,
 //           num_gpus, gpu_time, cluster; any GPU type; service time = duration
 //   arena   Arena's simulation traces (arena/simulate_trace_*.csv): job_id, submission_time,
@@ -71,10 +77,11 @@ struct ClusterScenario {
   std::string jobs_format;  // philly, arena, tiresias, csv
   std::string jobs_path;
   ColumnMap columns;        // csv
+  double iterations = 0;    // sia, pollux: every job's length
   std::string throughput_source = "trace";
   double scaling_exponent = 0.9;
   double spread_factor = 1.0;
-  std::string table_path;
+  std::string table_path;    // arena, gavel: the table file; elasticflow, pollux, sia: the folder
   // source "step": the emulator's best plan per shape (models/cluster_step.hpp)
   std::string step_model = "llama3-8b";
   int step_global_batch = 256;

@@ -61,9 +61,10 @@ class ElasticFlowThroughput final : public models::ThroughputModel {
 // of that (nodes, GPUs) (else of larger profiled sizes); step and sync times interpolated
 // linearly in local batch among the profiles of the same (nodes, GPUs), placements averaged
 // by (nodes, GPUs) and merged with the scalability rows. An unprofiled (nodes, GPUs) is
-// interpolated linearly between profiled GPU counts at the same node count, then between
-// profiled node counts (Pollux/Sia use one 3-D linear interpolation there); outside the
-// profiles, or below the smallest measured local batch, the rate is 0. The Sia rules that need
+// interpolated linearly between profiled GPU counts at the same node count, else between the
+// nearest profiled node counts at the same GPUs per node (Pollux and Sia use one 3-D linear
+// interpolation over all points there); outside the profiles, or below the smallest measured
+// local batch, the rate is 0. The Sia rules that need
 // the (not copied) validation curves (init/max batch size) are not applied.
 class AdaptdlThroughput final : public models::ThroughputModel {
  public:

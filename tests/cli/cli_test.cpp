@@ -450,6 +450,41 @@ TEST_CASE("every example scenario runs, deterministically") {
   CHECK(ran >= 3);
 }
 
+TEST_CASE("every example cluster scenario runs, deterministically (on a few jobs of its format)") {
+  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
+  if (!fs::exists(data + "/arena") || !fs::exists(data + "/pollux-adaptdl")) {
+    MESSAGE("skipped: ../shared/data (arena, pollux-adaptdl) is absent; the examples read it");
+    return;
+  }
+  {
+    std::ofstream f("ex-philly.csv");
+    f << "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,3600,16,57600,0\n2017-10-09 07:02:55,600,8,4800,0\n"
+         "2017-10-09 07:03:10,1200,1,1200,0\n";
+  }
+  {
+    std::ofstream f("ex-arena.csv");
+    f << "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n1,0,500,bert__1.3B,0,128,4,a100\n"
+         "2,10,300,moe__1.3B,0,256,8,v100\n";
+  }
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(ORRERY_SOURCE_DIR) + "/examples/clusters")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    CAPTURE(path);
+    const std::string jobs = nlohmann::json::parse(slurp(path))["jobs"]["format"] == "arena" ? "ex-arena.csv" : "ex-philly.csv";
+    for (const char* policy : {"fifo", "arena"}) {
+      CAPTURE(policy);
+      const Result a = run({"cluster", path, "--jobs", jobs, "--policy", policy, "--report", "ex-a.json"});
+      REQUIRE(a.code == 0);
+      REQUIRE(run({"cluster", path, "--jobs", jobs, "--policy", policy, "--report", "ex-b.json"}).code == 0);
+      CHECK(slurp("ex-a.json") == slurp("ex-b.json"));
+      CHECK(nlohmann::json::parse(slurp("ex-a.json"))["jobs_completed"].get<int>() >= 2);
+    }
+    ++ran;
+  }
+  CHECK(ran >= 3);
+}
+
 namespace {
 std::string balance_scenario(int dp, std::int64_t seq_len, const std::string& nic = "", int cp = 8) {
   return orrery::cli::balance_scenario_json(dp, seq_len, nic, cp);
