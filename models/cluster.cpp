@@ -384,9 +384,10 @@ ClusterResult ClusterSim::run() {
     result.p50_jct_s = pct(0.5);
     result.p99_jct_s = pct(0.99);
   }
+  // Makespan from the first arrival (traces keep their own clocks, which need not start at 0).
   const double first = n > 0 ? jobs_.front().arrival_s : 0;
-  const double span = result.makespan_s - first;
-  result.gpu_utilization = span > 0 ? gpu_seconds / (cluster_.total_gpus() * span) : 0;
+  result.makespan_s = result.completed > 0 ? result.makespan_s - first : 0;
+  result.gpu_utilization = result.makespan_s > 0 ? gpu_seconds / (cluster_.total_gpus() * result.makespan_s) : 0;
   result.jobs = std::move(rec);
   return result;
 }

@@ -161,7 +161,8 @@ struct Allocation {
 struct ClusterResult {
   std::vector<JobRecord> jobs;
   int completed = 0;
-  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0, avg_queue_s = 0, makespan_s = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0, avg_queue_s = 0;
+  double makespan_s = 0;       // from the first arrival to the last completion
   double gpu_utilization = 0;  // GPU-seconds held by jobs / (GPUs x makespan)
   std::size_t scheduler_calls = 0;
   std::size_t migrations = 0;    // defragmenting migrations
