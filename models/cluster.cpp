@@ -191,7 +191,7 @@ ClusterResult ClusterSim::run() {
     state[i].index = static_cast<int>(i);
     total[i] = throughput_.work(jobs_[i]);
     state[i].remaining = total[i];
-    rec[i] = {jobs_[i].id, jobs_[i].arrival_s, -1, -1, jobs_[i].gpus, 0, "", 0};
+    rec[i] = {jobs_[i].id, jobs_[i].arrival_s, -1, -1, jobs_[i].gpus, 0, 0, "", 0};
   }
   std::vector<int> active;  // indices, arrival order
   std::size_t next_arrival = 0;
@@ -256,6 +256,7 @@ ClusterResult ClusterSim::run() {
       if (state[u].running && state[u].remaining <= 1e-6 * std::max(1.0, total[u]) && now >= resume_at[u]) {
         rec[u].end_s = now;
         rec[u].gpu_type = state[u].placement.gpu_type;
+        rec[u].end_gpus = state[u].placement.gpus;
         rec[u].nodes = state[u].nodes;
         stop(active[k]);
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(k));

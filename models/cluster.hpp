@@ -144,7 +144,8 @@ struct ClusterOptions {
 struct JobRecord {
   std::string id;
   double arrival_s = 0, start_s = -1, end_s = -1;
-  int gpus = 0;
+  int gpus = 0;          // requested
+  int end_gpus = 0;      // held at the end (a policy may have resized it)
   int restarts = 0;
   std::string gpu_type;  // where it finished
   int nodes = 0;         // nodes it spanned at the end

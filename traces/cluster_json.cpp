@@ -400,12 +400,23 @@ std::string cluster_timeline_json(const models::ClusterResult& result) {
   return out;
 }
 
+namespace {
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
 std::string cluster_jobs_csv(const models::ClusterResult& result) {
-  std::string csv = "job,arrival_s,start_s,end_s,jct_s,queue_s,gpus,gpu_type,nodes,restarts\n";
+  std::string csv = "job,arrival_s,start_s,end_s,jct_s,queue_s,gpus,end_gpus,gpu_type,nodes,restarts\n";
   for (const models::JobRecord& j : result.jobs) {
     const bool done = j.end_s >= 0;
-    csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", j.id, j.arrival_s, j.start_s, j.end_s, done ? fmt::format("{}", j.end_s - j.arrival_s) : "",
-                       j.start_s >= 0 ? fmt::format("{}", j.start_s - j.arrival_s) : "", j.gpus, j.gpu_type, j.nodes, j.restarts);
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(j.id), j.arrival_s, j.start_s, j.end_s,
+                       done ? fmt::format("{}", j.end_s - j.arrival_s) : "", j.start_s >= 0 ? fmt::format("{}", j.start_s - j.arrival_s) : "",
+                       j.gpus, j.end_gpus, j.gpu_type, j.nodes, j.restarts);
   }
   return csv;
 }

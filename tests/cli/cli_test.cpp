@@ -673,7 +673,7 @@ TEST_CASE("orrery cluster --timeline and orrery compare on a cluster scenario") 
   CHECK(gpu_seconds["c"] == doctest::Approx(120));  // 2 GPUs for 60 s: half speed while spread
   CHECK(gpu_seconds["d"] == doctest::Approx(40));
   const std::string jobs = slurp("tl.csv");
-  CHECK(jobs.find("c,10,10,70,60,0,2,a100,2,0") != std::string::npos);
+  CHECK(jobs.find("c,10,10,70,60,0,2,2,a100,2,0") != std::string::npos);
 
   const Result cmp = run({"compare", "tl-cluster.json", "--policies", "fifo,sjf", "--report", "cmp.json"});
   REQUIRE(cmp.code == 0);

@@ -122,7 +122,9 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
   // No range: the upgrade trial doubles it onto the idle GPUs (linear scaling: twice as fast).
   models::ClusterSim free_sim(c, {a}, t, *arena, restart(0));
-  CHECK(free_sim.run().jobs[0].end_s == doctest::Approx(500));
+  const auto grown = free_sim.run();
+  CHECK(grown.jobs[0].end_s == doctest::Approx(500));
+  CHECK(grown.jobs[0].end_gpus == 8);
   // Elastic 2..4: it stays at 4.
   a.min_gpus = 2;
   a.max_gpus = 4;
@@ -130,6 +132,7 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   models::ClusterSim capped(c, {a}, t, *arena2, restart(0));
   const auto r = capped.run();
   CHECK(r.jobs[0].end_s == doctest::Approx(1000));
+  CHECK(r.jobs[0].end_gpus == 4);
 }
 
 TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {
