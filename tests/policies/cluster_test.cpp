@@ -267,25 +267,23 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
     CHECK(r.jobs[2].nodes == 2);
     CHECK(r.jobs[2].end_s == doctest::Approx(21));
   }
-  {
-    // When B leaves at 10 s, C (spread) moves onto node 1 alone: a 10 s restart, then full speed.
-    // Work left at 10 s: 1000 - 9 x 0.5 = 995.5 s, so C ends at 10 + 10 + 995.5.
+  // A holds 3 GPUs of node 0, B 3 of node 1 until 10 s; C (2 GPUs, arriving at 1 s) spans both.
+  const auto consolidating = [&](double c_seconds) {
     ConsolidatingFifo s;
-    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 1000)}, half, s, restart(10));
-    const auto r = sim.run();
-    CHECK(r.migrations == 1);
-    CHECK(r.jobs[2].restarts == 1);
-    CHECK(r.jobs[2].nodes == 1);
-    CHECK(r.jobs[2].end_s == doctest::Approx(1015.5));
-  }
-  {
-    // No migration when it would not pay: C has almost no work left.
-    ConsolidatingFifo s;
-    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, 5)}, half, s, restart(10));
-    const auto r = sim.run();
-    CHECK(r.migrations == 0);
-    CHECK(r.jobs[2].end_s == doctest::Approx(11));
-  }
+    models::ClusterSim sim(c, {job("A", 0, 3, 5000), job("B", 0, 3, 10), job("C", 1, 2, c_seconds)}, half, s, restart(10));
+    return sim.run();
+  };
+  // When B leaves at 10 s, C moves onto node 1 alone: a 10 s restart, then full speed. Work
+  // left at 10 s: 1000 - 9 x 0.5 = 995.5 s, so C ends at 10 + 10 + 995.5.
+  const auto moved = consolidating(1000);
+  CHECK(moved.migrations == 1);
+  CHECK(moved.jobs[2].restarts == 1);
+  CHECK(moved.jobs[2].nodes == 1);
+  CHECK(moved.jobs[2].end_s == doctest::Approx(1015.5));
+  // No migration when it would not pay: C has almost no work left.
+  const auto stayed = consolidating(5);
+  CHECK(stayed.migrations == 0);
+  CHECK(stayed.jobs[2].end_s == doctest::Approx(11));
 }
 
 TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-min fairly") {
