@@ -403,4 +403,72 @@ LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, c
   return out;
 }
 
+// ---------------------------------------------------------------------------------------
+// Batches
+
+void MultimodalMix::validate(std::string_view source, std::string_view where) const {
+  const auto bad = [&](std::string_view field, const std::string& expected) {
+    throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), "expected " + expected);
+  };
+  if (samples < 1) bad("samples", "1 or more samples per batch");
+  if (!(text_median >= 1 && text_p99 > text_median && text_p99 < 32768)) bad("text_p99", "1 <= text_median < text_p99 < 32768");
+  for (const auto& [name, v] : {std::pair{"text_only", text_only}, std::pair{"video_fraction", video_fraction}, std::pair{"audio_fraction", audio_fraction}}) {
+    if (!(v >= 0 && v <= 1)) bad(name, "a probability in [0, 1]");
+  }
+  if (!(images_mean == 0 || (images_mean >= 1 && images_mean <= 16))) bad("images_mean", "0 (no images) or 1 to 16 images per image sample");
+  if (resolutions.empty()) bad("resolutions", "at least one [height, width]");
+  for (const ImageSize& r : resolutions) {
+    if (r.height < 1 || r.width < 1) bad("resolutions", "positive [height, width] pairs");
+  }
+  if (!(frames_median >= 1 && frames_p99 > frames_median && frames_max > frames_p99)) bad("frames_p99", "1 <= frames_median < frames_p99 < frames_max");
+  if (video_resolution.height < 1 || video_resolution.width < 1) bad("video_resolution", "a positive [height, width]");
+  if (!(audio_median_s > 0 && audio_median_s < 100)) bad("audio_median_s", "a median clip length in (0, 100) seconds");
+}
+
+MultimodalBatchGenerator::MultimodalBatchGenerator(MultimodalMix mix, std::uint64_t seed)
+    : mix_(std::move(mix)),
+      state_(seed * 0x9E3779B97F4A7C15ULL + 1),
+      text_(DocLengthModel::lognormal(mix_.text_median, mix_.text_p99, 32768), seed),
+      frames_(DocLengthModel::lognormal_pareto(mix_.frames_median, mix_.frames_p99, mix_.frames_max), seed + 1),
+      audio_(DocLengthModel::lognormal(mix_.audio_median_s * 100, mix_.audio_median_s * 300, 30000), seed + 2) {
+  mix_.validate("<multimodal mix>", "");
+}
+
+double MultimodalBatchGenerator::uniform() {
+  // splitmix64: a fixed sequence on every platform.
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+int MultimodalBatchGenerator::poisson(double mean) {
+  // Knuth's product of uniforms; means here are small (< 16).
+  const double limit = std::exp(-mean);
+  int k = 0;
+  for (double p = uniform(); p > limit; p *= uniform()) ++k;
+  return k;
+}
+
+std::vector<MultimodalSample> MultimodalBatchGenerator::next() {
+  std::vector<MultimodalSample> batch(static_cast<std::size_t>(mix_.samples));
+  for (MultimodalSample& x : batch) {
+    x.text_tokens = text_.next();
+    if (uniform() >= mix_.text_only) {
+      if (uniform() < mix_.video_fraction) {
+        x.videos.push_back({static_cast<int>(frames_.next()), mix_.video_resolution.height, mix_.video_resolution.width});
+      } else if (mix_.images_mean > 0) {
+        const int n = std::min(16, 1 + poisson(mix_.images_mean - 1));
+        for (int i = 0; i < n; ++i) {
+          const auto pick = std::min(mix_.resolutions.size() - 1, static_cast<std::size_t>(uniform() * static_cast<double>(mix_.resolutions.size())));
+          x.images.push_back(mix_.resolutions[pick]);
+        }
+      }
+      if (uniform() < mix_.audio_fraction) x.audio_seconds.push_back(static_cast<double>(audio_.next()) / 100.0);
+    }
+  }
+  return batch;
+}
+
 }  // namespace orrery::models

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "models/cost.hpp"
+#include "models/doc_lengths.hpp"
 #include "models/llm.hpp"
 
 #include <cstdint>
@@ -97,6 +98,46 @@ struct MultimodalSample {
 // Throws InputError (at `where`) when a sample brings a modality no module of the model takes
 // (images or video without a vision encoder or video DiT, audio without an audio encoder).
 void check_modalities(const MultimodalModel& m, const std::vector<MultimodalSample>& samples, std::string_view source, std::string_view where);
+
+// A seeded generator of global batches with a documented modality mix; the same seed gives the
+// same batches on every platform.
+//   - text tokens per sample: lognormal with `text_median` and `text_p99` (cut at 32K);
+//   - a sample is text-only with probability `text_only`; otherwise it carries a video with
+//     probability `video_fraction`, else 1 + Poisson(images_mean - 1) images (at most 16; none
+//     when images_mean is 0), each at
+//     a resolution drawn uniformly from `resolutions`; with probability `audio_fraction` it also
+//     carries an audio clip of lognormal length (`audio_median_s`, p99 3x that, cut at 300 s);
+//   - video frames: lognormal + Pareto tail with `frames_median`, `frames_p99`, cut at
+//     `frames_max`, at `video_resolution`.
+// T2V batches: text_only 0, video_fraction 1, a prompt of ~256 tokens.
+struct MultimodalMix {
+  int samples = 32;  // per global batch
+  double text_median = 512, text_p99 = 4096;
+  double text_only = 0.3;
+  double images_mean = 1.5;
+  std::vector<ImageSize> resolutions = {{448, 448}, {672, 672}, {896, 896}, {1344, 1344}};
+  double video_fraction = 0.1;
+  double frames_median = 16, frames_p99 = 256;
+  int frames_max = 768;
+  ImageSize video_resolution = {448, 448};
+  double audio_fraction = 0;
+  double audio_median_s = 10;
+  // Throws InputError at `where` naming the bad field.
+  void validate(std::string_view source, std::string_view where) const;
+};
+
+class MultimodalBatchGenerator {
+ public:
+  MultimodalBatchGenerator(MultimodalMix mix, std::uint64_t seed);
+  std::vector<MultimodalSample> next();
+
+ private:
+  double uniform();  // in [0, 1)
+  int poisson(double mean);
+  MultimodalMix mix_;
+  std::uint64_t state_;
+  DocSampler text_, frames_, audio_;
+};
 
 // What one module does for a set of samples: its attention documents and its tokens.
 struct ModuleWork {

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace orrery;
 using models::ModuleKind;
 using models::MultimodalSample;
@@ -96,4 +98,40 @@ TEST_CASE("multimodal validation: cycles, dangling modules, missing encoders") {
   CHECK_THROWS_WITH_AS(models::validate_multimodal(loose, "m.json", "/model"), doctest::Contains("feeds nothing"), sim::InputError);
   CHECK_THROWS_WITH_AS(models::check_modalities(m, {sample(10), sample(5, {}, {}, {3.0})}, "b.jsonl", "line 4/samples"),
                        doctest::Contains("b.jsonl:line 4/samples/1: the sample brings audio"), sim::InputError);
+}
+
+TEST_CASE("multimodal batch generator: seeded, the documented mix") {
+  models::MultimodalMix mix;  // defaults: 30% text-only, 10% video, 1.5 images per image sample
+  models::MultimodalBatchGenerator a(mix, 7), b(mix, 7), c(mix, 8);
+  std::size_t samples = 0, text_only = 0, video = 0, image_samples = 0, images = 0;
+  std::vector<std::int64_t> frames;
+  bool differs = false;
+  for (int k = 0; k < 300; ++k) {
+    const auto x = a.next(), y = b.next(), z = c.next();
+    REQUIRE(x.size() == 32);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      CHECK(x[i].text_tokens == y[i].text_tokens);
+      CHECK(x[i].images.size() == y[i].images.size());
+      differs = differs || x[i].text_tokens != z[i].text_tokens;
+      ++samples;
+      if (x[i].images.empty() && x[i].videos.empty()) ++text_only;
+      if (!x[i].videos.empty()) {
+        ++video;
+        frames.push_back(x[i].videos[0].frames);
+      }
+      if (!x[i].images.empty()) {
+        ++image_samples;
+        images += x[i].images.size();
+      }
+    }
+  }
+  CHECK(differs);
+  const double n = static_cast<double>(samples);
+  CHECK(static_cast<double>(text_only) / n == doctest::Approx(0.3).epsilon(0.1));
+  CHECK(static_cast<double>(video) / (n - static_cast<double>(text_only)) == doctest::Approx(0.1).epsilon(0.15));
+  CHECK(static_cast<double>(images) / static_cast<double>(image_samples) == doctest::Approx(1.5).epsilon(0.05));
+  std::sort(frames.begin(), frames.end());
+  CHECK(static_cast<double>(frames[frames.size() / 2]) == doctest::Approx(16).epsilon(0.2));
+  mix.text_only = 1.5;
+  CHECK_THROWS_WITH_AS(mix.validate("s.json", "/workload/mix"), doctest::Contains("s.json:/workload/mix/text_only: expected a probability"), sim::InputError);
 }
