@@ -1,0 +1,204 @@
+#include "models/multimodal_pipeline.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace orrery::models {
+
+double PipeRun::bubble_fraction() const {
+  if (busy.empty() || makespan <= 0) return 0;
+  double idle = 0;
+  for (const double b : busy) idle += 1 - b / makespan;
+  return idle / static_cast<double>(busy.size());
+}
+
+double PipeRun::stage_imbalance() const {
+  if (busy.empty()) return 1;
+  const double mean = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(busy.size());
+  return mean > 0 ? *std::max_element(busy.begin(), busy.end()) / mean : 1;
+}
+
+namespace {
+
+// When an op's inputs are on its stage: its dependencies' ends, plus their transfers when they
+// ran elsewhere.
+double ready_time(const PipeProgram& p, const std::vector<double>& end, int op, double p2p) {
+  double t = 0;
+  for (const int d : p.ops[static_cast<std::size_t>(op)].deps) {
+    const PipeNode& dep = p.ops[static_cast<std::size_t>(d)];
+    double arrive = end[static_cast<std::size_t>(d)];
+    if (dep.stage != p.ops[static_cast<std::size_t>(op)].stage && p2p > 0) arrive += dep.out_bytes / p2p;
+    t = std::max(t, arrive);
+  }
+  return t;
+}
+
+void account(const PipeProgram& p, PipeRun& run, std::vector<double>& memory, int op, double start, double end) {
+  const PipeNode& n = p.ops[static_cast<std::size_t>(op)];
+  const auto s = static_cast<std::size_t>(n.stage);
+  run.busy[s] += end - start;
+  run.makespan = std::max(run.makespan, end);
+  run.spans[static_cast<std::size_t>(op)] = {op, start, end};
+  if (!n.backward) {
+    memory[s] += n.activation_bytes;
+    run.peak_memory[s] = std::max(run.peak_memory[s], memory[s]);
+  } else if (n.releases >= 0) {
+    memory[s] -= p.ops[static_cast<std::size_t>(n.releases)].activation_bytes;
+  }
+}
+
+PipeRun empty_run(const PipeProgram& p) {
+  PipeRun run;
+  run.busy.assign(static_cast<std::size_t>(p.stages), 0.0);
+  run.peak_memory.assign(static_cast<std::size_t>(p.stages), 0.0);
+  run.spans.resize(p.ops.size());
+  return run;
+}
+
+}  // namespace
+
+PipeRun run_program(const PipeProgram& p, double p2p) {
+  PipeRun run = empty_run(p);
+  const std::size_t n = p.ops.size();
+  std::vector<double> end(n, -1.0), free(static_cast<std::size_t>(p.stages), 0.0), memory(static_cast<std::size_t>(p.stages), 0.0);
+  std::vector<std::size_t> next(static_cast<std::size_t>(p.stages), 0);
+  std::size_t done = 0;
+  while (done < n) {
+    bool progressed = false;
+    for (int s = 0; s < p.stages; ++s) {
+      const auto& order = p.order[static_cast<std::size_t>(s)];
+      auto& k = next[static_cast<std::size_t>(s)];
+      while (k < order.size()) {
+        const int op = order[k];
+        const auto& deps = p.ops[static_cast<std::size_t>(op)].deps;
+        if (std::any_of(deps.begin(), deps.end(), [&](int d) { return end[static_cast<std::size_t>(d)] < 0; })) break;
+        const double start = std::max(free[static_cast<std::size_t>(s)], ready_time(p, end, op, p2p));
+        end[static_cast<std::size_t>(op)] = start + p.ops[static_cast<std::size_t>(op)].seconds;
+        free[static_cast<std::size_t>(s)] = end[static_cast<std::size_t>(op)];
+        account(p, run, memory, op, start, end[static_cast<std::size_t>(op)]);
+        ++k;
+        ++done;
+        progressed = true;
+      }
+    }
+    ORRERY_CHECK(progressed, "pipeline program deadlocks: {} of {} ops ran", done, n);
+  }
+  return run;
+}
+
+PipeRun schedule_program(PipeProgram& p, double p2p, const std::vector<double>& cap) {
+  PipeRun run = empty_run(p);
+  const std::size_t n = p.ops.size();
+  const auto stages = static_cast<std::size_t>(p.stages);
+  std::vector<double> end(n, -1.0), free(stages, 0.0), memory(stages, 0.0);
+  std::vector<int> missing(n, 0);
+  std::vector<std::vector<int>> dependants(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    missing[i] = static_cast<int>(p.ops[i].deps.size());
+    for (const int d : p.ops[i].deps) dependants[static_cast<std::size_t>(d)].push_back(static_cast<int>(i));
+  }
+  // Ops whose dependencies are all done, per stage, with the time their inputs arrive.
+  std::vector<std::vector<std::pair<int, double>>> ready(stages);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (missing[i] == 0) ready[static_cast<std::size_t>(p.ops[i].stage)].emplace_back(static_cast<int>(i), 0.0);
+  }
+  p.order.assign(stages, {});
+  const auto fits = [&](std::size_t s, int op) {
+    const PipeNode& o = p.ops[static_cast<std::size_t>(op)];
+    return o.backward || cap.empty() || cap[s] <= 0 || memory[s] + o.activation_bytes <= cap[s] || memory[s] == 0;
+  };
+  // Among the stage's ready ops that have arrived by `t` and fit: a backward, else the forward of
+  // lowest priority; ties by op index.
+  const auto choose = [&](std::size_t s, double t) {
+    int best = -1;
+    for (const auto& [op, at] : ready[s]) {
+      if (at > t || !fits(s, op)) continue;
+      const PipeNode& o = p.ops[static_cast<std::size_t>(op)];
+      if (best < 0) {
+        best = op;
+        continue;
+      }
+      const PipeNode& b = p.ops[static_cast<std::size_t>(best)];
+      if (o.backward != b.backward ? o.backward : (o.priority != b.priority ? o.priority < b.priority : op < best)) best = op;
+    }
+    return best;
+  };
+  for (std::size_t done = 0; done < n; ++done) {
+    // The stage that can start something soonest: at max(free, the earliest arrival that fits).
+    std::size_t stage = stages;
+    double start = std::numeric_limits<double>::infinity();
+    for (std::size_t s = 0; s < stages; ++s) {
+      double earliest = std::numeric_limits<double>::infinity();
+      for (const auto& [op, at] : ready[s]) {
+        if (fits(s, op)) earliest = std::min(earliest, at);
+      }
+      const double t = std::max(free[s], earliest);
+      if (t < start) start = t, stage = s;
+    }
+    ORRERY_CHECK(stage < stages, "pipeline schedule stalls: {} of {} ops ran (activation memory too small for any ready forward)", done, n);
+    const int op = choose(stage, start);
+    auto& r = ready[stage];
+    r.erase(std::find_if(r.begin(), r.end(), [&](const auto& e) { return e.first == op; }));
+    const auto u = static_cast<std::size_t>(op);
+    end[u] = start + p.ops[u].seconds;
+    free[stage] = end[u];
+    p.order[stage].push_back(op);
+    account(p, run, memory, op, start, end[u]);
+    for (const int d : dependants[u]) {
+      if (--missing[static_cast<std::size_t>(d)] == 0) {
+        ready[static_cast<std::size_t>(p.ops[static_cast<std::size_t>(d)].stage)].emplace_back(d, ready_time(p, end, d, p2p));
+      }
+    }
+  }
+  return run;
+}
+
+LayerSeconds ModuleCostCache::layer(int module, const std::vector<MultimodalSample>& samples) const {
+  const ModuleWork w = work(module, samples);
+  const ModuleSpec& spec = model_.modules[static_cast<std::size_t>(module)];
+  if (!reuse_) {
+    ++misses_;
+    return module_layer_seconds(spec, w, cost_, tp_, nvlink_);
+  }
+  // Projectors see no documents: their key is their token counts.
+  auto key = std::make_pair(module, w.docs.empty() ? std::vector<std::int64_t>{w.tokens, w.out_tokens} : w.docs);
+  if (const auto it = cache_.find(key); it != cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  const LayerSeconds s = module_layer_seconds(spec, w, cost_, tp_, nvlink_);
+  cache_.emplace(std::move(key), s);
+  return s;
+}
+
+double activation_bytes_per_token(const ModuleSpec& module, int tp) {
+  if (!module.trainable) return 0;
+  return 34.0 * static_cast<double>(module.shape.hidden) / std::max(1, tp);
+}
+
+MultimodalStep multimodal_step(MultimodalPipelinePolicy& policy, const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch,
+                               const ModuleCostCache& costs) {
+  MultimodalStep slowest;
+  std::size_t candidates = 0;
+  double search = 0;
+  for (int r = 0; r < setup.dp; ++r) {
+    std::vector<MultimodalSample> mine;
+    for (std::size_t k = static_cast<std::size_t>(r); k < batch.size(); k += static_cast<std::size_t>(setup.dp)) mine.push_back(batch[k]);
+    if (mine.empty()) continue;
+    MultimodalStep s = policy.rank_step(setup, mine, costs);
+    candidates += s.candidates;
+    search += s.search_s;
+    if (s.step_s > slowest.step_s) slowest = std::move(s);
+  }
+  slowest.candidates = candidates;
+  slowest.search_s = search;
+  return slowest;
+}
+
+double state_bytes_per_param(int tp, int dp) { return (2.0 + 4.0 + 12.0 / std::max(1, dp)) / std::max(1, tp); }
+
+}  // namespace orrery::models

@@ -1,0 +1,476 @@
+#include "policies/multimodal.hpp"
+
+#include "policies/pipeline.hpp"
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace orrery::policies {
+
+namespace {
+
+using models::ModuleCostCache;
+using models::ModuleKind;
+using models::MultimodalSample;
+using models::MultimodalSetup;
+using models::MultimodalStep;
+using models::PipeNode;
+using models::PipeProgram;
+
+std::size_t u(int i) { return static_cast<std::size_t>(i); }
+
+// A run of layers of one module (a projector counts as one layer).
+struct Unit {
+  int module = 0;
+  int layers = 0;
+};
+using Partition = std::vector<std::vector<Unit>>;  // per stage (or chunk)
+
+int unit_layers(const models::ModuleSpec& m) { return m.kind == ModuleKind::projector ? 1 : m.shape.layers; }
+
+double layer_params(const models::ModuleSpec& m) {
+  if (m.kind == ModuleKind::projector) {
+    const double inner = static_cast<double>(m.projector_hidden > 0 ? m.projector_hidden : m.shape.hidden);
+    return static_cast<double>(m.shape.ffn_hidden) * inner + (m.projector_hidden > 0 ? inner * static_cast<double>(m.shape.hidden) : 0.0);
+  }
+  return static_cast<double>(m.shape.attention_params() + m.shape.dense_mlp_params());
+}
+
+// Splits a list of single layers into `parts` contiguous runs, merging runs of one module.
+Partition split(const std::vector<int>& layers_of, const std::vector<double>& cost, int parts) {
+  if (parts < 1 || static_cast<std::size_t>(parts) > layers_of.size()) {
+    throw sim::InputError("<scenario>", "/multimodal/pp",
+                          fmt::format("found {} pipeline parts for {} layers: more stages than the model (or the part) has layers", parts, layers_of.size()));
+  }
+  const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
+  Partition out(u(parts));
+  std::size_t k = 0;
+  double done = 0;
+  for (int s = 0; s < parts; ++s) {
+    const auto must_leave = static_cast<std::size_t>(parts - s - 1);
+    const double target = total * (s + 1) / parts;
+    // At least one layer per part; then take layers while the running cost stays nearer the
+    // part's share than without it.
+    do {
+      const int m = layers_of[k];
+      if (!out[u(s)].empty() && out[u(s)].back().module == m) {
+        ++out[u(s)].back().layers;
+      } else {
+        out[u(s)].push_back({m, 1});
+      }
+      done += cost[k];
+      ++k;
+    } while (k < layers_of.size() && layers_of.size() - k > must_leave && (s + 1 == parts || done + cost[k] / 2 <= target));
+  }
+  return out;
+}
+
+// Every module's layers in order, as single layers, with a cost each.
+void flatten(const models::MultimodalModel& m, const std::vector<int>& modules, const std::vector<double>& layer_cost, std::vector<int>& layers_of,
+             std::vector<double>& cost) {
+  for (const int i : modules) {
+    for (int l = 0; l < unit_layers(m.modules[u(i)]); ++l) {
+      layers_of.push_back(i);
+      cost.push_back(layer_cost[u(i)]);
+    }
+  }
+}
+
+// The GPU memory left for activations on each stage after weights, gradients and optimizer
+// state; InputError when a stage's state alone does not fit.
+std::vector<double> activation_caps(const MultimodalSetup& setup, const std::vector<double>& stage_params) {
+  std::vector<double> cap;
+  for (std::size_t s = 0; s < stage_params.size(); ++s) {
+    const double state = stage_params[s] * models::state_bytes_per_param(setup.tp, setup.dp);
+    const double left = 0.9 * setup.hbm_bytes - state;
+    if (setup.hbm_bytes > 0 && left <= 0) {
+      throw sim::InputError("<scenario>", "/multimodal",
+                            fmt::format("a partition that cannot fit memory: stage {} holds {:.1f} GB of weights, gradients and optimizer state "
+                                        "(tp {}, dp {}), more than 90% of the GPU's {:.1f} GB",
+                                        s, state / 1e9, setup.tp, setup.dp, setup.hbm_bytes / 1e9));
+    }
+    cap.push_back(setup.hbm_bytes > 0 ? left : 0.0);
+  }
+  return cap;
+}
+
+double stage_param_count(const models::MultimodalModel& m, const std::vector<Unit>& units) {
+  double n = 0;
+  for (const Unit& x : units) {
+    n += x.layers * layer_params(m.modules[u(x.module)]);
+    if (m.modules[u(x.module)].kind == ModuleKind::llm && x.layers > 0) n += static_cast<double>(m.modules[u(x.module)].shape.embedding_params()) / 2;
+  }
+  return n;
+}
+
+// Per-layer cost (forward + backward) of each module over a profiling set of samples.
+std::vector<double> profiled_layer_cost(const models::MultimodalModel& m, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) {
+  std::vector<double> c;
+  for (std::size_t i = 0; i < m.modules.size(); ++i) c.push_back(costs.layer(static_cast<int>(i), profile).total());
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// Static partitions with 1F1B over fixed micro-batches.
+
+class StaticPipeline : public models::MultimodalPipelinePolicy {
+ public:
+  MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
+    const models::MultimodalModel& m = *setup.model;
+    std::vector<std::vector<MultimodalSample>> mbs;
+    for (std::size_t k = 0; k < samples.size(); k += u(setup.micro_batch)) {
+      mbs.emplace_back(samples.begin() + static_cast<std::ptrdiff_t>(k),
+                       samples.begin() + static_cast<std::ptrdiff_t>(std::min(samples.size(), k + u(setup.micro_batch))));
+    }
+    const int p = setup.pp, nmb = static_cast<int>(mbs.size());
+    PipeProgram prog;
+    prog.stages = p;
+    const auto fwd = [&](int s, int mb) { return mb * 2 * p + s; };
+    const auto bwd = [&](int s, int mb) { return mb * 2 * p + p + s; };
+    prog.ops.resize(u(2 * p * nmb));
+    for (int mb = 0; mb < nmb; ++mb) {
+      for (int s = 0; s < p; ++s) {
+        PipeNode f, b;
+        f.stage = b.stage = s;
+        b.backward = true;
+        for (const Unit& x : partition_[u(s)]) {
+          const models::LayerSeconds ls = costs.layer(x.module, mbs[u(mb)]);
+          f.seconds += x.layers * ls.f;
+          b.seconds += x.layers * (ls.b + ls.w);
+          const models::ModuleWork w = costs.work(x.module, mbs[u(mb)]);
+          f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp) * static_cast<double>(w.tokens);
+          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp;
+        }
+        b.out_bytes = s > 0 ? prog.ops[u(fwd(s - 1, mb))].out_bytes : 0;
+        if (s > 0) f.deps.push_back(fwd(s - 1, mb));
+        b.deps.push_back(fwd(s, mb));
+        if (s + 1 < p) b.deps.push_back(bwd(s + 1, mb));
+        b.releases = fwd(s, mb);
+        f.label = fmt::format("F s{} mb{}", s, mb);
+        b.label = fmt::format("B s{} mb{}", s, mb);
+        prog.ops[u(fwd(s, mb))] = std::move(f);
+        prog.ops[u(bwd(s, mb))] = std::move(b);
+      }
+    }
+    const models::PipelinePlan plan = schedule_->plan({p, nmb, 1}, "<multimodal>", "/schedule");
+    prog.order.assign(u(p), {});
+    for (int s = 0; s < p; ++s) {
+      for (const models::PipeOp& op : plan[u(s)]) prog.order[u(s)].push_back(op.kind == models::PipeOpKind::forward ? fwd(s, op.micro_batch) : bwd(s, op.micro_batch));
+    }
+    MultimodalStep out;
+    out.run = models::run_program(prog, setup.p2p);
+    out.step_s = out.run.makespan;
+    out.bubble_fraction = out.run.bubble_fraction();
+    out.stage_imbalance = out.run.stage_imbalance();
+    out.program = std::move(prog);
+    return out;
+  }
+
+ protected:
+  void set_partition(const MultimodalSetup& setup, Partition partition) {
+    std::vector<double> params;
+    for (const auto& stage : partition) {
+      ORRERY_CHECK(!stage.empty(), "empty pipeline stage in a partition of {} stages", setup.pp);
+      params.push_back(stage_param_count(*setup.model, stage));
+    }
+    activation_caps(setup, params);
+    partition_ = std::move(partition);
+    schedule_ = pipeline_schedules().create("1f1b", {}, {"<multimodal>", "/schedule"});
+  }
+  Partition partition_;
+  std::unique_ptr<models::PipelineSchedule> schedule_;
+};
+
+class Megatron final : public StaticPipeline {
+ public:
+  std::string_view name() const override { return "megatron-1f1b"; }
+  void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>&, const ModuleCostCache&) override {
+    const models::MultimodalModel& m = *setup.model;
+    std::vector<int> all(m.modules.size());
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<int> layers_of;
+    std::vector<double> cost;
+    flatten(m, all, std::vector<double>(m.modules.size(), 1.0), layers_of, cost);  // by count
+    set_partition(setup, split(layers_of, cost, setup.pp));
+  }
+};
+
+class ModalityStatic final : public StaticPipeline {
+ public:
+  std::string_view name() const override { return "modality-static"; }
+  void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) override {
+    const models::MultimodalModel& m = *setup.model;
+    const std::vector<double> c = profiled_layer_cost(m, profile, costs);
+    const int sink = static_cast<int>(m.modules.size()) - 1;
+    std::vector<int> enc(u(sink));
+    std::iota(enc.begin(), enc.end(), 0);
+    std::vector<int> enc_layers, sink_layers;
+    std::vector<double> enc_cost, sink_cost;
+    flatten(m, enc, c, enc_layers, enc_cost);
+    flatten(m, {sink}, c, sink_layers, sink_cost);
+    const double ca = std::accumulate(enc_cost.begin(), enc_cost.end(), 0.0), cb = std::accumulate(sink_cost.begin(), sink_cost.end(), 0.0);
+    const int p = setup.pp;
+    if (p == 1 || enc_layers.empty() || ca <= 0) {
+      std::vector<int> all = enc_layers;
+      all.insert(all.end(), sink_layers.begin(), sink_layers.end());
+      std::vector<double> cost = enc_cost;
+      cost.insert(cost.end(), sink_cost.begin(), sink_cost.end());
+      set_partition(setup, split(all, cost, p));
+      return;
+    }
+    const int pa = std::clamp(static_cast<int>(std::lround(p * ca / (ca + cb))), 1, p - 1);
+    Partition a = split(enc_layers, enc_cost, pa), b = split(sink_layers, sink_cost, p - pa);
+    a.insert(a.end(), b.begin(), b.end());
+    set_partition(setup, std::move(a));
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// PipeWeaver
+
+class PipeWeaver final : public models::MultimodalPipelinePolicy {
+ public:
+  explicit PipeWeaver(double efficiency, int extra_segments) : efficiency_(efficiency), extra_segments_(extra_segments) {}
+  std::string_view name() const override { return "pipeweaver"; }
+
+  void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) override {
+    const models::MultimodalModel& m = *setup.model;
+    const int p = setup.pp;
+    const int sink = static_cast<int>(m.modules.size()) - 1;
+    const std::vector<double> c = profiled_layer_cost(m, profile, costs);
+    modalities_.clear();
+    // A modality: an encoder (or frozen text encoder) with its projector, or the backbone.
+    for (int i = 0; i <= sink; ++i) {
+      const models::ModuleSpec& s = m.modules[u(i)];
+      if (s.kind == ModuleKind::projector) continue;
+      Modality mod;
+      mod.modules = {i};
+      for (const models::ModuleEdge& e : m.edges) {
+        if (e.from == i && m.modules[u(e.to)].kind == ModuleKind::projector) mod.modules.push_back(e.to);
+      }
+      mod.trainable = s.trainable;
+      mod.sink = i == sink;
+      for (const int x : mod.modules) mod.latency += unit_layers(m.modules[u(x)]) * c[u(x)];
+      modalities_.push_back(std::move(mod));
+    }
+    // Segments in proportion to latency (largest remainder), at least one each, and no more
+    // chunks than layers.
+    const int total = static_cast<int>(modalities_.size()) + extra_segments_;
+    double lat = 0;
+    for (const Modality& x : modalities_) lat += x.latency;
+    std::vector<std::pair<double, std::size_t>> remainder;
+    int given = 0;
+    for (std::size_t i = 0; i < modalities_.size(); ++i) {
+      Modality& x = modalities_[i];
+      const double share = lat > 0 ? total * x.latency / lat : 1.0;
+      x.segments = std::max(1, static_cast<int>(share));
+      given += x.segments;
+      remainder.emplace_back(-(share - std::floor(share)), i);
+    }
+    std::sort(remainder.begin(), remainder.end());
+    for (std::size_t k = 0; given < total && k < remainder.size(); ++k, ++given) ++modalities_[remainder[k].second].segments;
+    std::vector<double> stage_params(u(p), 0.0);
+    for (Modality& x : modalities_) {
+      std::vector<int> layers_of;
+      std::vector<double> cost;
+      flatten(m, x.modules, c, layers_of, cost);
+      x.segments = std::max(1, std::min(x.segments, static_cast<int>(layers_of.size()) / p));
+      const int chunks = std::min(static_cast<int>(layers_of.size()), x.segments * p);
+      x.chunks = split(layers_of, cost, chunks);
+      for (int ch = 0; ch < chunks; ++ch) stage_params[u(ch % p)] += stage_param_count(m, x.chunks[u(ch)]);
+      x.sub_batch = sub_batch_size(m, x, profile, costs);
+    }
+    caps_ = activation_caps(setup, stage_params);
+  }
+
+  MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    // Candidates: every ordering of the modalities, each in two priority styles.
+    std::vector<int> order(modalities_.size());
+    std::iota(order.begin(), order.end(), 0);
+    MultimodalStep best;
+    std::size_t candidates = 0;
+    do {
+      for (const bool modality_major : {true, false}) {
+        PipeProgram prog = build(setup, samples, costs, order, modality_major);
+        const models::PipeRun run = models::schedule_program(prog, setup.p2p, caps_);
+        ++candidates;
+        if (best.program.ops.empty() || run.makespan < best.step_s - 1e-12) {
+          best.step_s = run.makespan;
+          best.run = run;
+          best.program = std::move(prog);
+        }
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+    best.bubble_fraction = best.run.bubble_fraction();
+    best.stage_imbalance = best.run.stage_imbalance();
+    best.candidates = candidates;
+    best.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return best;
+  }
+
+ private:
+  struct Modality {
+    std::vector<int> modules;  // the main module, then its projector
+    bool trainable = true, sink = false;
+    double latency = 0;
+    int segments = 1;
+    Partition chunks;          // chunk c on stage c mod pp
+    int sub_batch = 1;         // items (samples carrying the modality) per sub-micro-batch
+  };
+
+  // Does the sample feed this modality?
+  static bool carries(const models::MultimodalModel& m, const Modality& x, const MultimodalSample& s) {
+    switch (m.modules[u(x.modules[0])].kind) {
+      case ModuleKind::vision_encoder: return !s.images.empty() || !s.videos.empty();
+      case ModuleKind::audio_encoder: return !s.audio_seconds.empty();
+      default: return true;
+    }
+  }
+
+  // The smallest sub-micro-batch whose tokens per second on the modality's main module stay
+  // within `efficiency_` of the best size's (sizes 1, 2, 4, ... 64 items of the profile).
+  int sub_batch_size(const models::MultimodalModel& m, const Modality& x, const std::vector<MultimodalSample>& profile,
+                     const ModuleCostCache& costs) const {
+    std::vector<MultimodalSample> items;
+    for (const MultimodalSample& s : profile) {
+      if (carries(m, x, s)) items.push_back(s);
+    }
+    if (items.empty()) return 1;
+    std::vector<std::pair<int, double>> rate;
+    for (int b = 1; b <= 64 && b <= static_cast<int>(items.size()); b *= 2) {
+      const std::vector<MultimodalSample> first(items.begin(), items.begin() + b);
+      const double t = costs.layer(x.modules[0], first).total();
+      rate.emplace_back(b, t > 0 ? static_cast<double>(costs.work(x.modules[0], first).tokens) / t : 0.0);
+    }
+    double peak = 0;
+    for (const auto& [b, r] : rate) peak = std::max(peak, r);
+    for (const auto& [b, r] : rate) {
+      if (r >= efficiency_ * peak) return b;
+    }
+    return rate.back().first;
+  }
+
+  PipeProgram build(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs,
+                    const std::vector<int>& rank, bool modality_major) const {
+    const models::MultimodalModel& m = *setup.model;
+    const int p = setup.pp;
+    PipeProgram prog;
+    prog.stages = p;
+    struct Sub {
+      std::vector<int> samples;  // indices into `samples`
+      std::vector<MultimodalSample> content;
+    };
+    std::vector<std::vector<Sub>> subs(modalities_.size());
+    std::vector<std::vector<std::vector<int>>> fwd(modalities_.size()), bwd(modalities_.size());  // [modality][chunk][sub] -> op
+    std::size_t sink = 0;
+    for (std::size_t i = 0; i < modalities_.size(); ++i) {
+      const Modality& x = modalities_[i];
+      if (x.sink) sink = i;
+      for (std::size_t k = 0; k < samples.size(); ++k) {
+        if (!carries(m, x, samples[k])) continue;
+        if (subs[i].empty() || static_cast<int>(subs[i].back().samples.size()) == x.sub_batch) subs[i].emplace_back();
+        subs[i].back().samples.push_back(static_cast<int>(k));
+        subs[i].back().content.push_back(samples[k]);
+      }
+    }
+    const auto position = [&](std::size_t i) { return static_cast<double>(std::find(rank.begin(), rank.end(), static_cast<int>(i)) - rank.begin()); };
+    for (std::size_t i = 0; i < modalities_.size(); ++i) {
+      const Modality& x = modalities_[i];
+      const auto nsub = subs[i].size();
+      const auto nchunk = x.chunks.size();
+      fwd[i].assign(nchunk, std::vector<int>(nsub, -1));
+      bwd[i].assign(nchunk, std::vector<int>(nsub, -1));
+      for (std::size_t j = 0; j < nsub; ++j) {
+        for (std::size_t c = 0; c < nchunk; ++c) {
+          PipeNode f, b;
+          f.stage = b.stage = static_cast<int>(c % u(p));
+          b.backward = true;
+          for (const Unit& unit : x.chunks[c]) {
+            const models::LayerSeconds ls = costs.layer(unit.module, subs[i][j].content);
+            const models::ModuleWork w = costs.work(unit.module, subs[i][j].content);
+            f.seconds += unit.layers * ls.f;
+            b.seconds += unit.layers * (ls.b + ls.w);
+            f.activation_bytes += unit.layers * models::activation_bytes_per_token(m.modules[u(unit.module)], setup.tp) * static_cast<double>(w.tokens);
+            f.out_bytes = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp;
+          }
+          // Priority among ready forwards: by modality rank then sub-micro-batch (modality-major),
+          // or by progress through the batch then modality rank.
+          const double progress = static_cast<double>(j) / static_cast<double>(nsub);
+          f.priority = modality_major ? position(i) * 1e6 + static_cast<double>(j) * 1e3 + static_cast<double>(c)
+                                      : progress * 1e6 + position(i) * 1e3 + static_cast<double>(c);
+          f.label = fmt::format("F {} c{} sub{}", m.modules[u(x.modules[0])].name, c, j);
+          fwd[i][c][j] = static_cast<int>(prog.ops.size());
+          if (c > 0) f.deps.push_back(fwd[i][c - 1][j]);
+          prog.ops.push_back(std::move(f));
+          if (x.trainable) {
+            b.label = fmt::format("B {} c{} sub{}", m.modules[u(x.modules[0])].name, c, j);
+            b.releases = fwd[i][c][j];
+            bwd[i][c][j] = static_cast<int>(prog.ops.size());
+            prog.ops.push_back(std::move(b));
+          }
+        }
+      }
+    }
+    // Dependencies: chunk order inside a modality, and between the encoders and the backbone
+    // through the samples they share.
+    const auto shares = [](const Sub& a, const Sub& b) {
+      return std::any_of(a.samples.begin(), a.samples.end(), [&](int s) { return std::find(b.samples.begin(), b.samples.end(), s) != b.samples.end(); });
+    };
+    for (std::size_t i = 0; i < modalities_.size(); ++i) {
+      const Modality& x = modalities_[i];
+      const std::size_t last = x.chunks.size() - 1;
+      for (std::size_t j = 0; j < subs[i].size(); ++j) {
+        for (std::size_t c = 0; c <= last && x.trainable; ++c) {
+          PipeNode& b = prog.ops[u(bwd[i][c][j])];
+          b.deps.push_back(fwd[i][c][j]);
+          if (c < last) b.deps.push_back(bwd[i][c + 1][j]);
+          b.out_bytes = c > 0 ? prog.ops[u(fwd[i][c - 1][j])].out_bytes : 0;
+        }
+        if (i == sink) continue;
+        for (std::size_t k = 0; k < subs[sink].size(); ++k) {
+          if (!shares(subs[i][j], subs[sink][k])) continue;
+          prog.ops[u(fwd[sink][0][k])].deps.push_back(fwd[i][last][j]);
+          if (x.trainable && modalities_[sink].trainable) prog.ops[u(bwd[i][last][j])].deps.push_back(bwd[sink][0][k]);
+        }
+      }
+    }
+    return prog;
+  }
+
+  double efficiency_;
+  int extra_segments_;
+  std::vector<Modality> modalities_;
+  std::vector<double> caps_;
+};
+
+}  // namespace
+
+const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
+  static const sim::Registry<models::MultimodalPipelinePolicy> registry = [] {
+    sim::Registry<models::MultimodalPipelinePolicy> r("multimodal pipeline policy");
+    r.add({"megatron-1f1b", "Megatron-LM: layers split evenly by count over the stages (encoders included), fixed micro-batches, 1F1B", {},
+           [](const sim::Params&) { return std::make_unique<Megatron>(); }});
+    r.add({"modality-static", "Optimus/nnScaler: encoders on their own stages, stages shared by profiled compute, 1F1B", {},
+           [](const sim::Params&) { return std::make_unique<ModalityStatic>(); }});
+    r.add({"pipeweaver", "PipeWeaver: modality-aware chunks and sub-micro-batches, a per-batch schedule search on the pipeline emulator",
+           {{"efficiency", sim::ParamType::number, 0.95, "the fraction of peak kernel efficiency a sub-micro-batch keeps"},
+            {"extra_segments", sim::ParamType::integer, std::int64_t{1}, "segments beyond one per modality, shared by latency"}},
+           [](const sim::Params& p) {
+             const double e = p.get_number("efficiency");
+             if (!(e > 0 && e <= 1)) throw sim::InputError("<policy>", "pipeweaver/efficiency", fmt::format("found {}, expected (0, 1]", e));
+             const std::int64_t k = p.get_int("extra_segments");
+             if (k < 0 || k > 16) throw sim::InputError("<policy>", "pipeweaver/extra_segments", fmt::format("found {}, expected 0 to 16", k));
+             return std::make_unique<PipeWeaver>(e, static_cast<int>(k));
+           }});
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace orrery::policies
