@@ -6,7 +6,9 @@
 
 #include "models/balance.hpp"
 #include "models/doc_lengths.hpp"
+#include "models/multimodal_pipeline.hpp"
 #include "policies/cluster.hpp"
+#include "policies/multimodal.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/sequence.hpp"
 #include "sim/error.hpp"
@@ -15,6 +17,8 @@
 #include "traces/curves_json.hpp"
 #include "traces/doclens.hpp"
 #include "traces/hardware_json.hpp"
+#include "traces/multimodal_batches.hpp"
+#include "traces/multimodal_json.hpp"
 #include "traces/report.hpp"
 #include "traces/step_json.hpp"
 
@@ -22,6 +26,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <ostream>
@@ -234,7 +239,119 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// Multimodal scenarios: the same batches under each pipeline policy.
+void compare_multimodal(const CompareOptions& o, std::ostream& out) {
+  if (o.steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", o.steps));
+  const std::string list = o.policies.empty() ? "megatron-1f1b,modality-static,pipeweaver" : o.policies;
+  const std::vector<PolicySpec> specs = parse_policies(list);
+  std::vector<std::unique_ptr<models::MultimodalPipelinePolicy>> policies;
+  for (const PolicySpec& s : specs) policies.push_back(policies::multimodal_pipelines().create(s.name, s.params, {"<command line>", "--policies"}));
+  const traces::MultimodalScenario sc = traces::load_multimodal_scenario(o.scenario_path);
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+  models::MultimodalSetup setup;
+  setup.model = &sc.model;
+  setup.cost = &cost;
+  setup.tp = sc.tp;
+  setup.pp = sc.pp;
+  setup.dp = sc.dp;
+  setup.micro_batch = sc.micro_batch;
+  setup.nvlink = sc.nvlink;
+  setup.p2p = sc.p2p;
+  setup.hbm_bytes = sc.gpu.hbm_bytes;
+  setup.source = o.scenario_path;
+  // The batches: the trace's in turn, or the generator's; the first also profiles the static
+  // decisions (partitions, sub-micro-batch sizes).
+  std::vector<std::vector<models::MultimodalSample>> batches;
+  if (!sc.trace_path.empty()) {
+    for (traces::MultimodalBatch& b : traces::load_multimodal_batches(sc.trace_path)) {
+      models::check_modalities(sc.model, b.samples, sc.trace_path, fmt::format("line {}/samples", b.line));
+      batches.push_back(std::move(b.samples));
+    }
+  } else {
+    models::MultimodalBatchGenerator gen(sc.mix, sc.seed);
+    for (int k = 0; k < std::min(o.steps, 1000); ++k) batches.push_back(gen.next());
+    models::check_modalities(sc.model, batches.front(), o.scenario_path, "/workload/mix");
+  }
+  for (const auto& b : batches) {
+    if (static_cast<int>(b.size()) < sc.dp * sc.micro_batch) {
+      throw sim::InputError(sc.trace_path.empty() ? o.scenario_path : sc.trace_path, "",
+                            fmt::format("a batch of {} samples is smaller than dp {} x micro_batch {}", b.size(), sc.dp, sc.micro_batch));
+    }
+  }
+  const models::ModuleCostCache costs(sc.model, cost, sc.tp, sc.nvlink);
+  out << fmt::format("scenario  {}: {} on {} x {} (tp {}, pp {}, dp {}); {} steps of {} samples\n", sc.name.empty() ? o.scenario_path : sc.name,
+                     sc.model.name, sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps, batches.front().size());
+  out << fmt::format("{:<18} {:>10} {:>10} {:>11} {:>8} {:>10} {:>8} {:>12}\n", "policy", "step p50", "step p99", "samples/s", "bubble",
+                     "imbalance", "speedup", "candidates");
+  traces::Report report;
+  report.set("/scenario", sc.name.empty() ? o.scenario_path : sc.name);
+  report.set("/steps", static_cast<std::int64_t>(o.steps));
+  double base = 0;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    models::MultimodalPipelinePolicy& policy = *policies[i];
+    policy.prepare(setup, batches.front(), costs);
+    std::vector<double> steps;
+    double samples = 0, time = 0, bubble = 0, imbalance = 0, search = 0;
+    std::size_t candidates = 0;
+    for (int k = 0; k < o.steps; ++k) {
+      const auto& batch = batches[static_cast<std::size_t>(k) % batches.size()];
+      models::MultimodalStep st = models::multimodal_step(policy, setup, batch, costs);
+      steps.push_back(st.step_s);
+      samples += static_cast<double>(batch.size());
+      time += st.step_s;
+      bubble += st.bubble_fraction;
+      imbalance += st.stage_imbalance;
+      candidates += st.candidates;
+      search += st.search_s;
+      if (k == o.trace_step && !o.trace_path.empty()) {
+        // One step's slowest rank, a stream per stage.
+        sim::TaskGraph g;
+        std::vector<sim::Span> spans;
+        std::vector<sim::StreamId> stage_stream;
+        for (int s = 0; s < st.program.stages; ++s) stage_stream.push_back(g.add_stream(fmt::format("stage {}", s), "compute"));
+        for (const models::PipeSpan& sp : st.run.spans) {
+          const models::PipeNode& n = st.program.ops[static_cast<std::size_t>(sp.op)];
+          const auto d = sim::ceil_duration_ns((sp.end - sp.start) * 1e9);
+          g.add_compute(n.label, stage_stream[static_cast<std::size_t>(n.stage)], d);
+          const sim::Time at = sim::Time::from_ns(static_cast<std::int64_t>(std::llround(sp.start * 1e9)));
+          spans.push_back({at, at + d});
+        }
+        const std::filesystem::path t = o.trace_path;
+        const std::string path = (t.parent_path() / (t.stem().string() + "." + specs[i].name + t.extension().string())).string();
+        traces::write_chrome_trace(path, g, spans);
+      }
+    }
+    const double sps = samples / time, p50 = percentile(steps, 0.5), p99 = percentile(steps, 0.99);
+    if (i == 0) base = sps;
+    const double n = static_cast<double>(o.steps);
+    out << fmt::format("{:<18} {:>8.3f} s {:>8.3f} s {:>11.2f} {:>7.1f}% {:>10.3f} {:>7.2f}x {:>12}\n", policy.name(), p50, p99, sps, 100 * bubble / n,
+                       imbalance / n, sps / base, candidates);
+    if (candidates > 0) {
+      out << fmt::format("{:<18} search: {:.0f} candidates/s, {:.3f} s per step\n", "", search > 0 ? static_cast<double>(candidates) / search : 0.0, search / n);
+    }
+    const std::string at = fmt::format("/policies/{}", i);
+    report.set(at + "/name", std::string(policy.name()));
+    report.set(at + "/step_time_p50_s", p50);
+    report.set(at + "/step_time_p99_s", p99);
+    report.set(at + "/samples_per_s", sps);
+    report.set(at + "/bubble_fraction", bubble / n);
+    report.set(at + "/stage_imbalance", imbalance / n);
+    report.set(at + "/speedup", sps / base);
+    report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
+  }
+  if (!o.trace_path.empty()) out << fmt::format("timelines of step {}: {} with each policy's name before the extension\n", o.trace_step, o.trace_path);
+  if (!o.report_path.empty()) report.write(o.report_path);
+}
+
+}  // namespace
+
 void compare(const CompareOptions& o, std::ostream& out) {
+  if (traces::is_multimodal_scenario(o.scenario_path)) {
+    compare_multimodal(o, out);
+    return;
+  }
   if (traces::is_cluster_scenario(o.scenario_path)) {
     compare_cluster(o, out);
     return;

@@ -117,8 +117,8 @@ struct MultimodalMix {
   double images_mean = 1.5;
   std::vector<ImageSize> resolutions = {{448, 448}, {672, 672}, {896, 896}, {1344, 1344}};
   double video_fraction = 0.1;
-  double frames_median = 16, frames_p99 = 256;
-  int frames_max = 768;
+  double frames_median = 16, frames_p99 = 128;
+  int frames_max = 256;
   ImageSize video_resolution = {448, 448};
   double audio_fraction = 0;
   double audio_median_s = 10;

@@ -2,6 +2,8 @@
 
 #include "sim/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <numeric>
@@ -19,6 +21,22 @@ double PipeRun::stage_imbalance() const {
   if (busy.empty()) return 1;
   const double mean = std::accumulate(busy.begin(), busy.end(), 0.0) / static_cast<double>(busy.size());
   return mean > 0 ? *std::max_element(busy.begin(), busy.end()) / mean : 1;
+}
+
+int PipeRun::over_memory(const std::vector<double>& caps) const {
+  for (std::size_t s = 0; s < caps.size() && s < peak_memory.size(); ++s) {
+    if (caps[s] > 0 && peak_memory[s] > caps[s] * (1 + 1e-12)) return static_cast<int>(s);
+  }
+  return -1;
+}
+
+void check_memory(const PipeRun& run, const std::vector<double>& caps, std::string_view policy, const std::string& source) {
+  const int s = run.over_memory(caps);
+  if (s < 0) return;
+  throw sim::InputError(source, "/multimodal",
+                        fmt::format("{}: a partition that cannot fit memory: stage {} needs {:.1f} GB of activations at its peak, more than the "
+                                    "{:.1f} GB left after weights and optimizer state (lower micro_batch, or raise pp or tp)",
+                                    policy, s, run.peak_memory[static_cast<std::size_t>(s)] / 1e9, caps[static_cast<std::size_t>(s)] / 1e9));
 }
 
 namespace {
@@ -138,8 +156,21 @@ PipeRun schedule_program(PipeProgram& p, double p2p, const std::vector<double>& 
       const double t = std::max(free[s], earliest);
       if (t < start) start = t, stage = s;
     }
-    ORRERY_CHECK(stage < stages, "pipeline schedule stalls: {} of {} ops ran (activation memory too small for any ready forward)", done, n);
-    const int op = choose(stage, start);
+    int op = -1;
+    if (stage < stages) {
+      op = choose(stage, start);
+    } else {
+      // Every ready op is a forward that does not fit, and no backward can free memory until
+      // one of them runs: run the highest-priority one anyway. The run's peak memory then
+      // exceeds the cap, which the caller sees.
+      for (std::size_t s = 0; s < stages; ++s) {
+        for (const auto& [o, at] : ready[s]) {
+          const PipeNode& x = p.ops[static_cast<std::size_t>(o)];
+          if (op < 0 || x.priority < p.ops[static_cast<std::size_t>(op)].priority) op = o, stage = s, start = std::max(free[s], at);
+        }
+      }
+      ORRERY_CHECK(op >= 0, "pipeline schedule stalls: {} of {} ops ran with none ready (a dependency cycle)", done, n);
+    }
     auto& r = ready[stage];
     r.erase(std::find_if(r.begin(), r.end(), [&](const auto& e) { return e.first == op; }));
     const auto u = static_cast<std::size_t>(op);

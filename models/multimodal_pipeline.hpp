@@ -57,13 +57,20 @@ struct PipeRun {
   std::vector<PipeSpan> spans;   // in op order
   double bubble_fraction() const;   // mean over stages of 1 - busy / makespan
   double stage_imbalance() const;   // max busy / mean busy
+  // The first stage whose peak activations exceed its cap (caps of 0 are unlimited), or -1.
+  int over_memory(const std::vector<double>& caps) const;
 };
+
+// InputError when a run's activations do not fit the memory left on a stage.
+void check_memory(const PipeRun& run, const std::vector<double>& caps, std::string_view policy, const std::string& source);
 
 // Executes the program's per-stage orders; InternalError on a deadlock (an order that
 // contradicts the dependencies). `p2p_bytes_per_s`: the link between stages (0: free).
 PipeRun run_program(const PipeProgram& program, double p2p_bytes_per_s);
 // Decides the per-stage orders greedily (see above) and runs them; fills `program.order`.
-// `memory_cap` per stage (0: none): a forward waits while its activations do not fit.
+// `memory_cap` per stage (0: none): a forward waits while its activations do not fit; when no
+// op can run otherwise, the highest-priority forward runs anyway and the run's peak memory
+// shows the overflow.
 PipeRun schedule_program(PipeProgram& program, double p2p_bytes_per_s, const std::vector<double>& memory_cap);
 
 // Per-layer costs of a module over a set of samples, cached by (module, documents).
@@ -101,6 +108,7 @@ struct MultimodalSetup {
   double p2p = 0;             // bytes/s between pipeline stages
   double hbm_bytes = 0;       // per GPU
   bool reuse = true;          // ModuleCostCache reuse
+  std::string source = "<scenario>";  // named by errors (memory that does not fit)
 };
 
 struct MultimodalStep {

@@ -42,9 +42,9 @@ double layer_params(const models::ModuleSpec& m) {
 }
 
 // Splits a list of single layers into `parts` contiguous runs, merging runs of one module.
-Partition split(const std::vector<int>& layers_of, const std::vector<double>& cost, int parts) {
+Partition split(const std::vector<int>& layers_of, const std::vector<double>& cost, int parts, const std::string& source) {
   if (parts < 1 || static_cast<std::size_t>(parts) > layers_of.size()) {
-    throw sim::InputError("<scenario>", "/multimodal/pp",
+    throw sim::InputError(source, "/multimodal/pp",
                           fmt::format("found {} pipeline parts for {} layers: more stages than the model (or the part) has layers", parts, layers_of.size()));
   }
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
@@ -89,7 +89,7 @@ std::vector<double> activation_caps(const MultimodalSetup& setup, const std::vec
     const double state = stage_params[s] * models::state_bytes_per_param(setup.tp, setup.dp);
     const double left = 0.9 * setup.hbm_bytes - state;
     if (setup.hbm_bytes > 0 && left <= 0) {
-      throw sim::InputError("<scenario>", "/multimodal",
+      throw sim::InputError(setup.source, "/multimodal",
                             fmt::format("a partition that cannot fit memory: stage {} holds {:.1f} GB of weights, gradients and optimizer state "
                                         "(tp {}, dp {}), more than 90% of the GPU's {:.1f} GB",
                                         s, state / 1e9, setup.tp, setup.dp, setup.hbm_bytes / 1e9));
@@ -164,6 +164,7 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
     }
     MultimodalStep out;
     out.run = models::run_program(prog, setup.p2p);
+    models::check_memory(out.run, caps_, name(), setup.source);
     out.step_s = out.run.makespan;
     out.bubble_fraction = out.run.bubble_fraction();
     out.stage_imbalance = out.run.stage_imbalance();
@@ -178,11 +179,12 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
       ORRERY_CHECK(!stage.empty(), "empty pipeline stage in a partition of {} stages", setup.pp);
       params.push_back(stage_param_count(*setup.model, stage));
     }
-    activation_caps(setup, params);
+    caps_ = activation_caps(setup, params);
     partition_ = std::move(partition);
     schedule_ = pipeline_schedules().create("1f1b", {}, {"<multimodal>", "/schedule"});
   }
   Partition partition_;
+  std::vector<double> caps_;
   std::unique_ptr<models::PipelineSchedule> schedule_;
 };
 
@@ -196,7 +198,7 @@ class Megatron final : public StaticPipeline {
     std::vector<int> layers_of;
     std::vector<double> cost;
     flatten(m, all, std::vector<double>(m.modules.size(), 1.0), layers_of, cost);  // by count
-    set_partition(setup, split(layers_of, cost, setup.pp));
+    set_partition(setup, split(layers_of, cost, setup.pp, setup.source));
   }
 };
 
@@ -220,11 +222,11 @@ class ModalityStatic final : public StaticPipeline {
       all.insert(all.end(), sink_layers.begin(), sink_layers.end());
       std::vector<double> cost = enc_cost;
       cost.insert(cost.end(), sink_cost.begin(), sink_cost.end());
-      set_partition(setup, split(all, cost, p));
+      set_partition(setup, split(all, cost, p, setup.source));
       return;
     }
     const int pa = std::clamp(static_cast<int>(std::lround(p * ca / (ca + cb))), 1, p - 1);
-    Partition a = split(enc_layers, enc_cost, pa), b = split(sink_layers, sink_cost, p - pa);
+    Partition a = split(enc_layers, enc_cost, pa, setup.source), b = split(sink_layers, sink_cost, p - pa, setup.source);
     a.insert(a.end(), b.begin(), b.end());
     set_partition(setup, std::move(a));
   }
@@ -281,7 +283,7 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
       flatten(m, x.modules, c, layers_of, cost);
       x.segments = std::max(1, std::min(x.segments, static_cast<int>(layers_of.size()) / p));
       const int chunks = std::min(static_cast<int>(layers_of.size()), x.segments * p);
-      x.chunks = split(layers_of, cost, chunks);
+      x.chunks = split(layers_of, cost, chunks, setup.source);
       for (int ch = 0; ch < chunks; ++ch) stage_params[u(ch % p)] += stage_param_count(m, x.chunks[u(ch)]);
       x.sub_batch = sub_batch_size(m, x, profile, costs);
     }
@@ -290,23 +292,34 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
 
   MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
     const auto t0 = std::chrono::steady_clock::now();
-    // Candidates: every ordering of the modalities, each in two priority styles.
-    std::vector<int> order(modalities_.size());
-    std::iota(order.begin(), order.end(), 0);
     MultimodalStep best;
     std::size_t candidates = 0;
-    do {
-      for (const bool modality_major : {true, false}) {
-        PipeProgram prog = build(setup, samples, costs, order, modality_major);
-        const models::PipeRun run = models::schedule_program(prog, setup.p2p, caps_);
-        ++candidates;
-        if (best.program.ops.empty() || run.makespan < best.step_s - 1e-12) {
-          best.step_s = run.makespan;
-          best.run = run;
-          best.program = std::move(prog);
+    // Candidates: every ordering of the modalities, each in two priority styles. When none fits
+    // the activation memory, sub-micro-batches are halved (down to one item) and the search
+    // runs again: smaller pieces hold less memory at once.
+    for (int shrink = 1;; shrink *= 2) {
+      std::vector<int> order(modalities_.size());
+      std::iota(order.begin(), order.end(), 0);
+      best = MultimodalStep{};
+      do {
+        for (const bool modality_major : {true, false}) {
+          PipeProgram prog = build(setup, samples, costs, order, modality_major, shrink);
+          const models::PipeRun run = models::schedule_program(prog, setup.p2p, caps_);
+          ++candidates;
+          // Candidates within memory first; among them (or among all, when none fits), the fastest.
+          const bool fits = run.over_memory(caps_) < 0;
+          const bool best_fits = !best.program.ops.empty() && best.run.over_memory(caps_) < 0;
+          if (best.program.ops.empty() || (fits && !best_fits) || (fits == best_fits && run.makespan < best.step_s - 1e-12)) {
+            best.step_s = run.makespan;
+            best.run = run;
+            best.program = std::move(prog);
+          }
         }
-      }
-    } while (std::next_permutation(order.begin(), order.end()));
+      } while (std::next_permutation(order.begin(), order.end()));
+      const bool smallest = std::all_of(modalities_.begin(), modalities_.end(), [&](const Modality& x) { return x.sub_batch / shrink <= 1; });
+      if (best.run.over_memory(caps_) < 0 || smallest) break;
+    }
+    models::check_memory(best.run, caps_, name(), setup.source);
     best.bubble_fraction = best.run.bubble_fraction();
     best.stage_imbalance = best.run.stage_imbalance();
     best.candidates = candidates;
@@ -357,7 +370,7 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
   }
 
   PipeProgram build(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs,
-                    const std::vector<int>& rank, bool modality_major) const {
+                    const std::vector<int>& rank, bool modality_major, int shrink) const {
     const models::MultimodalModel& m = *setup.model;
     const int p = setup.pp;
     PipeProgram prog;
@@ -374,7 +387,7 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
       if (x.sink) sink = i;
       for (std::size_t k = 0; k < samples.size(); ++k) {
         if (!carries(m, x, samples[k])) continue;
-        if (subs[i].empty() || static_cast<int>(subs[i].back().samples.size()) == x.sub_batch) subs[i].emplace_back();
+        if (subs[i].empty() || static_cast<int>(subs[i].back().samples.size()) == std::max(1, x.sub_batch / shrink)) subs[i].emplace_back();
         subs[i].back().samples.push_back(static_cast<int>(k));
         subs[i].back().content.push_back(samples[k]);
       }

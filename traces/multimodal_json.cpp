@@ -1,0 +1,161 @@
+#include "traces/multimodal_json.hpp"
+
+#include "models/llm.hpp"
+#include "sim/error.hpp"
+#include "traces/json_input.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace orrery::traces {
+
+namespace {
+
+int count(const JsonNode& n, int lo, int hi) {
+  const std::int64_t v = n.as_int();
+  if (v < lo || v > hi) n.fail_expected(fmt::format("a whole number from {} to {}", lo, hi));
+  return static_cast<int>(v);
+}
+
+models::ModuleSpec read_module(const JsonNode& node) {
+  JsonObject o = node.as_object();
+  models::ModuleSpec m;
+  m.name = o.required("name").as_string();
+  const JsonNode kind = o.required("kind");
+  m.kind = models::parse_module_kind(kind.as_string(), kind.source(), kind.pointer());
+  if (auto base = o.optional("base")) m.shape = models::ModelCatalog::builtin().model(base->as_string(), base->source(), base->pointer());
+  m.shape.name = m.name;
+  if (auto v = o.optional("layers")) m.shape.layers = count(*v, 1, 100000);
+  if (auto v = o.optional("hidden")) m.shape.hidden = count(*v, 1, 1 << 20);
+  if (auto v = o.optional("heads")) m.shape.heads = count(*v, 1, 100000);
+  if (auto v = o.optional("kv_heads")) m.shape.kv_heads = count(*v, 1, 100000);
+  else if (m.shape.kv_heads == 0) m.shape.kv_heads = m.shape.heads;
+  if (auto v = o.optional("head_dim")) m.shape.head_dim = count(*v, 1, 1 << 16);
+  else if (m.shape.head_dim == 0 && m.shape.heads > 0) m.shape.head_dim = m.shape.hidden / m.shape.heads;
+  if (auto v = o.optional("ffn_hidden")) m.shape.ffn_hidden = count(*v, 1, 1 << 22);
+  if (auto v = o.optional("vocab")) m.shape.vocab = count(*v, 1, 1 << 24);
+  if (auto v = o.optional("mlp")) {
+    const std::string k = v->as_string();
+    if (k != "gelu" && k != "swiglu") v->fail(fmt::format("found {}, expected gelu or swiglu", sim::quote(k)));
+    m.shape.mlp = k == "gelu" ? models::MlpKind::gelu : models::MlpKind::swiglu;
+  }
+  if (auto v = o.optional("trainable")) m.trainable = v->as_bool();
+  if (auto v = o.optional("patch")) m.patch = count(*v, 1, 4096);
+  if (auto v = o.optional("temporal_patch")) m.temporal_patch = count(*v, 1, 1024);
+  if (auto v = o.optional("merge")) m.merge = count(*v, 1, 1024);
+  if (auto v = o.optional("projector_hidden")) m.projector_hidden = count(*v, 1, 1 << 22);
+  if (auto v = o.optional("tokens_per_second")) {
+    m.tokens_per_second = v->as_number();
+    if (!(m.tokens_per_second > 0 && m.tokens_per_second < 10000)) v->fail_expected("tokens per second in (0, 10000)");
+  }
+  o.finish();
+  return m;
+}
+
+models::MultimodalModel read_multimodal_model(const JsonNode& node) {
+  if (node.json().is_string()) return models::MultimodalCatalog::builtin().model(node.as_string(), node.source(), node.pointer());
+  JsonObject o = node.as_object();
+  models::MultimodalModel m;
+  m.name = o.required("name").as_string();
+  for (const JsonNode& mod : o.required("modules").as_array()) m.modules.push_back(read_module(mod));
+  for (const JsonNode& e : o.required("edges").as_array()) {
+    const std::vector<JsonNode> ends = e.as_array();
+    if (ends.size() != 2) e.fail_expected("[from, to] module names");
+    models::ModuleEdge edge;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::string name = ends[k].as_string();
+      const int i = m.find(name);
+      if (i < 0) {
+        std::vector<std::string> names;
+        for (const models::ModuleSpec& s : m.modules) names.push_back(s.name);
+        ends[k].fail(fmt::format("a dangling edge: no module is named {}{}", sim::quote(name), sim::did_you_mean(name, names)));
+      }
+      (k == 0 ? edge.from : edge.to) = i;
+    }
+    m.edges.push_back(edge);
+  }
+  if (auto v = o.optional("source")) m.source = v->as_string();
+  o.finish();
+  models::validate_multimodal(m, node.source(), node.pointer());
+  return m;
+}
+
+}  // namespace
+
+bool is_multimodal_scenario(const std::string& path) {
+  const auto doc = load_json_file(path);
+  return doc->root().json().is_object() && doc->root().json().contains("multimodal");
+}
+
+MultimodalScenario load_multimodal_scenario(const std::string& path) {
+  const auto doc = load_json_file(path);
+  JsonObject top = doc->root().as_object();
+  MultimodalScenario s;
+  if (auto v = top.optional("name")) s.name = v->as_string();
+  top.optional("description");
+  JsonObject mm = top.required("multimodal").as_object();
+  s.model = read_multimodal_model(mm.required("model"));
+  const JsonNode gpu = mm.required("gpu");
+  s.gpu = models::HardwareCatalog::builtin().gpu(gpu.as_string(), gpu.source(), gpu.pointer());
+  if (auto v = mm.optional("tp")) s.tp = count(*v, 1, 64);
+  if (auto v = mm.optional("pp")) s.pp = count(*v, 1, 1024);
+  if (auto v = mm.optional("dp")) s.dp = count(*v, 1, 1 << 20);
+  if (auto v = mm.optional("micro_batch")) s.micro_batch = count(*v, 1, 1 << 20);
+  // NVLink per direction at NCCL's measured efficiency is the step emulator's business; here the
+  // datasheet figure, or what the scenario says. Between stages: a 400 Gb/s NIC by default.
+  s.nvlink = s.gpu.nvlink_bandwidth;
+  if (auto v = mm.optional("nvlink")) s.nvlink = v->as_bandwidth().value();
+  s.p2p = 50e9;
+  if (auto v = mm.optional("p2p")) s.p2p = v->as_bandwidth().value();
+  mm.finish();
+  for (const models::ModuleSpec& m : s.model.modules) {
+    if (m.kind == models::ModuleKind::projector) continue;
+    if (m.shape.heads % s.tp != 0) {
+      throw sim::InputError(path, "/multimodal/tp", fmt::format("found tp {}, which does not divide module {}'s {} heads", s.tp, sim::quote(m.name), m.shape.heads));
+    }
+  }
+  JsonObject w = top.required("workload").as_object();
+  if (auto t = w.optional("trace")) {
+    const std::filesystem::path p = t->as_string();
+    s.trace_path = p.is_absolute() ? p.string() : (std::filesystem::path(path).parent_path() / p).string();
+  } else {
+    JsonObject mix = w.required("mix").as_object();
+    const auto num = [&](const char* key, double& out) {
+      if (auto v = mix.optional(key)) out = v->as_number();
+    };
+    if (auto v = mix.optional("samples")) s.mix.samples = count(*v, 1, 1 << 20);
+    num("text_median", s.mix.text_median);
+    num("text_p99", s.mix.text_p99);
+    num("text_only", s.mix.text_only);
+    num("images_mean", s.mix.images_mean);
+    num("video_fraction", s.mix.video_fraction);
+    num("frames_median", s.mix.frames_median);
+    num("frames_p99", s.mix.frames_p99);
+    num("audio_fraction", s.mix.audio_fraction);
+    num("audio_median_s", s.mix.audio_median_s);
+    if (auto v = mix.optional("frames_max")) s.mix.frames_max = count(*v, 2, 1 << 20);
+    const auto size = [](const JsonNode& n) {
+      const std::vector<JsonNode> hw = n.as_array();
+      if (hw.size() != 2) n.fail_expected("[height, width]");
+      return models::ImageSize{count(hw[0], 1, 1 << 16), count(hw[1], 1, 1 << 16)};
+    };
+    if (auto v = mix.optional("resolutions")) {
+      s.mix.resolutions.clear();
+      for (const JsonNode& r : v->as_array()) s.mix.resolutions.push_back(size(r));
+    }
+    if (auto v = mix.optional("video_resolution")) s.mix.video_resolution = size(*v);
+    mix.finish();
+    s.mix.validate(path, "/workload/mix");
+    if (auto v = w.optional("seed")) s.seed = static_cast<std::uint64_t>(count(*v, 0, 1 << 30));
+  }
+  w.finish();
+  top.finish();
+  if (s.micro_batch * s.dp > s.mix.samples && s.trace_path.empty()) {
+    throw sim::InputError(path, "/multimodal/micro_batch",
+                          fmt::format("found micro_batch {} x dp {}, more than the {} samples of a batch", s.micro_batch, s.dp, s.mix.samples));
+  }
+  return s;
+}
+
+}  // namespace orrery::traces

@@ -1,0 +1,38 @@
+// Multimodal scenarios for `orrery compare`:
+//   {"name": "...",
+//    "multimodal": {"model": "qwen2-vl-7b" | {custom module graph, below},
+//                   "gpu": "H100", "tp": 2, "pp": 4, "dp": 8, "micro_batch": 4,
+//                   "nvlink": "450 GB/s", "p2p": "400 Gb/s"},   (links default to the GPU's NVLink
+//                                                                 and a 400 Gb/s NIC)
+//    "workload": {"trace": "batches.jsonl"} | {"mix": {...MultimodalMix fields...}, "seed": 1}}
+// A custom model: {"name": "my-vlm", "modules": [{"name": "vision", "kind": "vision_encoder",
+//   "layers": 32, "hidden": 1280, "heads": 16, "ffn_hidden": 5120, "mlp": "gelu", "patch": 14,
+//   "temporal_patch": 2}, {"name": "merger", "kind": "projector", "hidden": 3584, "merge": 4,
+//   "projector_hidden": 5120}, {"name": "llm", "kind": "llm", "base": "llama3-8b"}],
+//   "edges": [["vision", "merger"], ["merger", "llm"]]}
+// Errors name the JSON pointer: an edge to an unknown module, a cycle, a dangling module.
+#pragma once
+
+#include "models/hardware.hpp"
+#include "models/multimodal.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace orrery::traces {
+
+struct MultimodalScenario {
+  std::string name;
+  models::MultimodalModel model;
+  models::GpuSpec gpu;
+  int tp = 1, pp = 1, dp = 1, micro_batch = 1;
+  double nvlink = 0, p2p = 0;  // bytes/s
+  std::string trace_path;      // workload: a JSONL trace, or
+  models::MultimodalMix mix;   // a generator
+  std::uint64_t seed = 1;
+};
+
+bool is_multimodal_scenario(const std::string& path);
+MultimodalScenario load_multimodal_scenario(const std::string& path);
+
+}  // namespace orrery::traces
