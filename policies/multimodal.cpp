@@ -237,8 +237,9 @@ class ModalityStatic final : public StaticPipeline {
 
 class PipeWeaver final : public models::MultimodalPipelinePolicy {
  public:
-  explicit PipeWeaver(double efficiency, int extra_segments) : efficiency_(efficiency), extra_segments_(extra_segments) {}
-  std::string_view name() const override { return "pipeweaver"; }
+  PipeWeaver(double efficiency, int extra_segments, bool online)
+      : efficiency_(efficiency), extra_segments_(extra_segments), online_(online) {}
+  std::string_view name() const override { return online_ ? "pipeweaver" : "pipeweaver (offline plan)"; }
 
   void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) override {
     const models::MultimodalModel& m = *setup.model;
@@ -288,24 +289,66 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
       x.sub_batch = sub_batch_size(m, x, profile, costs);
     }
     caps_ = activation_caps(setup, stage_params);
+    if (!online_) {
+      // One plan for every batch: the search's choice on the profile's first data-parallel share.
+      std::vector<MultimodalSample> share;
+      for (std::size_t k = 0; k < profile.size(); k += u(setup.dp)) share.push_back(profile[k]);
+      search(setup, share, costs, &fixed_);
+    }
   }
 
   MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
     const auto t0 = std::chrono::steady_clock::now();
     MultimodalStep best;
-    std::size_t candidates = 0;
-    // Candidates: every ordering of the modalities, each in two priority styles. When none fits
-    // the activation memory, sub-micro-batches are halved (down to one item) and the search
-    // runs again: smaller pieces hold less memory at once.
+    if (online_) {
+      best = search(setup, samples, costs, nullptr);
+    } else {
+      // The plan chosen offline, on this batch's samples; its sub-micro-batches halve while
+      // they do not fit this batch's activations.
+      int max_sub = 1;
+      for (const Modality& x : modalities_) max_sub = std::max(max_sub, x.sub_batch);
+      for (int shrink = fixed_.shrink;; shrink *= 2) {
+        PipeProgram prog = build(setup, samples, costs, fixed_.order, fixed_.style, shrink);
+        best.run = models::schedule_program(prog, setup.p2p, caps_);
+        best.step_s = best.run.makespan;
+        best.program = std::move(prog);
+        if (best.run.over_memory(caps_) < 0 || shrink >= max_sub) break;
+      }
+    }
+    models::check_memory(best.run, caps_, name(), setup.source);
+    best.bubble_fraction = best.run.bubble_fraction();
+    best.stage_imbalance = best.run.stage_imbalance();
+    best.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return best;
+  }
+
+ private:
+  // How ready forwards are ranked: by modality order, then sub-micro-batch; by progress
+  // through the batch, then modality order; or by the longest path from the op to the end of
+  // the step (list scheduling's bottom level), then modality order.
+  enum class Style { modality_major, progress, critical_path };
+  struct Choice {
+    std::vector<int> order;
+    Style style = Style::progress;
+    int shrink = 1;
+  };
+
+  // Candidates: every ordering of the modalities, each in three priority styles, at the
+  // offline sub-micro-batch sizes and at a half and a quarter of them (finer pieces pipeline
+  // better, coarser ones run kernels more efficiently: the emulator decides). While no
+  // candidate fits the activation memory, sizes keep halving down to one item.
+  MultimodalStep search(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs, Choice* chosen) const {
+    MultimodalStep best;
+    int max_sub = 1;
+    for (const Modality& x : modalities_) max_sub = std::max(max_sub, x.sub_batch);
     for (int shrink = 1;; shrink *= 2) {
       std::vector<int> order(modalities_.size());
       std::iota(order.begin(), order.end(), 0);
-      best = MultimodalStep{};
       do {
-        for (const bool modality_major : {true, false}) {
-          PipeProgram prog = build(setup, samples, costs, order, modality_major, shrink);
+        for (const Style style : {Style::modality_major, Style::progress, Style::critical_path}) {
+          PipeProgram prog = build(setup, samples, costs, order, style, shrink);
           const models::PipeRun run = models::schedule_program(prog, setup.p2p, caps_);
-          ++candidates;
+          ++best.candidates;
           // Candidates within memory first; among them (or among all, when none fits), the fastest.
           const bool fits = run.over_memory(caps_) < 0;
           const bool best_fits = !best.program.ops.empty() && best.run.over_memory(caps_) < 0;
@@ -313,21 +356,16 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
             best.step_s = run.makespan;
             best.run = run;
             best.program = std::move(prog);
+            if (chosen != nullptr) *chosen = {order, style, shrink};
           }
         }
       } while (std::next_permutation(order.begin(), order.end()));
-      const bool smallest = std::all_of(modalities_.begin(), modalities_.end(), [&](const Modality& x) { return x.sub_batch / shrink <= 1; });
-      if (best.run.over_memory(caps_) < 0 || smallest) break;
+      if (shrink >= max_sub) break;                               // every size is one item
+      if (shrink >= 4 && best.run.over_memory(caps_) < 0) break;  // tried 1, 1/2, 1/4 and one fits
     }
-    models::check_memory(best.run, caps_, name(), setup.source);
-    best.bubble_fraction = best.run.bubble_fraction();
-    best.stage_imbalance = best.run.stage_imbalance();
-    best.candidates = candidates;
-    best.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return best;
   }
 
- private:
   struct Modality {
     std::vector<int> modules;  // the main module, then its projector
     bool trainable = true, sink = false;
@@ -347,19 +385,22 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
   }
 
   // The smallest sub-micro-batch whose tokens per second on the modality's main module stay
-  // within `efficiency_` of the best size's (sizes 1, 2, 4, ... 64 items of the profile).
+  // within `efficiency_` of the best size's: sizes 1, 2, 4, ... 64 of the profile's median item
+  // (by the module's tokens), so that only the batch size varies.
   int sub_batch_size(const models::MultimodalModel& m, const Modality& x, const std::vector<MultimodalSample>& profile,
                      const ModuleCostCache& costs) const {
-    std::vector<MultimodalSample> items;
-    for (const MultimodalSample& s : profile) {
-      if (carries(m, x, s)) items.push_back(s);
+    std::vector<std::pair<std::int64_t, std::size_t>> items;
+    for (std::size_t k = 0; k < profile.size(); ++k) {
+      if (carries(m, x, profile[k])) items.emplace_back(costs.work(x.modules[0], {profile[k]}).tokens, k);
     }
     if (items.empty()) return 1;
+    std::sort(items.begin(), items.end());
+    const MultimodalSample& median = profile[items[items.size() / 2].second];
     std::vector<std::pair<int, double>> rate;
-    for (int b = 1; b <= 64 && b <= static_cast<int>(items.size()); b *= 2) {
-      const std::vector<MultimodalSample> first(items.begin(), items.begin() + b);
-      const double t = costs.layer(x.modules[0], first).total();
-      rate.emplace_back(b, t > 0 ? static_cast<double>(costs.work(x.modules[0], first).tokens) / t : 0.0);
+    for (int b = 1; b <= 64; b *= 2) {
+      const std::vector<MultimodalSample> same(static_cast<std::size_t>(b), median);
+      const double t = costs.layer(x.modules[0], same).total();
+      rate.emplace_back(b, t > 0 ? static_cast<double>(costs.work(x.modules[0], same).tokens) / t : 0.0);
     }
     double peak = 0;
     for (const auto& [b, r] : rate) peak = std::max(peak, r);
@@ -370,7 +411,7 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
   }
 
   PipeProgram build(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs,
-                    const std::vector<int>& rank, bool modality_major, int shrink) const {
+                    const std::vector<int>& rank, Style style, int shrink) const {
     const models::MultimodalModel& m = *setup.model;
     const int p = setup.pp;
     PipeProgram prog;
@@ -415,8 +456,8 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
           // Priority among ready forwards: by modality rank then sub-micro-batch (modality-major),
           // or by progress through the batch then modality rank.
           const double progress = static_cast<double>(j) / static_cast<double>(nsub);
-          f.priority = modality_major ? position(i) * 1e6 + static_cast<double>(j) * 1e3 + static_cast<double>(c)
-                                      : progress * 1e6 + position(i) * 1e3 + static_cast<double>(c);
+          f.priority = style == Style::modality_major ? position(i) * 1e6 + static_cast<double>(j) * 1e3 + static_cast<double>(c)
+                                                      : progress * 1e6 + position(i) * 1e3 + static_cast<double>(c);
           f.label = fmt::format("F {} c{} sub{}", m.modules[u(x.modules[0])].name, c, j);
           fwd[i][c][j] = static_cast<int>(prog.ops.size());
           if (c > 0) f.deps.push_back(fwd[i][c - 1][j]);
@@ -453,11 +494,40 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
         }
       }
     }
+    if (style == Style::critical_path) {
+      // Bottom levels by a reverse topological pass (Kahn's order over the dependencies).
+      const std::size_t n = prog.ops.size();
+      std::vector<std::vector<int>> dependants(n);
+      std::vector<int> missing(n, 0), topo;
+      for (std::size_t o = 0; o < n; ++o) {
+        missing[o] = static_cast<int>(prog.ops[o].deps.size());
+        for (const int d : prog.ops[o].deps) dependants[u(d)].push_back(static_cast<int>(o));
+      }
+      for (std::size_t o = 0; o < n; ++o) {
+        if (missing[o] == 0) topo.push_back(static_cast<int>(o));
+      }
+      for (std::size_t k = 0; k < topo.size(); ++k) {
+        for (const int d : dependants[u(topo[k])]) {
+          if (--missing[u(d)] == 0) topo.push_back(d);
+        }
+      }
+      std::vector<double> level(n, 0.0);
+      for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+        double below = 0;
+        for (const int d : dependants[u(*it)]) below = std::max(below, level[u(d)]);
+        level[u(*it)] = prog.ops[u(*it)].seconds + below;
+      }
+      for (std::size_t o = 0; o < n; ++o) {
+        if (!prog.ops[o].backward) prog.ops[o].priority = -level[o] + prog.ops[o].priority * 1e-12;
+      }
+    }
     return prog;
   }
 
   double efficiency_;
   int extra_segments_;
+  bool online_;
+  Choice fixed_;
   std::vector<Modality> modalities_;
   std::vector<double> caps_;
 };
@@ -473,13 +543,14 @@ const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
            [](const sim::Params&) { return std::make_unique<ModalityStatic>(); }});
     r.add({"pipeweaver", "PipeWeaver: modality-aware chunks and sub-micro-batches, a per-batch schedule search on the pipeline emulator",
            {{"efficiency", sim::ParamType::number, 0.95, "the fraction of peak kernel efficiency a sub-micro-batch keeps"},
-            {"extra_segments", sim::ParamType::integer, std::int64_t{1}, "segments beyond one per modality, shared by latency"}},
+            {"extra_segments", sim::ParamType::integer, std::int64_t{1}, "segments beyond one per modality, shared by latency"},
+            {"online", sim::ParamType::boolean, true, "search per batch (false: plan once on the profiling batch and reuse the plan)"}},
            [](const sim::Params& p) {
              const double e = p.get_number("efficiency");
              if (!(e > 0 && e <= 1)) throw sim::InputError("<policy>", "pipeweaver/efficiency", fmt::format("found {}, expected (0, 1]", e));
              const std::int64_t k = p.get_int("extra_segments");
              if (k < 0 || k > 16) throw sim::InputError("<policy>", "pipeweaver/extra_segments", fmt::format("found {}, expected 0 to 16", k));
-             return std::make_unique<PipeWeaver>(e, static_cast<int>(k));
+             return std::make_unique<PipeWeaver>(e, static_cast<int>(k), p.get_bool("online"));
            }});
     return r;
   }();
