@@ -283,7 +283,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   const models::ModuleCostCache costs(sc.model, cost, sc.tp, sc.nvlink);
   out << fmt::format("scenario  {}: {} on {} x {} (tp {}, pp {}, dp {}); {} steps of {} samples\n", sc.name.empty() ? o.scenario_path : sc.name,
                      sc.model.name, sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps, batches.front().size());
-  out << fmt::format("{:<18} {:>10} {:>10} {:>11} {:>8} {:>10} {:>8} {:>12}\n", "policy", "step p50", "step p99", "samples/s", "bubble",
+  out << fmt::format("{:<26} {:>10} {:>10} {:>11} {:>8} {:>10} {:>8} {:>12}\n", "policy", "step p50", "step p99", "samples/s", "bubble",
                      "imbalance", "speedup", "candidates");
   traces::Report report;
   report.set("/scenario", sc.name.empty() ? o.scenario_path : sc.name);
@@ -326,10 +326,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     const double sps = samples / time, p50 = percentile(steps, 0.5), p99 = percentile(steps, 0.99);
     if (i == 0) base = sps;
     const double n = static_cast<double>(o.steps);
-    out << fmt::format("{:<18} {:>8.3f} s {:>8.3f} s {:>11.2f} {:>7.1f}% {:>10.3f} {:>7.2f}x {:>12}\n", policy.name(), p50, p99, sps, 100 * bubble / n,
+    out << fmt::format("{:<26} {:>8.3f} s {:>8.3f} s {:>11.2f} {:>7.1f}% {:>10.3f} {:>7.2f}x {:>12}\n", policy.name(), p50, p99, sps, 100 * bubble / n,
                        imbalance / n, sps / base, candidates);
     if (candidates > 0) {
-      out << fmt::format("{:<18} search: {:.0f} candidates/s, {:.3f} s per step\n", "", search > 0 ? static_cast<double>(candidates) / search : 0.0, search / n);
+      out << fmt::format("{:<26} search: {:.0f} candidates/s, {:.3f} s per step\n", "", search > 0 ? static_cast<double>(candidates) / search : 0.0, search / n);
     }
     const std::string at = fmt::format("/policies/{}", i);
     report.set(at + "/name", std::string(policy.name()));

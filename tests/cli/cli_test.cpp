@@ -719,3 +719,76 @@ TEST_CASE("orrery cluster: the step-emulator source and the shared fabric, and t
   CHECK(bad_source.code == 1);
   CHECK(bad_source.err.find("expected trace, arena") != std::string::npos);
 }
+
+TEST_CASE("orrery compare on multimodal scenarios: figures, timelines, determinism, bad input") {
+  const auto scenario = [](const std::string& name, const std::string& model, const std::string& workload, const std::string& shape) {
+    std::ofstream f(name);
+    f << R"({"multimodal": {"model": )" << model << R"(, "gpu": "H100", )" << shape << R"(}, "workload": )" << workload << "}";
+  };
+  const std::string mix = R"({"mix": {"samples": 16, "text_only": 0.3, "images_mean": 1.5, "video_fraction": 0.1, "frames_p99": 64, "frames_max": 96}, "seed": 3})";
+  scenario("mm.json", R"("qwen2-vl-7b")", mix, R"("tp": 2, "pp": 4, "dp": 2, "micro_batch": 2)");
+  const Result a = run({"compare", "mm.json", "--steps", "6", "--report", "mm-a.json", "--trace", "mm-tl.json"});
+  REQUIRE(a.code == 0);
+  CHECK(a.out.find("pipeweaver") != std::string::npos);
+  const Result b = run({"compare", "mm.json", "--steps", "6", "--report", "mm-b.json"});
+  REQUIRE(b.code == 0);
+  CHECK(slurp("mm-a.json") == slurp("mm-b.json"));
+  const nlohmann::json rep = nlohmann::json::parse(slurp("mm-a.json"));
+  REQUIRE(rep["policies"].size() == 3);
+  for (const auto& p : rep["policies"]) {
+    for (const char* key : {"step_time_p50_s", "step_time_p99_s", "samples_per_s", "bubble_fraction", "stage_imbalance", "speedup"}) {
+      CAPTURE(key);
+      CHECK(p.contains(key));
+    }
+  }
+  CHECK(rep["policies"][2]["candidates"].get<int>() > 0);
+  for (const char* policy : {"megatron-1f1b", "modality-static", "pipeweaver"}) {
+    const nlohmann::json tl = nlohmann::json::parse(slurp(std::string("mm-tl.") + policy + ".json"));
+    CHECK(tl["traceEvents"].size() > 10);
+  }
+  // A custom module graph with a dangling edge, and one with a cycle.
+  const std::string vit = R"({"name": "vit", "kind": "vision_encoder", "layers": 4, "hidden": 256, "heads": 4, "ffn_hidden": 1024, "mlp": "gelu", "patch": 14})";
+  const std::string proj = R"({"name": "proj", "kind": "projector", "hidden": 512, "merge": 4})";
+  const std::string llm = R"({"name": "lm", "kind": "llm", "layers": 4, "hidden": 512, "heads": 8, "ffn_hidden": 2048, "vocab": 32000})";
+  scenario("mm-dangling.json", R"({"name": "tiny", "modules": [)" + vit + ", " + proj + ", " + llm + R"(], "edges": [["vit", "proj"], ["proj", "llm"]]})", mix,
+           R"("pp": 2)");
+  const Result dangling = run({"compare", "mm-dangling.json", "--steps", "2"});
+  CHECK(dangling.code == 1);
+  CHECK(dangling.err.find("mm-dangling.json:/multimodal/model/edges/1/1: a dangling edge: no module is named \"llm\"") != std::string::npos);
+  scenario("mm-cycle.json", R"({"name": "tiny", "modules": [)" + vit + ", " + proj + ", " + llm + R"(], "edges": [["vit", "proj"], ["proj", "lm"], ["lm", "vit"]]})",
+           mix, R"("pp": 2)");
+  const Result cycle = run({"compare", "mm-cycle.json", "--steps", "2"});
+  CHECK(cycle.code == 1);
+  CHECK(cycle.err.find("mm-cycle.json:/multimodal/model: the module graph has a cycle") != std::string::npos);
+  // A batch bringing audio to a vision-language model.
+  {
+    std::ofstream f("mm-audio.jsonl");
+    f << R"({"samples": [{"text": 100}, {"text": 50}, {"text": 20}, {"text": 20}]})" << "\n"
+      << R"({"samples": [{"text": 100}, {"text": 50, "audio": [3.5]}, {"text": 20}, {"text": 20}]})" << "\n";
+  }
+  scenario("mm-audio.json", R"("qwen2-vl-7b")", R"({"trace": "mm-audio.jsonl"})", R"("tp": 2, "pp": 2, "dp": 1, "micro_batch": 1)");
+  const Result audio = run({"compare", "mm-audio.json", "--steps", "2"});
+  CHECK(audio.code == 1);
+  CHECK(audio.err.find("mm-audio.jsonl:line 2/samples/1: the sample brings audio") != std::string::npos);
+  // A partition that cannot fit: Qwen2-VL-72B on two stages of one GPU each.
+  scenario("mm-oom.json", R"("qwen2-vl-72b")", mix, R"("tp": 1, "pp": 2, "dp": 1, "micro_batch": 1)");
+  const Result oom = run({"compare", "mm-oom.json", "--steps", "2"});
+  CHECK(oom.code == 1);
+  CHECK(oom.err.find("mm-oom.json:/multimodal: a partition that cannot fit memory") != std::string::npos);
+}
+
+TEST_CASE("every example multimodal scenario runs, deterministically") {
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(ORRERY_SOURCE_DIR) + "/examples/multimodal")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    CAPTURE(path);
+    REQUIRE(run({"compare", path, "--steps", "3", "--report", "mmx-a.json"}).code == 0);
+    REQUIRE(run({"compare", path, "--steps", "3", "--report", "mmx-b.json"}).code == 0);
+    CHECK(slurp("mmx-a.json") == slurp("mmx-b.json"));
+    const nlohmann::json rep = nlohmann::json::parse(slurp("mmx-a.json"));
+    CHECK(rep["policies"][2]["speedup"].get<double>() > 1.0);  // pipeweaver over megatron-1f1b
+    ++ran;
+  }
+  CHECK(ran >= 2);
+}
