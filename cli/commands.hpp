@@ -206,6 +206,13 @@ BalanceValidationSummary validate_balance(std::string& markdown, std::ostream& o
 // a long-tail workload up to the context (NIC rate `nic`, empty: the builder's).
 std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::string& nic, int cp);
 
+// Reproduces PipeWeaver's claims on the pipeline emulator (rankings, variance, the constant mix,
+// 1F1B's closed form); appends a markdown section.
+struct MultimodalValidationSummary {
+  int checks = 0, held = 0;
+};
+MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostream& out);
+
 // Writes a document-length trace (JSONL): from a real source, or from a seeded generator.
 void doclens(const DoclensOptions& options, std::ostream& out);
 
