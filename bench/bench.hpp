@@ -58,6 +58,7 @@ void bench_step_llama405b(Figures& out, bool quick);
 void bench_step_gpt3(Figures& out, bool quick);
 void bench_balance(Figures& out, bool quick);
 void bench_cluster(Figures& out, bool quick);
+void bench_multimodal(Figures& out, bool quick);
 double peak_rss_gb();
 
 }  // namespace orrery::bench

@@ -31,6 +31,7 @@ const std::vector<GroupSpec> kGroups = {
     {"step.llama405b", orrery::bench::bench_step_llama405b, 300},
     {"balance", orrery::bench::bench_balance, 300},
     {"cluster", orrery::bench::bench_cluster, 300},
+    {"multimodal", orrery::bench::bench_multimodal, 300},
     {"simgrid", nullptr, 600},
 };
 
