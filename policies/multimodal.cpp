@@ -120,6 +120,10 @@ std::vector<double> profiled_layer_cost(const models::MultimodalModel& m, const 
 
 class StaticPipeline : public models::MultimodalPipelinePolicy {
  public:
+  // `chunks` > 1: the partition has stages x chunks parts, part vs = chunk * stages + stage
+  // runs on `stage`, under Megatron's interleaved 1F1B.
+  explicit StaticPipeline(int chunks) : chunks_(chunks) {}
+
   MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
     const models::MultimodalModel& m = *setup.model;
     std::vector<std::vector<MultimodalSample>> mbs;
@@ -127,18 +131,18 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
       mbs.emplace_back(samples.begin() + static_cast<std::ptrdiff_t>(k),
                        samples.begin() + static_cast<std::ptrdiff_t>(std::min(samples.size(), k + u(setup.micro_batch))));
     }
-    const int p = setup.pp, nmb = static_cast<int>(mbs.size());
+    const int p = setup.pp, parts = p * chunks_, nmb = static_cast<int>(mbs.size());
     PipeProgram prog;
     prog.stages = p;
-    const auto fwd = [&](int s, int mb) { return mb * 2 * p + s; };
-    const auto bwd = [&](int s, int mb) { return mb * 2 * p + p + s; };
-    prog.ops.resize(u(2 * p * nmb));
+    const auto fwd = [&](int vs, int mb) { return mb * 2 * parts + vs; };
+    const auto bwd = [&](int vs, int mb) { return mb * 2 * parts + parts + vs; };
+    prog.ops.resize(u(2 * parts * nmb));
     for (int mb = 0; mb < nmb; ++mb) {
-      for (int s = 0; s < p; ++s) {
+      for (int vs = 0; vs < parts; ++vs) {
         PipeNode f, b;
-        f.stage = b.stage = s;
+        f.stage = b.stage = vs % p;
         b.backward = true;
-        for (const Unit& x : partition_[u(s)]) {
+        for (const Unit& x : partition_[u(vs)]) {
           const models::LayerSeconds ls = costs.layer(x.module, mbs[u(mb)]);
           f.seconds += x.layers * ls.f;
           b.seconds += x.layers * (ls.b + ls.w);
@@ -146,21 +150,24 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
           f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp) * static_cast<double>(w.tokens);
           f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp;
         }
-        b.out_bytes = s > 0 ? prog.ops[u(fwd(s - 1, mb))].out_bytes : 0;
-        if (s > 0) f.deps.push_back(fwd(s - 1, mb));
-        b.deps.push_back(fwd(s, mb));
-        if (s + 1 < p) b.deps.push_back(bwd(s + 1, mb));
-        b.releases = fwd(s, mb);
-        f.label = fmt::format("F s{} mb{}", s, mb);
-        b.label = fmt::format("B s{} mb{}", s, mb);
-        prog.ops[u(fwd(s, mb))] = std::move(f);
-        prog.ops[u(bwd(s, mb))] = std::move(b);
+        b.out_bytes = vs > 0 ? prog.ops[u(fwd(vs - 1, mb))].out_bytes : 0;
+        if (vs > 0) f.deps.push_back(fwd(vs - 1, mb));
+        b.deps.push_back(fwd(vs, mb));
+        if (vs + 1 < parts) b.deps.push_back(bwd(vs + 1, mb));
+        b.releases = fwd(vs, mb);
+        f.label = fmt::format("F s{} c{} mb{}", vs % p, vs / p, mb);
+        b.label = fmt::format("B s{} c{} mb{}", vs % p, vs / p, mb);
+        prog.ops[u(fwd(vs, mb))] = std::move(f);
+        prog.ops[u(bwd(vs, mb))] = std::move(b);
       }
     }
-    const models::PipelinePlan plan = schedule_->plan({p, nmb, 1}, "<multimodal>", "/schedule");
+    const models::PipelinePlan plan = schedule_->plan({p, nmb, chunks_}, setup.source, "/multimodal/micro_batch");
     prog.order.assign(u(p), {});
     for (int s = 0; s < p; ++s) {
-      for (const models::PipeOp& op : plan[u(s)]) prog.order[u(s)].push_back(op.kind == models::PipeOpKind::forward ? fwd(s, op.micro_batch) : bwd(s, op.micro_batch));
+      for (const models::PipeOp& op : plan[u(s)]) {
+        const int vs = op.chunk * p + s;
+        prog.order[u(s)].push_back(op.kind == models::PipeOpKind::forward ? fwd(vs, op.micro_batch) : bwd(vs, op.micro_batch));
+      }
     }
     MultimodalStep out;
     out.run = models::run_program(prog, setup.p2p);
@@ -173,16 +180,18 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
   }
 
  protected:
+  // `partition`: stages x chunks parts in virtual-stage order.
   void set_partition(const MultimodalSetup& setup, Partition partition) {
-    std::vector<double> params;
-    for (const auto& stage : partition) {
-      ORRERY_CHECK(!stage.empty(), "empty pipeline stage in a partition of {} stages", setup.pp);
-      params.push_back(stage_param_count(*setup.model, stage));
+    std::vector<double> params(u(setup.pp), 0.0);
+    for (std::size_t vs = 0; vs < partition.size(); ++vs) {
+      ORRERY_CHECK(!partition[vs].empty(), "empty pipeline part in a partition of {} parts", partition.size());
+      params[vs % u(setup.pp)] += stage_param_count(*setup.model, partition[vs]);
     }
     caps_ = activation_caps(setup, params);
     partition_ = std::move(partition);
-    schedule_ = pipeline_schedules().create("1f1b", {}, {"<multimodal>", "/schedule"});
+    schedule_ = pipeline_schedules().create(chunks_ > 1 ? "interleaved-1f1b" : "1f1b", {}, {"<multimodal>", "/schedule"});
   }
+  int chunks_;
   Partition partition_;
   std::vector<double> caps_;
   std::unique_ptr<models::PipelineSchedule> schedule_;
@@ -190,7 +199,8 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
 
 class Megatron final : public StaticPipeline {
  public:
-  std::string_view name() const override { return "megatron-1f1b"; }
+  explicit Megatron(int chunks) : StaticPipeline(chunks) {}
+  std::string_view name() const override { return chunks_ > 1 ? "megatron-interleaved" : "megatron-1f1b"; }
   void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>&, const ModuleCostCache&) override {
     const models::MultimodalModel& m = *setup.model;
     std::vector<int> all(m.modules.size());
@@ -198,12 +208,13 @@ class Megatron final : public StaticPipeline {
     std::vector<int> layers_of;
     std::vector<double> cost;
     flatten(m, all, std::vector<double>(m.modules.size(), 1.0), layers_of, cost);  // by count
-    set_partition(setup, split(layers_of, cost, setup.pp, setup.source));
+    set_partition(setup, split(layers_of, cost, setup.pp * chunks_, setup.source));
   }
 };
 
 class ModalityStatic final : public StaticPipeline {
  public:
+  ModalityStatic() : StaticPipeline(1) {}
   std::string_view name() const override { return "modality-static"; }
   void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) override {
     const models::MultimodalModel& m = *setup.model;
@@ -537,8 +548,13 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
 const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
   static const sim::Registry<models::MultimodalPipelinePolicy> registry = [] {
     sim::Registry<models::MultimodalPipelinePolicy> r("multimodal pipeline policy");
-    r.add({"megatron-1f1b", "Megatron-LM: layers split evenly by count over the stages (encoders included), fixed micro-batches, 1F1B", {},
-           [](const sim::Params&) { return std::make_unique<Megatron>(); }});
+    r.add({"megatron-1f1b", "Megatron-LM: layers split evenly by count over the stages (encoders included), fixed micro-batches, 1F1B",
+           {{"chunks", sim::ParamType::integer, std::int64_t{1}, "model chunks per stage (> 1: interleaved 1F1B; micro-batches a multiple of pp)"}},
+           [](const sim::Params& p) {
+             const std::int64_t v = p.get_int("chunks");
+             if (v < 1 || v > 16) throw sim::InputError("<policy>", "megatron-1f1b/chunks", fmt::format("found {}, expected 1 to 16", v));
+             return std::make_unique<Megatron>(static_cast<int>(v));
+           }});
     r.add({"modality-static", "Optimus/nnScaler: encoders on their own stages, stages shared by profiled compute, 1F1B", {},
            [](const sim::Params&) { return std::make_unique<ModalityStatic>(); }});
     r.add({"pipeweaver", "PipeWeaver: modality-aware chunks and sub-micro-batches, a per-batch schedule search on the pipeline emulator",

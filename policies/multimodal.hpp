@@ -2,7 +2,8 @@
 // interface):
 //   megatron-1f1b     Megatron-LM: the modules' layers in order (encoder layers counted as
 //                     layers, a projector as one), split evenly by count over the stages; fixed
-//                     micro-batches of `micro_batch` samples; 1F1B
+//                     micro-batches of `micro_batch` samples; 1F1B, or with `chunks` > 1
+//                     model chunks per stage, Megatron's interleaved 1F1B
 //   modality-static   Optimus / nnScaler style: encoders (with their projectors) on their own
 //                     stages, the backbone on the rest, stages shared in proportion to the
 //                     profiled compute and layers balanced by compute inside each part; 1F1B

@@ -107,6 +107,14 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
   const auto r = models::multimodal_step(*megatron, fx.setup, batch, costs);
   CHECK(r.step_s == doctest::Approx((8 + 4 - 1) * 7 * two.total()).epsilon(1e-9));
   CHECK(r.bubble_fraction == doctest::Approx(3.0 / 11.0).epsilon(1e-9));
+  // Interleaved 1F1B on 2 stages of 2 chunks of 7 layers: m x v chunk-passes per stage plus a
+  // bubble of (p - 1) chunk-passes: (m v + p - 1) x 7 (F + B).
+  Fixture two_stages(llm, 1, 2, 1, 2);
+  two_stages.setup.p2p = 0;
+  two_stages.setup.hbm_bytes = 0;  // memory is not the point here
+  auto interleaved = policies::multimodal_pipelines().create("megatron-1f1b", {{"chunks", std::int64_t{2}}}, {"test", ""});
+  interleaved->prepare(two_stages.setup, batch, costs);
+  CHECK(models::multimodal_step(*interleaved, two_stages.setup, batch, costs).step_s == doctest::Approx((8 * 2 + 2 - 1) * 7 * two.total()).epsilon(1e-9));
   // PipeWeaver with sub-micro-batches of one sample (efficiency 0.01) and one segment: the same
   // law with m = 16.
   auto pw = policies::multimodal_pipelines().create("pipeweaver", {{"efficiency", 0.01}, {"extra_segments", std::int64_t{0}}}, {"test", ""});
