@@ -321,6 +321,9 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
         const std::filesystem::path t = o.trace_path;
         const std::string path = (t.parent_path() / (t.stem().string() + "." + specs[i].name + t.extension().string())).string();
         traces::write_chrome_trace(path, g, spans);
+        // And what a runtime would execute: each stage's actions (compute, send, recv, sync).
+        const std::string actions = (t.parent_path() / (t.stem().string() + "." + specs[i].name + ".actions.json")).string();
+        traces::write_file_atomically(actions, models::action_lists_json(st.program, models::action_lists(st.program)));
       }
     }
     const double sps = samples / time, p50 = percentile(steps, 0.5), p99 = percentile(steps, 0.99);
@@ -341,7 +344,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/speedup", sps / base);
     report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
   }
-  if (!o.trace_path.empty()) out << fmt::format("timelines of step {}: {} with each policy's name before the extension\n", o.trace_step, o.trace_path);
+  if (!o.trace_path.empty()) {
+    out << fmt::format("step {}: timelines as {} and action lists as .actions.json, each with the policy's name before the extension\n",
+                       o.trace_step, o.trace_path);
+  }
   if (!o.report_path.empty()) report.write(o.report_path);
 }
 

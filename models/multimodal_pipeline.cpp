@@ -232,4 +232,97 @@ MultimodalStep multimodal_step(MultimodalPipelinePolicy& policy, const Multimoda
 
 double state_bytes_per_param(int tp, int dp) { return (2.0 + 4.0 + 12.0 / std::max(1, dp)) / std::max(1, tp); }
 
+std::string_view to_string(ActionKind k) {
+  switch (k) {
+    case ActionKind::compute: return "compute";
+    case ActionKind::send: return "send";
+    case ActionKind::recv: return "recv";
+    case ActionKind::sync: return "sync";
+  }
+  return "?";
+}
+
+ActionLists action_lists(const PipeProgram& p) {
+  std::vector<std::vector<int>> dependants(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    for (const int d : p.ops[i].deps) dependants[static_cast<std::size_t>(d)].push_back(static_cast<int>(i));
+  }
+  ActionLists out(static_cast<std::size_t>(p.stages));
+  for (int s = 0; s < p.stages; ++s) {
+    auto& list = out[static_cast<std::size_t>(s)];
+    for (const int op : p.order[static_cast<std::size_t>(s)]) {
+      const PipeNode& n = p.ops[static_cast<std::size_t>(op)];
+      for (const int d : n.deps) {
+        const PipeNode& dep = p.ops[static_cast<std::size_t>(d)];
+        if (dep.stage != s) list.push_back({ActionKind::recv, d, dep.stage, dep.out_bytes});
+      }
+      list.push_back({ActionKind::compute, op, -1, 0});
+      // One send per destination stage (a stage that needs the output twice gets it once).
+      std::vector<int> to;
+      for (const int d : dependants[static_cast<std::size_t>(op)]) {
+        const int stage = p.ops[static_cast<std::size_t>(d)].stage;
+        if (stage != s && std::find(to.begin(), to.end(), stage) == to.end()) to.push_back(stage);
+      }
+      for (const int stage : to) list.push_back({ActionKind::send, op, stage, n.out_bytes});
+    }
+    list.push_back({ActionKind::sync, -1, -1, 0});
+  }
+  return out;
+}
+
+PipeRun run_actions(const PipeProgram& p, const ActionLists& actions, double p2p) {
+  PipeRun run = empty_run(p);
+  const auto stages = static_cast<std::size_t>(p.stages);
+  std::vector<double> clock(stages, 0.0), memory(stages, 0.0);
+  std::vector<std::size_t> next(stages, 0);
+  std::map<std::pair<int, int>, double> arrived;  // (op, destination stage) -> when its output is there
+  std::size_t left = 0, synced = 0;
+  for (const auto& l : actions) left += l.size();
+  while (left > 0) {
+    bool progressed = false;
+    for (std::size_t s = 0; s < stages; ++s) {
+      while (next[s] < actions[s].size()) {
+        const Action& a = actions[s][next[s]];
+        if (a.kind == ActionKind::recv) {
+          const auto it = arrived.find({a.op, static_cast<int>(s)});
+          if (it == arrived.end()) break;  // its send has not run yet
+          clock[s] = std::max(clock[s], it->second);
+        } else if (a.kind == ActionKind::compute) {
+          const double start = clock[s];
+          clock[s] += p.ops[static_cast<std::size_t>(a.op)].seconds;
+          account(p, run, memory, a.op, start, clock[s]);
+        } else if (a.kind == ActionKind::send) {
+          arrived[{a.op, a.peer}] = clock[s] + (p2p > 0 ? a.bytes / p2p : 0.0);
+        } else {
+          ++synced;  // the barrier: the step ends when every stage is here
+        }
+        ++next[s];
+        --left;
+        progressed = true;
+      }
+    }
+    ORRERY_CHECK(progressed, "action lists deadlock: {} actions left", left);
+  }
+  ORRERY_CHECK(synced == stages, "action lists: {} syncs for {} stages", synced, stages);
+  return run;
+}
+
+std::string action_lists_json(const PipeProgram& p, const ActionLists& actions) {
+  std::string out = "{\"stages\": [";
+  for (std::size_t s = 0; s < actions.size(); ++s) {
+    out += s > 0 ? ",\n  [" : "\n  [";
+    for (std::size_t k = 0; k < actions[s].size(); ++k) {
+      const Action& a = actions[s][k];
+      out += fmt::format("{}{{\"action\": \"{}\"", k > 0 ? ", " : "", to_string(a.kind));
+      if (a.op >= 0) out += fmt::format(", \"op\": \"{}\"", p.ops[static_cast<std::size_t>(a.op)].label);
+      if (a.kind == ActionKind::send) out += fmt::format(", \"to\": {}, \"bytes\": {:.0f}", a.peer, a.bytes);
+      if (a.kind == ActionKind::recv) out += fmt::format(", \"from\": {}, \"bytes\": {:.0f}", a.peer, a.bytes);
+      out += "}";
+    }
+    out += "]";
+  }
+  out += "\n]}\n";
+  return out;
+}
+
 }  // namespace orrery::models

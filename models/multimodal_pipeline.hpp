@@ -73,6 +73,25 @@ PipeRun run_program(const PipeProgram& program, double p2p_bytes_per_s);
 // shows the overflow.
 PipeRun schedule_program(PipeProgram& program, double p2p_bytes_per_s, const std::vector<double>& memory_cap);
 
+// A stage's actions, what a runtime executes (PipeWeaver's output, for extended Megatron): for
+// each op in the stage's order, a recv for every input from another stage, the compute, a send
+// for every dependant on another stage; then one sync (the step's gradient synchronisation).
+// Sends are asynchronous; a recv waits for its send and the transfer.
+enum class ActionKind : std::uint8_t { compute, send, recv, sync };
+std::string_view to_string(ActionKind);
+struct Action {
+  ActionKind kind = ActionKind::compute;
+  int op = -1;        // compute: the op; send/recv: the op whose output moves
+  int peer = -1;      // send/recv: the other stage
+  double bytes = 0;   // send/recv
+};
+using ActionLists = std::vector<std::vector<Action>>;  // per stage
+ActionLists action_lists(const PipeProgram& program);
+// Executes action lists; gives the same run as run_program on the program they came from.
+PipeRun run_actions(const PipeProgram& program, const ActionLists& actions, double p2p_bytes_per_s);
+// As JSON: {"stages": [[{"action": "recv", "op": "F vision c0 sub1", "from": 2, "bytes": ...}, ...], ...]}.
+std::string action_lists_json(const PipeProgram& program, const ActionLists& actions);
+
 // Per-layer costs of a module over a set of samples, cached by (module, documents).
 class ModuleCostCache {
  public:

@@ -745,6 +745,10 @@ TEST_CASE("orrery compare on multimodal scenarios: figures, timelines, determini
   for (const char* policy : {"megatron-1f1b", "modality-static", "pipeweaver"}) {
     const nlohmann::json tl = nlohmann::json::parse(slurp(std::string("mm-tl.") + policy + ".json"));
     CHECK(tl["traceEvents"].size() > 10);
+    const nlohmann::json actions = nlohmann::json::parse(slurp(std::string("mm-tl.") + policy + ".actions.json"));
+    REQUIRE(actions["stages"].size() == 4);
+    CHECK(actions["stages"][0].back()["action"] == "sync");
+    CHECK(actions["stages"][1][0]["action"] == "recv");
   }
   // A custom module graph with a dangling edge, and one with a cycle.
   const std::string vit = R"({"name": "vit", "kind": "vision_encoder", "layers": 4, "hidden": 256, "heads": 4, "ffn_hidden": 1024, "mlp": "gelu", "patch": 14})";

@@ -139,6 +139,10 @@ TEST_CASE("multimodal pipelines: cost reuse never changes a result") {
     const auto x = models::multimodal_step(*a, fx.setup, batch, with), y = models::multimodal_step(*b, fx.setup, batch, without);
     CHECK(x.step_s == y.step_s);
     CHECK(x.run.busy == y.run.busy);
+    // The stages' action lists (compute, send, recv, sync), executed, give the same step.
+    const models::PipeRun acted = models::run_actions(x.program, models::action_lists(x.program), fx.setup.p2p);
+    CHECK(acted.makespan == doctest::Approx(x.step_s).epsilon(1e-12));
+    CHECK(acted.busy == x.run.busy);
     CHECK(with.hits() > 0);
     CHECK(without.hits() == 0);
     CHECK(with.misses() < without.misses());
