@@ -14,16 +14,7 @@ void bench_multimodal(Figures& out, bool quick) {
   const models::MultimodalModel& m = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
   const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
   const models::RooflineCostModel cost(gpu, models::training_roofline_params(gpu));
-  models::MultimodalSetup setup;  // Qwen2-VL-7B on 64 H100: tp 2, pp 4, dp 8
-  setup.model = &m;
-  setup.cost = &cost;
-  setup.tp = 2;
-  setup.pp = 4;
-  setup.dp = 8;
-  setup.micro_batch = 2;
-  setup.nvlink = gpu.nvlink_bandwidth;
-  setup.p2p = 50e9;
-  setup.hbm_bytes = gpu.hbm_bytes;
+  const models::MultimodalSetup setup = models::multimodal_setup(m, cost, gpu, 2, 4, 8, 2, 50e9);  // Qwen2-VL-7B on 64 H100
   models::MultimodalMix mix;
   mix.samples = 256;
   mix.frames_p99 = 64;

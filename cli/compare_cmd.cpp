@@ -250,16 +250,8 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   for (const PolicySpec& s : specs) policies.push_back(policies::multimodal_pipelines().create(s.name, s.params, {"<command line>", "--policies"}));
   const traces::MultimodalScenario sc = traces::load_multimodal_scenario(o.scenario_path);
   const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
-  models::MultimodalSetup setup;
-  setup.model = &sc.model;
-  setup.cost = &cost;
-  setup.tp = sc.tp;
-  setup.pp = sc.pp;
-  setup.dp = sc.dp;
-  setup.micro_batch = sc.micro_batch;
+  models::MultimodalSetup setup = models::multimodal_setup(sc.model, cost, sc.gpu, sc.tp, sc.pp, sc.dp, sc.micro_batch, sc.p2p);
   setup.nvlink = sc.nvlink;
-  setup.p2p = sc.p2p;
-  setup.hbm_bytes = sc.gpu.hbm_bytes;
   setup.source = o.scenario_path;
   // The batches: the trace's in turn, or the generator's; the first also profiles the static
   // decisions (partitions, sub-micro-batch sizes).

@@ -26,16 +26,7 @@ std::map<std::string, double> mean_steps(const models::MultimodalModel& m, const
                                          const std::vector<std::string>& policies, std::map<std::string, double>* bubble = nullptr) {
   const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
   const models::RooflineCostModel cost(gpu, models::training_roofline_params(gpu));
-  models::MultimodalSetup setup;
-  setup.model = &m;
-  setup.cost = &cost;
-  setup.tp = shape.tp;
-  setup.pp = shape.pp;
-  setup.dp = shape.dp;
-  setup.micro_batch = shape.micro_batch;
-  setup.nvlink = gpu.nvlink_bandwidth;
-  setup.p2p = 50e9;  // a 400 Gb/s NIC
-  setup.hbm_bytes = gpu.hbm_bytes;
+  models::MultimodalSetup setup = models::multimodal_setup(m, cost, gpu, shape.tp, shape.pp, shape.dp, shape.micro_batch, 50e9);  // 400 Gb/s NIC
   setup.source = "<validation>";
   const models::ModuleCostCache costs(m, cost, shape.tp, setup.nvlink);
   std::map<std::string, double> out;
@@ -185,12 +176,8 @@ MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& o
     models::validate_multimodal(llm, "<validation>", "/llm");
     const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
     const models::RooflineCostModel cost(gpu, models::training_roofline_params(gpu));
-    models::MultimodalSetup setup;
-    setup.model = &llm;
-    setup.cost = &cost;
-    setup.pp = 4;
-    setup.micro_batch = 2;
-    setup.hbm_bytes = gpu.hbm_bytes;
+    models::MultimodalSetup setup = models::multimodal_setup(llm, cost, gpu, 1, 4, 1, 2, 0);
+    setup.nvlink = 0;
     models::MultimodalSample s;
     s.text_tokens = 2048;
     const std::vector<models::MultimodalSample> batch(16, s);

@@ -230,6 +230,21 @@ MultimodalStep multimodal_step(MultimodalPipelinePolicy& policy, const Multimoda
   return slowest;
 }
 
+MultimodalSetup multimodal_setup(const MultimodalModel& model, const CostModel& cost, const GpuSpec& gpu, int tp, int pp, int dp, int micro_batch,
+                                 double p2p) {
+  MultimodalSetup s;
+  s.model = &model;
+  s.cost = &cost;
+  s.tp = tp;
+  s.pp = pp;
+  s.dp = dp;
+  s.micro_batch = micro_batch;
+  s.nvlink = gpu.nvlink_bandwidth;
+  s.p2p = p2p;
+  s.hbm_bytes = gpu.hbm_bytes;
+  return s;
+}
+
 double state_bytes_per_param(int tp, int dp) { return (2.0 + 4.0 + 12.0 / std::max(1, dp)) / std::max(1, tp); }
 
 std::string_view to_string(ActionKind k) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "models/cost.hpp"
+#include "models/hardware.hpp"
 #include "models/multimodal.hpp"
 
 #include <cstdint>
@@ -129,6 +130,10 @@ struct MultimodalSetup {
   bool reuse = true;          // ModuleCostCache reuse
   std::string source = "<scenario>";  // named by errors (memory that does not fit)
 };
+
+// A setup on one GPU type: TP all-reduces on its NVLink, its HBM, stages `p2p` bytes/s apart.
+MultimodalSetup multimodal_setup(const MultimodalModel& model, const CostModel& cost, const GpuSpec& gpu, int tp, int pp, int dp, int micro_batch,
+                                 double p2p);
 
 struct MultimodalStep {
   double step_s = 0;

@@ -22,14 +22,7 @@ std::int64_t length(double v, const std::string& source, int line, std::string_v
 
 std::vector<DocBatch> read_doclens_jsonl(std::string_view text, const std::string& source) {
   std::vector<DocBatch> out;
-  int line = 0;
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    const std::size_t end = std::min(text.find('\n', begin), text.size());
-    const std::string_view row = text.substr(begin, end - begin);
-    begin = end + 1;
-    ++line;
-    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+  for_each_jsonl_row(text, [&](std::string_view row, int line) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(row);
@@ -45,7 +38,7 @@ std::vector<DocBatch> read_doclens_jsonl(std::string_view text, const std::strin
       b.lengths.push_back(length(v.get<double>(), source, line, v.dump()));
     }
     out.push_back(std::move(b));
-  }
+  });
   if (out.empty()) throw sim::InputError(source, "", "found no batches, expected one JSON array of lengths per line");
   return out;
 }

@@ -60,6 +60,24 @@ std::string JsonNode::as_string() const {
   return value_->get<std::string>();
 }
 
+int JsonNode::as_int_in(int lo, int hi) const {
+  const std::int64_t v = as_int();
+  if (v < lo || v > hi) fail_expected(fmt::format("a whole number from {} to {}", lo, hi));
+  return static_cast<int>(v);
+}
+
+void for_each_jsonl_row(std::string_view text, const std::function<void(std::string_view row, int line)>& row) {
+  int line = 0;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t end = std::min(text.find('\n', begin), text.size());
+    const std::string_view r = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++line;
+    if (r.find_first_not_of(" \t\r") != std::string_view::npos) row(r, line);
+  }
+}
+
 std::int64_t JsonNode::as_int() const {
   if (value_->is_number_integer()) {
     if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {

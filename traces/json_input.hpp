@@ -42,6 +42,7 @@ class JsonNode {
   bool is_null() const { return value_->is_null(); }
   std::string as_string() const;
   std::int64_t as_int() const;      // an integral number
+  int as_int_in(int lo, int hi) const;  // "expected a whole number from lo to hi"
   double as_number() const;
   bool as_bool() const;
   std::vector<JsonNode> as_array() const;
@@ -96,6 +97,8 @@ std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string sour
 std::unique_ptr<JsonDocument> load_json_file(const std::string& path);
 // Reads a whole file; an unreadable file is an InputError naming it.
 std::string read_text_file(const std::string& path);
+// Calls `row(text, line)` for each line of a JSONL text that is not blank (lines count from 1).
+void for_each_jsonl_row(std::string_view text, const std::function<void(std::string_view row, int line)>& row);
 
 // "a/b" -> "a~1b": a key as one JSON-pointer token (RFC 6901).
 std::string pointer_token(std::string_view key);

@@ -9,18 +9,12 @@ namespace orrery::traces {
 
 namespace {
 
-int positive_int(const JsonNode& n, std::string_view what) {
-  const std::int64_t v = n.as_int();
-  if (v < 1 || v > 1'000'000) n.fail_expected(fmt::format("a positive {}", what));
-  return static_cast<int>(v);
-}
-
 // [a, b] or [a, b, c] of positive integers.
 std::vector<int> tuple(const JsonNode& n, std::size_t size, std::string_view expected) {
   const std::vector<JsonNode> items = n.as_array();
   if (items.size() != size) n.fail_expected(std::string(expected));
   std::vector<int> out;
-  for (const JsonNode& i : items) out.push_back(positive_int(i, "size"));
+  for (const JsonNode& i : items) out.push_back(i.as_int_in(1, 1'000'000));
   return out;
 }
 
@@ -28,14 +22,7 @@ std::vector<int> tuple(const JsonNode& n, std::size_t size, std::string_view exp
 
 std::vector<MultimodalBatch> read_multimodal_jsonl(std::string_view text, const std::string& source) {
   std::vector<MultimodalBatch> out;
-  int line = 0;
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    const std::size_t end = std::min(text.find('\n', begin), text.size());
-    const std::string_view row = text.substr(begin, end - begin);
-    begin = end + 1;
-    ++line;
-    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+  for_each_jsonl_row(text, [&](std::string_view row, int line) {
     const auto doc = parse_json(row, fmt::format("{}:line {}", source, line));
     JsonObject top = doc->root().as_object();
     MultimodalBatch b;
@@ -71,7 +58,7 @@ std::vector<MultimodalBatch> read_multimodal_jsonl(std::string_view text, const 
     top.finish();
     if (b.samples.empty()) throw sim::InputError(source, fmt::format("line {}", line), "found a batch with no samples");
     out.push_back(std::move(b));
-  }
+  });
   if (out.empty()) throw sim::InputError(source, "", "found no batches, expected one {\"samples\": [...]} object per line");
   return out;
 }

@@ -12,11 +12,7 @@ namespace orrery::traces {
 
 namespace {
 
-int count(const JsonNode& n, int lo, int hi) {
-  const std::int64_t v = n.as_int();
-  if (v < lo || v > hi) n.fail_expected(fmt::format("a whole number from {} to {}", lo, hi));
-  return static_cast<int>(v);
-}
+int count(const JsonNode& n, int lo, int hi) { return n.as_int_in(lo, hi); }
 
 models::ModuleSpec read_module(const JsonNode& node) {
   JsonObject o = node.as_object();
