@@ -16,16 +16,9 @@ struct Fixture {
   const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
   models::RooflineCostModel cost{gpu, models::training_roofline_params(gpu)};
   models::MultimodalSetup setup;
-  explicit Fixture(const models::MultimodalModel& m, int tp = 2, int pp = 4, int dp = 1, int micro_batch = 4) {
-    setup.model = &m;
-    setup.cost = &cost;
-    setup.tp = tp;
-    setup.pp = pp;
-    setup.dp = dp;
-    setup.micro_batch = micro_batch;
-    setup.nvlink = 360e9;
-    setup.p2p = 47e9;
-    setup.hbm_bytes = 80e9;
+  explicit Fixture(const models::MultimodalModel& m, int tp = 2, int pp = 4, int dp = 1, int micro_batch = 4)
+      : setup(models::multimodal_setup(m, cost, gpu, tp, pp, dp, micro_batch, 47e9)) {
+    setup.nvlink = 360e9;  // NVLink at NCCL's efficiency
   }
 };
 
