@@ -71,6 +71,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
   compare_cmd->add_flag("--skip-bad-rows", compare_options.skip_bad_rows, "Cluster scenarios: skip malformed trace rows instead of failing");
   compare_cmd->add_option("--steps", compare_options.steps, "Steps per policy")->capture_default_str();
+  compare_cmd->add_option("--iterations", compare_options.iterations, "RL scenarios: iterations per policy")->capture_default_str();
   compare_cmd->add_option("--report", compare_options.report_path, "Write the per-policy figures as JSON (key \"policies\")");
   compare_cmd->add_option("--trace", compare_options.trace_path, "Write the slowest rank's pipeline of one step (the first policy) as Chrome JSON");
   compare_cmd->add_option("--trace-step", compare_options.trace_step, "Which step --trace shows")->capture_default_str();

@@ -173,11 +173,14 @@ struct CompareOptions {
   std::string gpus_path;
   std::string jobs_path;       // cluster scenarios: a trace replacing the scenario's
   bool skip_bad_rows = false;  // cluster scenarios
+  int iterations = 50;         // RL scenarios
 };
 
 // Runs the same workload under several sequence policies; prints step time p50/p99, tokens/s,
 // attention imbalance and the speedup over the first policy.
 void compare(const CompareOptions& options, std::ostream& out);
+// RL scenarios (a "rollouts" section): each RL policy over `iterations` iterations (cli/compare_rl.cpp).
+void compare_rl(const CompareOptions& options, std::ostream& out);
 
 struct DoclensOptions {
   std::string action;          // convert | generate

@@ -20,6 +20,7 @@
 #include "traces/multimodal_batches.hpp"
 #include "traces/multimodal_json.hpp"
 #include "traces/report.hpp"
+#include "traces/rl_json.hpp"
 #include "traces/step_json.hpp"
 
 #include <fmt/format.h>
@@ -69,12 +70,16 @@ PolicySpec parse_policy_spec_impl(std::string_view text, std::string_view flag) 
   return p;
 }
 
-std::vector<PolicySpec> parse_policies(const std::string& text) {
+std::vector<PolicySpec> parse_policies(const std::string& text) { return parse_policy_list(text, "--policies"); }
+
+}  // namespace
+
+std::vector<PolicySpec> parse_policy_list(const std::string& text, std::string_view flag) {
   std::vector<PolicySpec> out;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t comma = std::min(text.find(',', begin), text.size());
-    out.push_back(parse_policy_spec_impl(std::string_view(text).substr(begin, comma - begin), "--policies"));
+    out.push_back(parse_policy_spec_impl(std::string_view(text).substr(begin, comma - begin), flag));
     begin = comma + 1;
   }
   return out;
@@ -87,8 +92,6 @@ double percentile(std::vector<double> v, double q) {
   const std::size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
-
-}  // namespace
 
 namespace {
 
@@ -346,6 +349,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
 }  // namespace
 
 void compare(const CompareOptions& o, std::ostream& out) {
+  if (traces::is_rl_scenario(o.scenario_path)) {
+    compare_rl(o, out);
+    return;
+  }
   if (traces::is_multimodal_scenario(o.scenario_path)) {
     compare_multimodal(o, out);
     return;

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace orrery::cli {
 
@@ -16,5 +17,9 @@ struct PolicySpec {
 };
 
 PolicySpec parse_policy_spec(std::string_view text, std::string_view flag);
+// A comma-separated list of them.
+std::vector<PolicySpec> parse_policy_list(const std::string& text, std::string_view flag);
+// Linear interpolation between order statistics (q in [0, 1]); `v` must not be empty.
+double percentile(std::vector<double> v, double q);
 
 }  // namespace orrery::cli

@@ -17,6 +17,8 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
   // pipeline transfers.
   const StepResult base = run_step(sc_, cost, schedule);
   tail_s_ = base.tail_s;
+  memory_ = base.memory;
+  oom_ = base.oom;
   pipe_ = {p.pp, p.micro_batches(), p.vp};
   plan_ = schedule.plan(pipe_, "<scenario>", "/plan/schedule");
   linear_ = layer_linear_costs(sc_, cost);

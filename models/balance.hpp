@@ -39,6 +39,11 @@ class StepBalancer {
   // The shape a sequence policy places into (dp, cp, micro-batches, context, heads, costs).
   const SequenceShape& shape() const { return shape_; }
   BalanceStep run(const BatchPlacement& placement, std::uint64_t step) const;
+  // The gradient reduction and optimizer after the last pipeline op (part of every step_s).
+  double tail_s() const { return tail_s_; }
+  // The uniform step's memory (its peak stage), and whether it exceeds the GPU.
+  const MemoryEstimate& memory() const { return memory_; }
+  bool oom() const { return oom_; }
 
  private:
   double attention_seconds(const std::vector<std::int64_t>& docs, Pass pass) const;
@@ -50,6 +55,8 @@ class StepBalancer {
   PipelineShape pipe_;
   std::vector<LayerLinearCost> linear_;
   double tail_s_ = 0;
+  MemoryEstimate memory_;
+  bool oom_ = false;
   double p2p_s_ = 0;
   LinkRates rates_;
   // Per pool size (ranks): the bandwidth a rank gets in the pool's all-to-all, from a flow

@@ -21,7 +21,7 @@ namespace {
 // (Gen4 x16, 31.5 GB/s per direction, for A40/A10; Gen3 x16, 15.75 GB/s, for T4 and older:
 // PCI-SIG base specifications 4.0 and 3.0).
 std::string fabric_spec(const GpuSpec& gpu, std::string_view type, int nodes, int per_node) {
-  for (const char* dgx : {"a100", "h100", "h200", "b200"}) {
+  for (const char* dgx : {"a100", "h100", "h200", "h800", "h20", "b200"}) {
     if (type == dgx) return fmt::format("dgx-{}:nodes={},gpus_per_node={}", dgx, nodes, per_node);
   }
   const double link = gpu.nvlink_bandwidth > 0 ? gpu.nvlink_bandwidth : (type == "t4" || type == "p100" || type == "k80" ? 15.75e9 : 31.5e9);

@@ -96,7 +96,7 @@ sim::Duration RooflineCostModel::time(const Kernel& k) const { return to_duratio
 
 namespace {
 bool a100_class(const GpuSpec& gpu) { return gpu.name.rfind("A100", 0) == 0; }
-bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H200"; }
+bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H200" || gpu.name == "H800" || gpu.name == "H20"; }
 }  // namespace
 
 // Training-step pairs (step efficiency, per-kernel overhead), each solved so that the step

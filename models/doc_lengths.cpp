@@ -60,6 +60,13 @@ DocLengthModel DocLengthModel::lognormal(double median, double p99, std::int64_t
     m.sigma = (lo + hi) / 2;
     (m.cdf(p99) > 0.99 ? lo : hi) = m.sigma;
   }
+  // With the p99 close to the maximum the truncation swallows the body: no sigma keeps the
+  // median (mu stays the untruncated one), so say so rather than return something else.
+  if (std::abs(m.cdf(median) - 0.5) > 0.01 || std::abs(m.cdf(p99) - 0.99) > 0.001) {
+    throw sim::InputError("<workload>", "",
+                          fmt::format("no truncated lognormal has median {}, p99 {} and maximum {}; keep the p99 further below the maximum",
+                                      median, p99, max));
+  }
   return m;
 }
 

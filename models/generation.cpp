@@ -31,10 +31,10 @@ GenerationInstance::GenerationInstance(GenerationConfig config, const CostModel&
                                         : 2.0 * 2.0 * static_cast<double>(m.layers) * static_cast<double>(per_tp(m.kv_heads, c_.tp)) *
                                               static_cast<double>(m.head_dim);
   const double weights = 2.0 * static_cast<double>(m.params()) / c_.tp;
-  const double usable = c_.memory_fraction * c_.gpu.hbm_bytes;
+  const double usable = c_.memory_fraction * c_.gpu.hbm_bytes - c_.reserved_bytes;
   if (weights >= usable) {
-    fail(fmt::format("{}'s weights take {:.1f} GB per GPU at tp {}, more than the {:.1f} GB usable on a {}", m.name, weights / 1e9, c_.tp, usable / 1e9,
-                     c_.gpu.name));
+    fail(fmt::format("{}'s weights take {:.1f} GB per GPU at tp {}, more than the {:.1f} GB usable on a {}{}", m.name, weights / 1e9, c_.tp, usable / 1e9,
+                     c_.gpu.name, c_.reserved_bytes > 0 ? fmt::format(" beside {:.1f} GB held by training", c_.reserved_bytes / 1e9) : ""));
   }
   kv_capacity_ = static_cast<std::int64_t>((usable - weights) / kv_bytes_per_token_);
   if (kv_capacity_ < c_.max_context) {

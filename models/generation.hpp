@@ -37,6 +37,7 @@ struct GenerationConfig {
   double memory_fraction = 0.9;      // of each GPU's HBM usable for weights and the KV cache
   int max_batch = 1024;              // running sequences at most (the serving engine's cap)
   double nvlink = 0;                 // bytes/s per GPU for the TP all-reduces (0: free)
+  double reserved_bytes = 0;         // per GPU, held by something else (colocated training's states)
 };
 
 struct GenRequest {
@@ -57,6 +58,7 @@ class GenerationInstance {
   // sequence of max_context tokens.
   GenerationInstance(GenerationConfig config, const CostModel& cost, std::string_view source);
 
+  const GenerationConfig& config() const { return c_; }
   double kv_bytes_per_token() const { return kv_bytes_per_token_; }  // per GPU, all layers
   std::int64_t kv_capacity_tokens() const { return kv_capacity_; }
   // One decode iteration: `batch` sequences holding `kv_tokens` cached tokens in all.

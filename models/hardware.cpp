@@ -50,6 +50,17 @@ std::vector<GpuSpec> builtin_gpus() {
                "ml-engineering accelerator tables (H100 SXM): 80 GB HBM3 at 3.35 TB/s"});
   g.push_back({"H200", {"H200-SXM", "H200-141GB"}, kH100Flops, 141 * GB, 4800 * GB, 132, "nvlink", 4, 450 * GB,
                "ml-engineering accelerator tables (H200 SXM): 141 GB HBM3e at 4.8 TB/s"});
+  // China-market Hopper parts (the GPUs of StreamRL's heterogeneous setting, arXiv 2504.15930):
+  // H800 SXM is the H100 SXM die with NVLink cut to 400 GB/s bidirectional (200 GB/s per
+  // direction); compute and HBM as H100 SXM (NVIDIA H800 product page, as quoted by the vendors'
+  // spec listings). H20: 148 TFLOP/s dense fp16/bf16, 74 tf32, 44 fp32, 296 fp8; 96 GB HBM3 at
+  // 4.0 TB/s; NVLink 4 at 900 GB/s bidirectional; 78 SMs (spec listings collected at
+  // willitrunai.com/gpus/h20-96gb and zangshuxian.com/new/674733024499207168, the SM count from
+  // a Geekbench 6 report).
+  g.push_back({"H800", {"H800-SXM", "H800-80GB"}, kH100Flops, 80 * GB, 3350 * GB, 132, "nvlink", 4, 200 * GB,
+               "NVIDIA H800 SXM: H100 SXM compute and HBM, NVLink 400 GB/s bidirectional"});
+  g.push_back({"H20", {"H20-96GB"}, {44 * T, 74 * T, 148 * T, 148 * T, 296 * T}, 96 * GB, 4000 * GB, 78, "nvlink", 4, 450 * GB,
+               "NVIDIA H20 spec listings: 148 TFLOP/s bf16 dense, 96 GB HBM3 at 4.0 TB/s, NVLink 900 GB/s bidirectional"});
   g.push_back({"B200", {"B200-SXM", "B200-180GB"}, kB200Flops, 180 * GB, 8000 * GB, 148, "nvlink", 5, 900 * GB,
                "ml-engineering accelerator tables (B200 SXM): 180 GB HBM3e at 8.0 TB/s"});
   g.push_back({"GB200", {"GB200-SXM", "GB200-NVL72"}, kGB200Flops, 186 * GB, 8000 * GB, 148, "nvlink", 5, 900 * GB,

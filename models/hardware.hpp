@@ -49,7 +49,7 @@ struct GpuSpec {
 
 class HardwareCatalog {
  public:
-  // The built-in GPUs: A100-40GB, A100-80GB, H100, H200, B200, GB200, MI300X, and for cluster
+  // The built-in GPUs: A100-40GB, A100-80GB, H100, H200, H800, H20, B200, GB200, MI300X, and for cluster
   // traces V100, A40, A10, T4.
   static const HardwareCatalog& builtin();
 

@@ -64,6 +64,15 @@ std::vector<ModelSpec> builtin_models() {
                     MlpKind::swiglu, false, "Llama 3 Herd of Models (arXiv 2407.21783) Table 3; meta-llama/Meta-Llama-3-70B config.json"));
   v.push_back(dense("llama3-405b", {"llama-3-405b", "llama3.1-405b", "llama-3.1-405b"}, 126, 16384, 128, 8, 128, 53248, 128256,
                     MlpKind::swiglu, false, "Llama 3 Herd of Models (arXiv 2407.21783) Table 3; meta-llama/Llama-3.1-405B config.json"));
+  // Qwen2.5 (the models of StreamRL's evaluation, arXiv 2504.15930): Qwen/Qwen2.5-7B, -32B, -72B
+  // config.json (Hugging Face): head dim 128, vocabulary 152064, untied embeddings; the 7B's layer
+  // shapes (q 3584x3584, k/v 512x3584, gate/up 18944x3584) as printed by transformers.
+  v.push_back(dense("qwen2.5-7b", {"qwen/qwen2.5-7b"}, 28, 3584, 28, 4, 128, 18944, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-7B config.json"));
+  v.push_back(dense("qwen2.5-32b", {"qwen/qwen2.5-32b"}, 64, 5120, 40, 8, 128, 27648, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-32B config.json"));
+  v.push_back(dense("qwen2.5-72b", {"qwen/qwen2.5-72b"}, 80, 8192, 64, 8, 128, 29568, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-72B config.json"));
   // Qwen3: Qwen/Qwen3-8B, Qwen3-30B-A3B, Qwen3-235B-A22B config.json (Hugging Face) and the Qwen3
   // technical report (arXiv 2505.09388) Tables 1-2: head dim 128, vocabulary 151936.
   v.push_back(dense("qwen3-8b", {"qwen/qwen3-8b"}, 36, 4096, 32, 8, 128, 12288, 151936, MlpKind::swiglu, false,

@@ -212,6 +212,9 @@ const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, 
       {"a100", sim::BytesPerSecond(300e9), 0.0},   {"h100", sim::BytesPerSecond(450e9), 0.707},
       {"h200", sim::BytesPerSecond(450e9), 0.707}, {"b200", sim::BytesPerSecond(900e9), 0.617},
       {"gb200", sim::BytesPerSecond(900e9), 0.617},
+      // H800 and H20 (models/hardware.cpp cites them): NVLink 4 behind third-generation NVSwitch,
+      // the H800 with 200 GB/s per direction; NVLS share as H100's.
+      {"h800", sim::BytesPerSecond(200e9), 0.707}, {"h20", sim::BytesPerSecond(450e9), 0.707},
   };
   for (const GpuLinkSpec& s : specs) {
     if (s.name == gpu) return s;
@@ -219,7 +222,7 @@ const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, 
   std::vector<std::string> names;
   for (const GpuLinkSpec& s : specs) names.emplace_back(s.name);
   throw InputError(std::string(source), std::string(where),
-                   fmt::format("unknown GPU {}{}; valid: a100, h100, h200, b200, gb200", quote(gpu),
+                   fmt::format("unknown GPU {}{}; valid: a100, h100, h200, h800, h20, b200, gb200", quote(gpu),
                                sim::did_you_mean(gpu, names)));
 }
 
@@ -465,7 +468,7 @@ const sim::Registry<Builder>& builders() {
       for (sim::ParamSpec& f : fabric_specs()) s.push_back(std::move(f));
       return s;
     };
-    for (const std::string gpu : {"a100", "h100", "h200", "b200"}) {
+    for (const std::string gpu : {"a100", "h100", "h200", "h800", "h20", "b200"}) {
       const std::string pcie = gpu == "a100" ? "31.5 GB/s" : "63 GB/s";
       r.add({"dgx-" + gpu, fmt::format("DGX/HGX {} servers of 8 GPUs on NVSwitch, a NIC per GPU", gpu), dgx_specs(pcie),
              [gpu](const sim::Params& p) { return std::make_unique<DgxBuilder>(gpu, p); }});
