@@ -28,6 +28,18 @@ double ceil_to(std::int64_t v, std::int64_t tile) {
   return static_cast<double>((v + tile - 1) / tile) * static_cast<double>(tile);
 }
 
+// The rows of a GEMM as executed: whole tiles, except that a skinny GEMM (fewer rows than a
+// tile, as in decoding, where the rows are the running batch) gets a narrower tile, the next
+// power of two from 16 rows: GEMM libraries ship such tiles for small M (CUTLASS's 64xN, 32xN
+// and 16xN threadblock shapes; cuBLASLt's heuristics pick them), so decode does not pay for
+// 128 rows of compute on a batch of 8.
+double ceil_rows(std::int64_t m, std::int64_t tile) {
+  if (m >= tile) return ceil_to(m, tile);
+  std::int64_t narrow = 16;
+  while (narrow < m) narrow *= 2;
+  return static_cast<double>(std::min(narrow, tile));
+}
+
 [[noreturn]] void unsupported(const GpuSpec& gpu, const Kernel& k) {
   std::vector<std::string> ok;
   for (const DType t : kAllDTypes) {
@@ -58,12 +70,12 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (k.kind) {
     case KernelKind::gemm:
-      t.executed_flops = 2 * ceil_to(k.m, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k) * d(k.batch);
+      t.executed_flops = 2 * ceil_rows(k.m, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k) * d(k.batch);
       t.efficiency = params_.gemm_efficiency;
       break;
     case KernelKind::grouped_gemm:
       for (const std::int64_t gm : k.group_m) {
-        t.executed_flops += 2 * ceil_to(gm, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k);
+        t.executed_flops += 2 * ceil_rows(gm, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k);
       }
       t.efficiency = params_.gemm_efficiency;
       break;

@@ -107,8 +107,11 @@ class SkewnessAwareDispatch final : public RlDispatcher {
     // Instances for the tail: argmin over N_l of the predicted latency of the slower side, each
     // side's Lat = PTL(BS) L ceil(M / BS) with M samples per instance and BS capped by the KV
     // cache; L_tail = P90, L_reg = P50 of the recent lengths. Without history (the first
-    // iteration) the tail gets its share alpha of the instances.
-    int tail_instances = std::clamp(static_cast<int>(std::lround(ctx.alpha * N)), 1, N - 1);
+    // iteration) the tail gets instances in proportion to its predicted share of the tokens.
+    double tail_work = 0, all_work = 0;
+    for (std::size_t i = 0; i < n; ++i) all_work += work[i];
+    for (const int i : tail) tail_work += work[static_cast<std::size_t>(i)];
+    int tail_instances = std::clamp(static_cast<int>(std::lround(tail_work / all_work * N)), 1, N - 1);
     if (!ctx.history.empty()) {
       const double l_tail = quantile(ctx.history, 0.9), l_reg = quantile(ctx.history, 0.5);
       const auto& cfg = ctx.instance.config();

@@ -1,5 +1,6 @@
 #include "traces/rl_json.hpp"
 
+#include "models/generation.hpp"
 #include "models/llm.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
@@ -224,6 +225,13 @@ models::RlSetup load_rl_scenario(const std::string& path, int iterations) {
     if (s.generation_gpus % gtp != 0) split->fail(fmt::format("found {} generation GPUs, expected a multiple of tp {}", s.generation_gpus, gtp));
   } else if (!s.shared && s.generation_pool.gpus % gtp != 0) {
     throw sim::InputError(path, "/generation_pool/gpus", fmt::format("found {} GPUs, expected a multiple of the generation tp {}", s.generation_pool.gpus, gtp));
+  }
+
+  // The weights and one sequence of the maximum context must fit an instance (checked again
+  // beside colocated training's states when a policy runs).
+  {
+    const models::RooflineCostModel probe(s.generation.gpu);
+    const models::GenerationInstance instance(s.generation, probe, path);
   }
 
   // Training.

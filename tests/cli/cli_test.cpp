@@ -796,3 +796,55 @@ TEST_CASE("every example multimodal scenario runs, deterministically") {
   }
   CHECK(ran >= 2);
 }
+
+TEST_CASE("orrery compare on RL scenarios: the four policies, timelines, report, bad input") {
+  const fs::path example = fs::path(ORRERY_SOURCE_DIR) / "examples/rl/grpo-7b-128.json";
+  const Result r = run({"compare", example.string(), "--iterations", "2", "--trace", "rl.json", "--report", "rl-report.json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* p : {"colocated", "disaggregated-sync", "streamrl-sync", "streamrl-async"}) {
+    CHECK(r.out.find(p) != std::string::npos);
+    CHECK(fs::exists(fmt::format("rl.{}.json", p)));
+  }
+  const std::string report = slurp("rl-report.json");
+  CHECK(report.find("\"samples_per_dollar\"") != std::string::npos);
+  CHECK(report.find("\"skewness_bubble\"") != std::string::npos);
+  // Same inputs, same report.
+  REQUIRE(run({"compare", example.string(), "--iterations", "2", "--report", "rl-report2.json"}).code == 0);
+  CHECK(slurp("rl-report2.json") == report);
+  // Bad input: one line naming the file and the place.
+  const auto scenario = [&](const std::string& name, const std::string& pool, const std::string& generation, const std::string& rollouts) {
+    write(name, R"({"model": "qwen2.5-7b", )" + pool + R"(, "generation": )" + generation + R"(, "training": {"zero": 3, "recompute": "full"}, "rollouts": )" +
+                    rollouts + "}");
+    return run({"compare", name, "--iterations", "2"});
+  };
+  const std::string pool = R"("pool": {"gpu": "H800", "gpus": 16})";
+  const std::string lengths = R"({"prompts": 8, "group_size": 2, "output": {"median": 100, "p99": 1000, "max": 2048}})";
+  const Result split = scenario("rl-split.json", pool, R"({"tp": 1, "gpus": 16})", lengths);
+  CHECK(split.code == 1);
+  CHECK(split.err.find("rl-split.json:/generation/gpus: the generation pool takes 16 of the pool's 16 GPUs, leaving none for training") != std::string::npos);
+  const Result kv = scenario("rl-kv.json", pool, R"({"tp": 1, "max_context": 4000000})", lengths);
+  CHECK(kv.code == 1);
+  CHECK(kv.err.find("rl-kv.json:/generation: the KV cache holds") != std::string::npos);
+  CHECK(kv.err.find("cannot hold a single sequence") != std::string::npos);
+  CHECK(kv.out.empty());
+  const Result context = scenario("rl-context.json", pool, R"({"tp": 1, "max_context": 1024})", lengths);
+  CHECK(context.code == 1);
+  CHECK(context.err.find("rl-context.json:/generation/max_context: found a maximum context of 1024 tokens, but the rollouts hold a sample of") !=
+        std::string::npos);
+  write("rl-trace.jsonl", "{\"iteration\": 0, \"prompt_tokens\": 100, \"outputs\": [50, 9000]}\n{\"iteration\": 1, \"prompt_tokens\": 100, \"outputs\": [50]}\n");
+  const Result trace = scenario("rl-tracectx.json", pool, R"({"tp": 1, "max_context": 4096})", R"({"trace": "rl-trace.jsonl"})");
+  CHECK(trace.code == 1);
+  CHECK(trace.err.find("rl-tracectx.json:/generation/max_context: found a maximum context of 4096 tokens, but the rollouts hold a sample of 9100") !=
+        std::string::npos);
+  const Result gpu = scenario("rl-gpu.json", R"("pool": {"gpu": "H900", "gpus": 16})", R"({"tp": 1})", lengths);
+  CHECK(gpu.code == 1);
+  CHECK(gpu.err.find("rl-gpu.json:/pool/gpu: unknown GPU") != std::string::npos);
+  const Result two = scenario("rl-dc.json", R"("generation_pool": {"gpu": "H20", "gpus": 8, "datacenter": "b"}, "training_pool": {"gpu": "H800", "gpus": 8})",
+                              R"({"tp": 1})", lengths);
+  CHECK(two.code == 1);
+  CHECK(two.err.find("rl-dc.json:/: the pools are in datacenters \"b\" and \"dc0\", expected a \"cross_dc\" link") != std::string::npos);
+  const Result colocated = run({"compare", (fs::path(ORRERY_SOURCE_DIR) / "examples/rl/hetero-crossdc.json").string(), "--iterations", "1", "--policies", "colocated"});
+  CHECK(colocated.code == 1);
+  CHECK(colocated.err.find("colocated multiplexes one GPU pool") != std::string::npos);
+}

@@ -84,3 +84,23 @@ TEST_CASE("generation: continuous batching in closed form, preemption, bad input
   big.model = models::ModelCatalog::builtin().model("llama3-70b");
   CHECK_THROWS_WITH_AS(models::GenerationInstance(big, g.cost, "rl.json"), doctest::Contains("weights take"), sim::InputError);
 }
+
+TEST_CASE("generation: memory-bound decode favours bandwidth (H20 beats H800 at small batches, loses at large)") {
+  const auto& cat = models::HardwareCatalog::builtin();
+  models::GenerationConfig c;
+  c.model = models::ModelCatalog::builtin().model("qwen2.5-7b");
+  c.max_context = 16384;
+  c.gpu = cat.gpu("h20");
+  const models::RooflineCostModel h20_cost(c.gpu);
+  const models::GenerationInstance h20(c, h20_cost, "test");
+  c.gpu = cat.gpu("h800");
+  const models::RooflineCostModel h800_cost(c.gpu);
+  const models::GenerationInstance h800(c, h800_cost, "test");
+  MESSAGE("PTL(1, 8K) H20 " << h20.ptl(1, 8192) * 1e3 << " ms, H800 " << h800.ptl(1, 8192) * 1e3 << " ms; PTL(256, 1K) H20 " << h20.ptl(256, 1024) * 1e3
+                            << " ms, H800 " << h800.ptl(256, 1024) * 1e3 << " ms");
+  // Batch 1: the weight read; 4.0 vs 3.35 TB/s.
+  CHECK(h20.ptl(1, 8192) < h800.ptl(1, 8192));
+  CHECK(h800.ptl(1, 8192) / h20.ptl(1, 8192) == doctest::Approx(4.0 / 3.35).epsilon(0.1));
+  // Batch 256: compute-bound on the H20 (148 vs 989 TFLOP/s).
+  CHECK(h20.ptl(256, 1024) > 2 * h800.ptl(256, 1024));
+}
