@@ -59,6 +59,7 @@ void bench_step_gpt3(Figures& out, bool quick);
 void bench_balance(Figures& out, bool quick);
 void bench_cluster(Figures& out, bool quick);
 void bench_multimodal(Figures& out, bool quick);
+void bench_rl(Figures& out, bool quick);
 double peak_rss_gb();
 
 }  // namespace orrery::bench

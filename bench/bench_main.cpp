@@ -32,6 +32,7 @@ const std::vector<GroupSpec> kGroups = {
     {"balance", orrery::bench::bench_balance, 300},
     {"cluster", orrery::bench::bench_cluster, 300},
     {"multimodal", orrery::bench::bench_multimodal, 300},
+    {"rl", orrery::bench::bench_rl, 300},
     {"simgrid", nullptr, 600},
 };
 

@@ -107,7 +107,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
-  validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance or cluster (default: all)");
+  validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance, cluster, multimodal or rl (default: all)");
 
   GpusOptions gpus_options;
   CLI::App* gpus_cmd = app.add_subcommand("gpus", "List the GPU catalog: peak FLOP/s per dtype, HBM, SMs, NVLink, sources");

@@ -216,6 +216,13 @@ struct MultimodalValidationSummary {
 };
 MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostream& out);
 
+// Reproduces StreamRL's claims on the RL simulator (policy ranking, skewness-aware dispatch,
+// heterogeneous cost); appends a markdown section.
+struct RlValidationSummary {
+  int checks = 0, held = 0;
+};
+RlValidationSummary validate_rl(std::string& markdown, std::ostream& out);
+
 // Writes a document-length trace (JSONL): from a real source, or from a seeded generator.
 void doclens(const DoclensOptions& options, std::ostream& out);
 

@@ -1,0 +1,151 @@
+// StreamRL's claims (arXiv 2504.15930; ../shared/reference/policies.md section 4) on the RL
+// simulator: the policy ranking, skewness-aware dispatch against random, and heterogeneous
+// cross-datacenter cost-efficiency.
+#include "cli/commands.hpp"
+#include "cli/policy_spec.hpp"
+#include "policies/rl.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace orrery::cli {
+
+namespace {
+
+models::RlPool pool_of(const char* gpu, const char* fabric, int gpus, double dollars, const char* dc) {
+  models::RlPool p;
+  p.gpu = models::HardwareCatalog::builtin().gpu(gpu);
+  p.fabric = fabric;
+  p.gpus = gpus;
+  p.dollars_per_gpu_hour = dollars;
+  p.datacenter = dc;
+  return p;
+}
+
+// Qwen2.5-7B GRPO: 512 prompts x 8 samples, outputs lognormal with the given median, p99 and
+// maximum; FSDP-style training (ZeRO-3, full recompute) as verl runs it.
+models::RlSetup grpo_7b(const models::RlPool& pool, double median, double p99, std::int64_t max, int iterations) {
+  models::RlSetup s;
+  s.source = "<validation>";
+  s.model = models::ModelCatalog::builtin().model("qwen2.5-7b");
+  s.generation_pool = s.training_pool = pool;
+  s.generation.model = s.model;
+  s.generation.gpu = pool.gpu;
+  s.generation.max_batch = 256;
+  s.generation.max_context = (2048 + max + 1023) / 1024 * 1024;
+  s.generation.nvlink = pool.gpu.nvlink_bandwidth;
+  s.train.zero = 3;
+  s.train.recompute = models::Recompute::full;
+  s.train.micro_batch_tokens = s.generation.max_context;
+  models::RolloutLengthModel m;
+  m.output = models::DocLengthModel::lognormal(median, p99, max);
+  m.prompt = models::DocLengthModel::lognormal(300, 1000, 2048);
+  s.batches = models::RolloutGenerator(m, 1).batches(iterations, 512, 8);
+  return s;
+}
+
+// Generation alone: the summed makespan of every batch on `instances` instances.
+double generation_makespan(const models::RlSetup& s, const std::string& dispatcher, int instances) {
+  const models::RooflineCostModel cost(s.generation.gpu);
+  const models::GenerationInstance inst(s.generation, cost, s.source);
+  const models::RolloutRanker ranker(s.alpha, s.recall, s.seed);
+  auto d = policies::rl_dispatchers().create(dispatcher);
+  std::vector<std::int64_t> history;
+  double total = 0;
+  for (std::size_t k = 0; k < s.batches.size(); ++k) {
+    const std::vector<double> scores = ranker.scores(s.batches[k], static_cast<int>(k));
+    const policies::DispatchContext ctx{inst, instances, scores, history, s.alpha, static_cast<int>(k), s.seed};
+    total += models::run_generation(inst, s.batches[k], d->dispatch(s.batches[k], ctx), 0.0, s.source).end;
+    history.clear();
+    for (const auto& g : s.batches[k].groups) history.insert(history.end(), g.outputs.begin(), g.outputs.end());
+  }
+  return total;
+}
+
+}  // namespace
+
+RlValidationSummary validate_rl(std::string& md, std::ostream& out) {
+  RlValidationSummary summary;
+  const auto check = [&](bool holds) {
+    ++summary.checks;
+    summary.held += holds ? 1 : 0;
+    return std::string(holds ? "holds" : "does not hold");
+  };
+  md += "## RL post-training: StreamRL's claims\n\n";
+  md += "Claims of StreamRL (arXiv 2504.15930; ../shared/reference/policies.md section 4) on Orrery's RL simulator: generation instances\n"
+        "decode with continuous batching on the roofline (per-token latency from the kernels), the trainer is the step emulator\n"
+        "(ZeRO-3, full recompute, sorted-greedy packing), weights go over the pools' links. Qwen2.5-7B GRPO, 512 prompts x 8 samples.\n\n";
+
+  // 1. Ranking.
+  const int iters = 6;
+  const models::RlSetup one = grpo_7b(pool_of("h800", "dgx-h800", 128, 2.0, "dc0"), 400, 10000, 16384, iters);
+  md += fmt::format("**Ranking.** 128 H800 ($2/GPU-hour), outputs median 400, p99 10000, max 16384 tokens; {} iterations; the\n"
+                    "two-pool policies search the split on the first batch (Algorithm 1).\n\n",
+                    iters);
+  md += "| policy | samples/s | iteration p50 | pipeline bubble | skewness bubble | staleness | split (gen / train) | vs colocated |\n|---|---|---|---|---|---|---|---|\n";
+  std::map<std::string, double> sps;
+  double colocated = 0;
+  for (const std::string name : {"colocated", "disaggregated-sync", "streamrl-sync", "streamrl-async"}) {
+    const policies::RlRun r = policies::run_rl_policy(one, name, {}, iters);
+    sps[name] = r.samples_per_s;
+    if (name == "colocated") colocated = r.samples_per_s;
+    md += fmt::format("| {} | {:.2f} | {:.1f} s | {:.1f}% | {:.1f}% | {:.2f} | {} | {:.3f}x |\n", name, r.samples_per_s, percentile(r.iteration_s, 0.5),
+                      100 * r.pipeline_bubble, 100 * r.skewness_bubble, r.staleness,
+                      name == "colocated" ? std::string("all 128 alternate") : fmt::format("{} / {}", r.generation_gpus, r.training_gpus),
+                      r.samples_per_s / colocated);
+  }
+  const bool ranked = sps["streamrl-async"] > sps["streamrl-sync"] && sps["streamrl-sync"] > sps["colocated"] && sps["colocated"] > sps["disaggregated-sync"];
+  md += fmt::format("\nstreamrl-async > streamrl-sync > colocated > disaggregated-sync in throughput **{}**. The gaps are smaller than the paper's\n"
+                    "(1.06-1.41x sync over colocated, up to 2.66x async): with the longest sample at 16K tokens, every policy waits about\n"
+                    "16K x PTL(1) for it (the skewness bubble column), and the 7B trainer is small next to that.\n\n",
+                    check(ranked));
+
+  // 2. Dispatch.
+  md += "**Skewness-aware dispatch vs random.** Generation alone on 16 H800 instances (256 samples each, so instances queue work),\n"
+        "ranker recall 0.85 of the top 20%; summed makespan of 4 batches.\n\n"
+        "| outputs (median / p99 / max) | p99/p50 | random | round-robin | skewness-aware | gain over random |\n|---|---|---|---|---|---|\n";
+  std::vector<double> gains;
+  bool all_win = true;
+  for (const auto& [p99, max] : std::vector<std::pair<double, std::int64_t>>{{3000, 8192}, {3000, 16384}, {10000, 16384}}) {
+    const models::RlSetup s = grpo_7b(pool_of("h800", "dgx-h800", 16, 2.0, "dc0"), 400, p99, max, 4);
+    const double random = generation_makespan(s, "random", 16), rr = generation_makespan(s, "round-robin", 16),
+                 skew = generation_makespan(s, "skewness-aware", 16);
+    gains.push_back(random / skew);
+    all_win = all_win && skew < random;
+    md += fmt::format("| 400 / {:.0f} / {} | {:.1f} | {:.1f} s | {:.1f} s | {:.1f} s | {:.3f}x |\n", p99, max, p99 / 400, random, rr, skew, gains.back());
+  }
+  md += fmt::format("\nSkewness-aware beats random in every row **{}**. The gap grows with the tail's weight (p99/p50 7.5 to 25 at a 16K\n"
+                    "maximum) **{}**; it grows with the maximum length alone (8K to 16K at p99/p50 7.5) **{}**: LPT starts the longest\n"
+                    "samples first, but the few samples past 8K are the ones the ranker finds anyway, and the tail instances then hold many\n"
+                    "long contexts at once, whose KV reads raise their per-token latency.\n\n",
+                    check(all_win), check(gains[2] > gains[1]), check(gains[1] > gains[0]));
+
+  // 3. Cost.
+  const int cost_iters = 4;
+  models::RlSetup homo = grpo_7b(pool_of("h800", "dgx-h800", 96, 2.0, "dc-a"), 400, 10000, 16384, cost_iters);
+  models::RlSetup hetero = homo;
+  hetero.shared = false;
+  hetero.generation_pool = pool_of("h20", "dgx-h20", 64, 1.0, "dc-b");
+  hetero.training_pool = pool_of("h800", "dgx-h800", 32, 2.0, "dc-a");
+  hetero.generation.gpu = hetero.generation_pool.gpu;
+  hetero.generation.nvlink = hetero.generation_pool.gpu.nvlink_bandwidth;
+  hetero.cross_dc = models::CrossDcLink{100e9 / 8, 0.01};
+  const policies::RlRun h = policies::run_rl_policy(homo, "streamrl-async", {}, cost_iters);
+  const policies::RlRun x = policies::run_rl_policy(hetero, "streamrl-async", {}, cost_iters);
+  md += fmt::format("**Heterogeneous cross-datacenter cost.** streamrl-async, {} iterations. Homogeneous: 96 H800 at $2/GPU-hour (split {} / {}).\n"
+                    "Heterogeneous: 64 H20 at $1/GPU-hour generating in one datacenter, 32 H800 at $2 training in another, 100 Gb/s and\n"
+                    "10 ms between them (prices are assumptions: set yours in the scenario).\n\n"
+                    "| setting | samples/s | $/hour | samples per $ | weight sync |\n|---|---|---|---|---|\n"
+                    "| homogeneous | {:.2f} | {:.0f} | {:.1f} | {:.2f} s |\n| heterogeneous | {:.2f} | {:.0f} | {:.1f} | {:.2f} s |\n\n",
+                    cost_iters, h.generation_gpus, h.training_gpus, h.samples_per_s, 96 * 2.0, h.samples_per_dollar, h.weight_sync_s, x.samples_per_s,
+                    64 * 1.0 + 32 * 2.0, x.samples_per_dollar, x.weight_sync_s);
+  md += fmt::format("Decode is memory-bound, and the H20 has more HBM bandwidth (4.0 TB/s) than the H800 (3.35) for a seventh of its\n"
+                    "FLOP/s: cost-efficiency improves **{}** ({:.2f}x samples per dollar; StreamRL reports 1.23-1.33x). The cross-datacenter\n"
+                    "sync of 15 GB takes {:.1f} s, off the critical path under one-step asynchrony.\n\n",
+                    check(x.samples_per_dollar > h.samples_per_dollar), x.samples_per_dollar / h.samples_per_dollar, x.weight_sync_s);
+  out << fmt::format("rl: {} of {} claims hold\n", summary.held, summary.checks);
+  return summary;
+}
+
+}  // namespace orrery::cli
