@@ -92,12 +92,22 @@ std::vector<double> RolloutRanker::scores(const RolloutBatch& batch, int iterati
 
 GenerationRun run_generation(const GenerationInstance& instance, const RolloutBatch& batch, const Dispatch& dispatch, double start,
                              std::string_view source) {
+  return run_generation(instance, batch, dispatch, std::vector<double>(dispatch.instances.size(), start), source);
+}
+
+GenerationRun run_generation(const GenerationInstance& instance, const RolloutBatch& batch, const Dispatch& dispatch,
+                             const std::vector<double>& starts, std::string_view source) {
+  ORRERY_CHECK(starts.size() == dispatch.instances.size(), "{} start times for {} instances", starts.size(), dispatch.instances.size());
   GenerationRun out;
+  const double first = starts.empty() ? 0.0 : *std::min_element(starts.begin(), starts.end());
   out.finish.resize(batch.groups.size());
-  for (std::size_t g = 0; g < batch.groups.size(); ++g) out.finish[g].assign(batch.groups[g].outputs.size(), start);
-  out.end = start;
+  for (std::size_t g = 0; g < batch.groups.size(); ++g) out.finish[g].assign(batch.groups[g].outputs.size(), first);
+  out.end = first;
+  out.instance_start = starts;
   std::vector<std::pair<int, int>> of_id;  // request id -> (group, sample)
-  for (const std::vector<int>& prompts : dispatch.instances) {
+  for (std::size_t i = 0; i < dispatch.instances.size(); ++i) {
+    const std::vector<int>& prompts = dispatch.instances[i];
+    const double start = starts[i];
     std::vector<GenRequest> requests;
     of_id.clear();
     for (const int p : prompts) {
@@ -116,6 +126,7 @@ GenerationRun run_generation(const GenerationInstance& instance, const RolloutBa
       out.preemptions += f.preemptions;
     }
     out.instance_end.push_back(end);
+    out.instance_samples.push_back(static_cast<int>(of_id.size()));
     out.end = std::max(out.end, end);
   }
   return out;

@@ -67,7 +67,9 @@ struct Dispatch {
 
 struct GenerationRun {
   std::vector<std::vector<double>> finish;  // [group][sample], absolute seconds
+  std::vector<double> instance_start;       // when each instance began the batch
   std::vector<double> instance_end;         // when each instance ran out of work
+  std::vector<int> instance_samples;        // samples each instance generated
   double end = 0;
   int preemptions = 0;
   double tokens = 0;                        // generated
@@ -76,6 +78,10 @@ struct GenerationRun {
 // Every instance starts at `start` with all its prompts' samples waiting.
 GenerationRun run_generation(const GenerationInstance& instance, const RolloutBatch& batch, const Dispatch& dispatch, double start,
                              std::string_view source);
+// Instance i starts at starts[i] (a generation service whose instances move on to the next batch
+// as soon as they are free).
+GenerationRun run_generation(const GenerationInstance& instance, const RolloutBatch& batch, const Dispatch& dispatch,
+                             const std::vector<double>& starts, std::string_view source);
 
 struct RlTrainPlan {
   int tp = 1, pp = 1, cp = 1;

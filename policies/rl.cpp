@@ -185,25 +185,67 @@ class Engine {
   }
 
   // Generation of batch k on `instances` copies of `inst` from `start`.
-  GenerationRun generate(const GenerationInstance& inst, int instances, int k, double start, bool account) {
+  // Generation of batch k on `instances` copies of `inst`: all from `start` (the pool waits for
+  // its whole previous batch), or, as a service (`free`: when each instance finished its previous
+  // work), each instance from max(start, its free time); the dispatch's heaviest predicted bins
+  // then go to the instances free first.
+  GenerationRun generate(const GenerationInstance& inst, int instances, int k, double start, bool account,
+                         const std::vector<double>* free = nullptr) {
     const RolloutBatch& batch = s_.batches[static_cast<std::size_t>(k)];
     const std::vector<double> scores = ranker_.scores(batch, k);
     const DispatchContext ctx{inst, instances, scores, history_, s_.alpha, k, s_.seed};
-    const Dispatch d = dispatcher_->dispatch(batch, ctx);
-    GenerationRun g = models::run_generation(inst, batch, d, start, s_.source);
+    Dispatch d = dispatcher_->dispatch(batch, ctx);
+    std::vector<double> starts(d.instances.size(), start);
+    if (free != nullptr) {
+      std::vector<double> work(d.instances.size(), 0.0);
+      for (std::size_t b = 0; b < d.instances.size(); ++b) {
+        for (const int p : d.instances[b]) {
+          const auto& grp = batch.groups[static_cast<std::size_t>(p)];
+          work[b] += std::exp(scores[static_cast<std::size_t>(p)]) * static_cast<double>(grp.outputs.size());
+        }
+      }
+      std::vector<std::size_t> bins(d.instances.size()), slots(d.instances.size());
+      std::iota(bins.begin(), bins.end(), 0);
+      std::iota(slots.begin(), slots.end(), 0);
+      std::stable_sort(bins.begin(), bins.end(), [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
+      std::stable_sort(slots.begin(), slots.end(), [&](std::size_t a, std::size_t b) { return (*free)[a] < (*free)[b]; });
+      std::vector<std::vector<int>> placed(d.instances.size());
+      for (std::size_t j = 0; j < bins.size(); ++j) {
+        placed[slots[j]] = std::move(d.instances[bins[j]]);
+        starts[slots[j]] = std::max(start, (*free)[slots[j]]);
+      }
+      d.instances = std::move(placed);
+    }
+    GenerationRun g = models::run_generation(inst, batch, d, starts, s_.source);
     if (!account) return g;
     history_.clear();
     for (const auto& grp : batch.groups) history_.insert(history_.end(), grp.outputs.begin(), grp.outputs.end());
     const double tp = s_.generation.tp;
+    // Skewness idle: an instance out of work while others finish the batch's long tail. As a
+    // service, an instance is idle only until it starts its next batch, so the previous batch's
+    // idle is settled here, against this batch's starts.
+    settle_skew(free != nullptr ? &starts : nullptr);
     for (std::size_t i = 0; i < g.instance_end.size(); ++i) {
-      gen_busy_ += (g.instance_end[i] - start) * tp;
-      skew_ += (g.end - g.instance_end[i]) * tp;
-      if (k == iterations_ - 1) span(fmt::format("generation {}", i), fmt::format("iteration {}", k), start, g.instance_end[i]);
+      gen_busy_ += (g.instance_end[i] - starts[i]) * tp;
+      if (k == iterations_ - 1) span(fmt::format("generation {}", i), fmt::format("iteration {}", k), starts[i], g.instance_end[i]);
     }
+    last_ends_ = g.instance_end;
+    last_end_ = g.end;
     run_.preemptions += g.preemptions;
     for (const auto& grp : batch.groups) run_.samples += static_cast<double>(grp.outputs.size());
     run_.tokens += g.tokens;
     return g;
+  }
+
+  // The previous batch's skewness idle: from each instance's end to the batch's end, or to the
+  // instance's next start when that comes first.
+  void settle_skew(const std::vector<double>* next_starts) {
+    const double tp = s_.generation.tp;
+    for (std::size_t i = 0; i < last_ends_.size(); ++i) {
+      const double until = next_starts != nullptr ? std::min(last_end_, (*next_starts)[i]) : last_end_;
+      skew_ += std::max(0.0, until - last_ends_[i]) * tp;
+    }
+    last_ends_.clear();
   }
 
   // Training of batch k from its generation: one pass once all samples are in (streaming =
@@ -253,6 +295,7 @@ class Engine {
 
   // Closes the run: throughput, bubbles (as shares of every GPU held over the makespan), cost.
   RlRun finish(const std::vector<double>& train_ends, int gen_gpus, int train_gpus, int instances, bool colocated) {
+    settle_skew(nullptr);
     run_.generation_gpus = gen_gpus;
     run_.training_gpus = train_gpus;
     run_.instances = instances;
@@ -289,6 +332,8 @@ class Engine {
   std::vector<std::int64_t> history_;
   RlRun run_;
   double gen_busy_ = 0, skew_ = 0, train_busy_ = 0, staleness_sum_ = 0;
+  std::vector<double> last_ends_;  // the previous batch's instance ends, until its skew is settled
+  double last_end_ = 0;
 };
 
 enum class Mode { disaggregated, stream_sync, stream_async };
@@ -398,16 +443,26 @@ class DisaggregatedPolicy final : public RlPolicy {
         ends.push_back(now);
       }
     } else {
-      // One-step asynchrony: generation of k starts when generation of k-1 is done and the
-      // generators hold weights at most one version old (trained on batch k-2, then synced).
-      double gen_free = 0, train_free = 0;
+      // One-step asynchrony: the generators are a service; an instance starts batch k as soon as
+      // it is done with its part of batch k-1 and holds weights at most one version old (trained
+      // on batch k-2, then synced), so its samples are at most one step stale.
+      std::vector<double> free(static_cast<std::size_t>(instances), 0.0);
+      double train_free = 0;
       for (int k = 0; k < iterations; ++k) {
         const double ready = k >= 2 ? ends[static_cast<std::size_t>(k - 2)] + sync : 0.0;
-        const double start = std::max(gen_free, ready);
-        // Staleness 0 when batch k-1's weights were already there, 1 otherwise.
-        if (k >= 1) e.add_staleness(ends[static_cast<std::size_t>(k - 1)] + sync <= start ? 0.0 : 1.0);
-        const GenerationRun g = e.generate(inst, instances, k, start, true);
-        gen_free = g.end;
+        const GenerationRun g = e.generate(inst, instances, k, ready, true, &free);
+        free = g.instance_end;
+        // Staleness per sample: 0 where batch k-1's weights had arrived when its instance started.
+        if (k >= 1) {
+          double stale = 0, n = 0;
+          const double fresh = ends[static_cast<std::size_t>(k - 1)] + sync;
+          for (std::size_t i = 0; i < g.instance_start.size(); ++i) {
+            const double w = g.instance_samples[i];
+            stale += (fresh <= g.instance_start[i] ? 0.0 : 1.0) * w;
+            n += w;
+          }
+          e.add_staleness(n > 0 ? stale / n : 0.0);
+        }
         const double end = e.train(split.trainer, k, g, train_free, true);
         if (k == iterations - 1) e.span("weight sync", "trainer -> generators (off the critical path)", end, end + sync);
         train_free = end;

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 using namespace orrery;
 
@@ -109,6 +111,17 @@ TEST_CASE("rl policies: all run, stream beats waiting, async overlaps at stalene
   CHECK(runs["streamrl-async"].staleness <= 1);
   CHECK(runs["streamrl-sync"].samples_per_s > runs["disaggregated-sync"].samples_per_s);
   CHECK(runs["streamrl-async"].samples_per_s >= runs["streamrl-sync"].samples_per_s);
+  // Synchronous generation starts every instance at once; the asynchronous service starts each
+  // as soon as it is free (and its weights are at most one step old).
+  const auto starts = [](const policies::RlRun& r) {
+    std::set<double> t;
+    for (const auto& sp : r.timeline) {
+      if (sp.lane.rfind("generation", 0) == 0) t.insert(sp.start);
+    }
+    return t.size();
+  };
+  CHECK(starts(runs["streamrl-sync"]) == 1);
+  CHECK(starts(runs["streamrl-async"]) > 1);
   // Deterministic.
   const policies::RlRun again = policies::run_rl_policy(s, "streamrl-async", {}, 4);
   CHECK(again.makespan == runs["streamrl-async"].makespan);
