@@ -221,7 +221,7 @@ MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostr
 struct RlValidationSummary {
   int checks = 0, held = 0;
 };
-RlValidationSummary validate_rl(std::string& markdown, std::ostream& out);
+RlValidationSummary validate_rl(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 // Writes a document-length trace (JSONL): from a real source, or from a seeded generator.
 void doclens(const DoclensOptions& options, std::ostream& out);

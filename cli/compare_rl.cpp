@@ -42,10 +42,19 @@ void write_timeline(const std::string& path, const policies::RlRun& run) {
 
 void compare_rl(const CompareOptions& o, std::ostream& out) {
   if (o.iterations < 1) throw sim::InputError("<command line>", "--iterations", fmt::format("found {}, expected 1 or more", o.iterations));
-  const std::string list = o.policies.empty() ? "colocated,disaggregated-sync,streamrl-sync,streamrl-async" : o.policies;
-  const std::vector<PolicySpec> specs = parse_policy_list(list, "--policies");
-  for (const PolicySpec& s : specs) (void)policies::rl_policies().create(s.name, s.params, {"<command line>", "--policies"});
   const models::RlSetup setup = traces::load_rl_scenario(o.scenario_path, o.iterations);
+  // Colocated needs one pool: the default list leaves it out for two.
+  const std::string list = !o.policies.empty() ? o.policies
+                           : setup.shared      ? "colocated,disaggregated-sync,streamrl-sync,streamrl-async"
+                                               : "disaggregated-sync,streamrl-sync,streamrl-async";
+  const std::vector<PolicySpec> specs = parse_policy_list(list, "--policies");
+  for (const PolicySpec& s : specs) {
+    (void)policies::rl_policies().create(s.name, s.params, {"<command line>", "--policies"});
+    if (s.name == "colocated" && !setup.shared) {
+      throw sim::InputError(o.scenario_path, "/generation_pool",
+                            "colocated multiplexes one GPU pool, found separate generation and training pools; give one \"pool\"");
+    }
+  }
   std::size_t samples = 0;
   for (const auto& g : setup.batches.front().groups) samples += g.outputs.size();
   out << fmt::format("scenario  {}: {}; {} iterations of {} prompts ({} samples)\n", setup.name.empty() ? o.scenario_path : setup.name, setup.model.name,

@@ -238,7 +238,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
   if (o.only.empty() || o.only == "balance") validate_balance(md, out);
   if (o.only.empty() || o.only == "cluster") validate_cluster(o.data_dir, md, out);
   if (o.only.empty() || o.only == "multimodal") validate_multimodal(md, out);
-  if (o.only.empty() || o.only == "rl") validate_rl(md, out);
+  if (o.only.empty() || o.only == "rl") validate_rl(o.data_dir, md, out);
   if (!o.out_path.empty()) {
     traces::write_file_atomically(o.out_path, md);
     out << fmt::format("tables written to {}\n", o.out_path);

@@ -127,6 +127,7 @@ struct RlSetup {
   RlPool generation_pool, training_pool;  // the same pool when `shared`
   bool shared = true;
   int generation_gpus = 0;                 // shared pool: the split (0: searched)
+  bool size_to_match = true;               // two pools: streaming policies hold only what matches the slower stage
   std::optional<CrossDcLink> cross_dc;     // when the pools are in different datacenters
   GenerationConfig generation;             // model, GPU and tp of an instance
   RlTrainPlan train;

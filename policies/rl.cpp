@@ -344,13 +344,53 @@ struct Split {
   TrainerBox trainer;
 };
 
+std::vector<std::int64_t> first_batch_samples(const RlSetup& s) {
+  std::vector<std::int64_t> all;
+  for (const auto& grp : s.batches.front().groups) {
+    for (const std::int64_t o : grp.outputs) all.push_back(grp.prompt_tokens + o);
+  }
+  return all;
+}
+
+// Two pools (StreamRL Algorithm 1, cross-datacenter): profile both stages on the first batch with
+// whole pools; when they overlap (the streaming policies), size the faster side down to the
+// fewest GPUs that still match the slower one (the rest are not held, nor paid for). A policy
+// whose stages take turns uses both pools whole, as does a scenario with size_to_match off.
+Split size_to_match(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& engine) {
+  const int tp = s.generation.tp;
+  const int gen_pool = s.generation_pool.gpus, train_pool = s.training_pool.gpus;
+  Split whole{gen_pool, make_trainer(s, costs, train_pool)};
+  if (mode == Mode::disaggregated || !s.size_to_match) return whole;
+  const models::GenerationInstance inst(engine.generation_config(0), costs.generation, s.source);
+  const std::vector<std::int64_t> samples = first_batch_samples(s);
+  const double p_gen = engine.generate(inst, gen_pool / tp, 0, 0.0, false).end;
+  const double p_train = whole.trainer.trainer->train(samples, true, 0);
+  if (p_train < p_gen) {
+    // Training is faster: the fewest whole servers (or model-parallel groups) that keep up.
+    const int mp = s.train.tp * s.train.pp * s.train.cp;
+    const int step = std::lcm(mp, std::min(train_pool, s.training_pool.gpus_per_node));
+    for (int y = step; y < train_pool; y += step) {
+      TrainerBox t;
+      try {
+        t = make_trainer(s, costs, y);
+      } catch (const sim::InputError&) {
+        continue;  // too few GPUs to hold the training states: try more
+      }
+      if (t.trainer->train(samples, true, 0) <= p_gen) return {gen_pool, std::move(t)};
+    }
+    return whole;
+  }
+  const int step = std::lcm(tp, std::min(gen_pool, s.generation_pool.gpus_per_node));
+  for (int x = step; x < gen_pool; x += step) {
+    if (engine.generate(inst, x / tp, 0, 0.0, false).end <= p_train) return {x, std::move(whole.trainer)};
+  }
+  return whole;
+}
+
 Split choose_split(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& engine) {
   const int tp = s.generation.tp;
-  if (!s.shared || s.generation_gpus > 0) {
-    const int gen = s.shared ? s.generation_gpus : s.generation_pool.gpus;
-    const int train = s.shared ? s.generation_pool.gpus - s.generation_gpus : s.training_pool.gpus;
-    return {gen, make_trainer(s, costs, train)};
-  }
+  if (s.shared && s.generation_gpus > 0) return {s.generation_gpus, make_trainer(s, costs, s.generation_pool.gpus - s.generation_gpus)};
+  if (!s.shared) return size_to_match(s, costs, mode, engine);
   // StreamRL Algorithm 1 on a profile of the first batch: over splits x + y = n, minimise
   // max(P_gen(x), P_train(y)) when the stages overlap (streaming), P_gen + P_train when they
   // take turns.
@@ -369,11 +409,7 @@ Split choose_split(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& en
       continue;
     }
     const GenerationRun g = engine.generate(inst, x / tp, 0, 0.0, false);
-    std::vector<std::int64_t> all;
-    for (const auto& grp : s.batches.front().groups) {
-      for (const std::int64_t o : grp.outputs) all.push_back(grp.prompt_tokens + o);
-    }
-    const double train = t.trainer->train(all, true, 0);
+    const double train = t.trainer->train(first_batch_samples(s), true, 0);
     const double c = mode == Mode::disaggregated ? g.end + train : std::max(g.end, train);
     if (c < best_cost) {
       best_cost = c;

@@ -102,6 +102,10 @@ models::RlSetup load_rl_scenario(const std::string& path, int iterations) {
     s.training_pool = read_pool(*train_pool);
     s.shared = false;
   }
+  if (auto v = top.optional("size_to_match")) {
+    if (s.shared) v->fail("found size_to_match with one pool, expected it only beside a generation_pool and a training_pool");
+    s.size_to_match = v->as_bool();
+  }
   auto cross = top.optional("cross_dc");
   if (!s.shared && s.generation_pool.datacenter != s.training_pool.datacenter) {
     if (!cross) {

@@ -4,6 +4,8 @@
 //      or two pools, each {"gpu", "gpus", "gpus_per_node", "dollars_per_gpu_hour", "datacenter"}:
 //    "generation_pool": {...}, "training_pool": {...},
 //    "cross_dc": {"bandwidth": "100 Gb/s", "latency": "10 ms"},   (required when the datacenters differ)
+//    "size_to_match": true,   (two pools: the streaming policies hold only as many GPUs of the faster
+//                              stage as match the slower one, StreamRL Algorithm 1 across datacenters)
 //    "generation": {"tp": 1, "gpus": 64 (one pool: the split; omitted: searched), "max_context": 17408,
 //                   "memory_fraction": 0.9, "max_batch": 256, "dispatcher": "skewness-aware",
 //                   "ranker": {"alpha": 0.2, "recall": 0.85}},
