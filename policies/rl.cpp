@@ -77,6 +77,8 @@ double quantile(std::vector<std::int64_t> v, double q) {
 // StreamRL Algorithm 2 (arXiv 2504.15930 section 5; see ../shared/reference/policies.md 4b).
 class SkewnessAwareDispatch final : public RlDispatcher {
  public:
+  SkewnessAwareDispatch(double tail_quantile, double regular_quantile, bool simulate)
+      : tail_q_(tail_quantile), regular_q_(regular_quantile), simulate_(simulate) {}
   std::string_view name() const override { return "skewness-aware"; }
   Dispatch dispatch(const RolloutBatch& batch, const DispatchContext& ctx) override {
     const std::size_t n = batch.groups.size();
@@ -112,8 +114,37 @@ class SkewnessAwareDispatch final : public RlDispatcher {
     for (std::size_t i = 0; i < n; ++i) all_work += work[i];
     for (const int i : tail) tail_work += work[static_cast<std::size_t>(i)];
     int tail_instances = std::clamp(static_cast<int>(std::lround(tail_work / all_work * N)), 1, N - 1);
-    if (!ctx.history.empty()) {
-      const double l_tail = quantile(ctx.history, 0.9), l_reg = quantile(ctx.history, 0.5);
+    if (simulate_) {
+      // Orrery's variant: each candidate split's busiest instance on either side, run on the
+      // instance model with every sample at its prompt's predicted length (LPT order).
+      const auto busiest = [&](const std::vector<int>& prompts, int instances) {
+        double worst = 0;
+        for (const std::vector<int>& bin : lpt_bins(prompts, work, instances)) {
+          std::vector<models::GenRequest> requests;
+          std::vector<int> order = bin;
+          std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return work[static_cast<std::size_t>(x)] > work[static_cast<std::size_t>(y)]; });
+          const std::int64_t cap = ctx.instance.config().max_context;
+          for (const int p : order) {
+            const auto& g = batch.groups[static_cast<std::size_t>(p)];
+            const auto predicted = std::clamp<std::int64_t>(std::llround(std::exp(ctx.scores[static_cast<std::size_t>(p)])), 1, cap - g.prompt_tokens);
+            for (std::size_t j = 0; j < g.outputs.size(); ++j) requests.push_back({static_cast<int>(requests.size()), g.prompt_tokens, predicted, 0.0});
+          }
+          double end = 0;
+          for (const models::GenFinish& f : ctx.instance.run(std::move(requests), 0.0, "<dispatch>")) end = std::max(end, f.time);
+          worst = std::max(worst, end);
+        }
+        return worst;
+      };
+      double best = std::numeric_limits<double>::infinity();
+      for (int nl = 1; nl < N; ++nl) {
+        const double cost = std::max(busiest(tail, nl), busiest(regular, N - nl));
+        if (cost < best) {
+          best = cost;
+          tail_instances = nl;
+        }
+      }
+    } else if (!ctx.history.empty()) {
+      const double l_tail = quantile(ctx.history, tail_q_), l_reg = quantile(ctx.history, regular_q_);
       const auto& cfg = ctx.instance.config();
       const auto latency = [&](double prompts, double length, int instances) {
         const double m = std::ceil(prompts * group / instances);
@@ -137,6 +168,8 @@ class SkewnessAwareDispatch final : public RlDispatcher {
   }
 
  private:
+  double tail_q_, regular_q_;
+  bool simulate_;
   // LPT inside an instance: admit by descending predicted length.
   static Dispatch order_inside(Dispatch d, const std::vector<double>& work) {
     for (std::vector<int>& b : d.instances) {
@@ -523,8 +556,21 @@ const sim::Registry<RlDispatcher>& rl_dispatchers() {
     reg.add({"random", "prompts shuffled (seeded per iteration), then dealt in turn", {}, [](const sim::Params&) { return std::make_unique<RandomDispatch>(); }});
     reg.add({"skewness-aware",
              "StreamRL Algorithm 2: the ranker's top alpha on the few instances that minimise the predicted latency, LPT inside each",
-             {},
-             [](const sim::Params&) { return std::make_unique<SkewnessAwareDispatch>(); }});
+             {{"tail_quantile", sim::ParamType::number, 0.9, "the recent length quantile standing for a long-tail sample (L_tail; the paper's P90)"},
+              {"regular_quantile", sim::ParamType::number, 0.5, "the quantile standing for a regular sample (L_reg; the paper's P50)"},
+              {"latency", sim::ParamType::string, std::string("formula"),
+               "how a split's latency is predicted: formula (the paper's PTL(BS) L ceil(M/BS)) or simulate (each side's busiest instance run "
+               "on the instance model at the predicted lengths)"}},
+             [](const sim::Params& p) {
+               const double t = p.get_number("tail_quantile"), q = p.get_number("regular_quantile");
+               if (!(t > 0 && t <= 1)) throw sim::InputError("<policy>", "skewness-aware/tail_quantile", fmt::format("found {}, expected (0, 1]", t));
+               if (!(q > 0 && q <= 1)) throw sim::InputError("<policy>", "skewness-aware/regular_quantile", fmt::format("found {}, expected (0, 1]", q));
+               const std::string& latency = p.get_string("latency");
+               if (latency != "formula" && latency != "simulate") {
+                 throw sim::InputError("<policy>", "skewness-aware/latency", fmt::format("found {}, expected formula or simulate", sim::quote(latency)));
+               }
+               return std::make_unique<SkewnessAwareDispatch>(t, q, latency == "simulate");
+             }});
     return reg;
   }();
   return r;
