@@ -197,26 +197,22 @@ double RlTrainer::train(const std::vector<std::int64_t>& samples, bool final_pas
   return final_pass ? r.step_s : r.step_s - b.tail_s();
 }
 
-double weight_sync_seconds(const ModelSpec& model, const RlPool& train, int train_tp, int train_pp, const RlPool& gen, int gen_gpus,
+double weight_sync_seconds(const ModelSpec& model, const RlPool& train, int train_tp, int train_pp, const RlPool& gen, int gen_gpus, int gen_tp,
                            const CrossDcLink* cross_dc) {
   const double bytes = 2.0 * static_cast<double>(model.params());
   const LinkRates tr = link_rates(pool_topology(train, std::min(train.gpus, train.gpus_per_node)));
   const LinkRates gr = link_rates(pool_topology(gen, std::min(gen_gpus, gen.gpus_per_node)));
-  const int per_node = std::min(gen_gpus, gen.gpus_per_node);
-  // DP rank 0's tp x pp GPUs each send their shard to the root server's NICs.
-  double rate = std::min(train_tp * train_pp * tr.nic, per_node * gr.nic);
+  // DP rank 0's shards to the root instance, each of whose GPUs takes its own shard.
+  double rate = std::min(train_tp * train_pp * tr.nic, gen_tp * gr.nic);
   double t = 0;
   if (cross_dc != nullptr) {
     rate = std::min(rate, cross_dc->bandwidth);
     t += cross_dc->latency;
   }
   t += bytes / rate;
-  // A chain broadcast across the pool's servers, pipelined in 4 MiB chunks per NIC.
-  const int servers = (gen_gpus + gen.gpus_per_node - 1) / gen.gpus_per_node;
-  if (servers > 1) t += bytes / (per_node * gr.nic) + (servers - 2) * 4.0 * 1048576 / gr.nic;
-  // Inside a server, each GPU gathers its tensor-parallel shard over NVLink from the GPUs that
-  // received the pieces.
-  if (per_node > 1) t += bytes / per_node * (per_node - 1) / gr.nvlink;
+  // The fan-out: one broadcast of a shard per tensor-parallel rank, across the instances.
+  const int instances = gen_gpus / gen_tp;
+  if (instances > 1) t += collective_seconds(pool_topology(gen, gen_gpus), CollectiveOp::broadcast, bytes / gen_tp, instances, gen_tp);
   return t;
 }
 

@@ -141,11 +141,12 @@ struct RlSetup {
   std::vector<RolloutBatch> batches;       // one per iteration
 };
 
-// The bf16 weights from the trainer's DP rank 0 (its tp x pp GPUs, each sending its shard) to
-// the generation pool: to a root server of the pool (over the trainer's NICs, and the
-// cross-datacenter link when the pools are apart), then a pipelined chain broadcast across the
-// pool's servers over their NICs, then NVLink inside each server.
-double weight_sync_seconds(const ModelSpec& model, const RlPool& train, int train_tp, int train_pp, const RlPool& gen, int gen_gpus,
+// The bf16 weights from the trainer's DP rank 0 to every generation instance, a broadcast tree:
+// DP rank 0's tp x pp GPUs send their shards to a root instance (over the trainer's NICs and the
+// root's, and the cross-datacenter link when the pools are apart); then each of the root's
+// tensor-parallel ranks broadcasts its shard to the same rank of every other instance, simulated
+// as flows on the generation pool's fabric (models/collectives: a pipelined broadcast).
+double weight_sync_seconds(const ModelSpec& model, const RlPool& train, int train_tp, int train_pp, const RlPool& gen, int gen_gpus, int gen_tp,
                            const CrossDcLink* cross_dc);
 
 // Colocated mode switch: each GPU gathers the weights of its generation tensor-parallel shard

@@ -498,7 +498,7 @@ class DisaggregatedPolicy final : public RlPolicy {
     const models::GenerationInstance inst(e.generation_config(0), costs.generation, s.source);
     const int instances = split.gen_gpus / s.generation.tp;
     const models::RlPool gen_pool = s.generation_pool;
-    const double sync = models::weight_sync_seconds(s.model, s.training_pool, s.train.tp, s.train.pp, gen_pool, split.gen_gpus,
+    const double sync = models::weight_sync_seconds(s.model, s.training_pool, s.train.tp, s.train.pp, gen_pool, split.gen_gpus, s.generation.tp,
                                                     s.cross_dc ? &*s.cross_dc : nullptr);
     e.set_sync(sync);
     std::vector<double> ends;

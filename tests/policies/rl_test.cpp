@@ -129,12 +129,24 @@ TEST_CASE("rl policies: all run, stream beats waiting, async overlaps at stalene
 
 TEST_CASE("rl weight sync and bad setups") {
   const models::RlSetup s = small_setup(2);
-  const double local = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, s.generation_pool, 8, nullptr);
+  const double local = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, s.generation_pool, 8, 1, nullptr);
   const models::CrossDcLink slow{100e9 / 8, 0.01};
-  const double remote = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, s.generation_pool, 8, &slow);
+  const double remote = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, s.generation_pool, 8, 1, &slow);
   // 15.2 GB of bf16 weights over a 100 Gb/s link: at least 1.2 s, and slower than inside one datacenter.
   CHECK(remote > 2.0 * static_cast<double>(s.model.params()) / slow.bandwidth);
   CHECK(remote > local);
+  // The fan-out is a pipelined broadcast simulated on the fabric: four times the instances cost
+  // little more; tensor parallelism halves the shard each rank carries.
+  models::RlPool wide = s.generation_pool;
+  wide.gpus = 64;
+  const double sync16 = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, wide, 16, 1, nullptr);
+  const double sync64 = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, wide, 64, 1, nullptr);
+  const double sync64_tp2 = models::weight_sync_seconds(s.model, s.training_pool, 1, 1, wide, 64, 2, nullptr);
+  MESSAGE("weight sync: 8 GPUs " << local << " s, 16: " << sync16 << " s, 64: " << sync64 << " s, 64 at tp 2: " << sync64_tp2 << " s, cross-DC " << remote
+                                 << " s");
+  CHECK(sync64 > sync16);
+  CHECK(sync64 < 1.5 * sync16);
+  CHECK(sync64_tp2 < 0.75 * sync64);
   models::RlSetup two = s;
   two.shared = false;
   two.generation_pool.gpus = 8;
