@@ -69,7 +69,20 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
                        setup.cross_dc ? fmt::format("; cross-datacenter {:.0f} Gb/s, {:.0f} ms", setup.cross_dc->bandwidth * 8 / 1e9, setup.cross_dc->latency * 1e3)
                                       : "");
   }
-  out << fmt::format("{:<20} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>6} {:>8}  {}\n", "policy", "iter p50", "iter p99", "samples/s", "tokens/s",
+  // Each policy as given: its name, and its parameters when there are any.
+  std::vector<std::string> labels;
+  std::size_t width = 20;
+  for (const PolicySpec& spec : specs) {
+    std::string label = spec.name;
+    char sep = ':';
+    for (const auto& [key, value] : spec.params) {
+      label += fmt::format("{}{}={}", sep, key, sim::to_string(value));
+      sep = ';';
+    }
+    width = std::max(width, label.size());
+    labels.push_back(std::move(label));
+  }
+  out << fmt::format("{:<{}} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>6} {:>8}  {}\n", "policy", width, "iter p50", "iter p99", "samples/s", "tokens/s",
                      "pipeline", "skewness", "samples/$", "stale", "speedup", "split");
   traces::Report report;
   report.set("/scenario", setup.name.empty() ? o.scenario_path : setup.name);
@@ -79,14 +92,16 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
     const policies::RlRun r = policies::run_rl_policy(setup, specs[i].name, specs[i].params, o.iterations);
     if (i == 0) base = r.samples_per_s;
     const double p50 = percentile(r.iteration_s, 0.5), p99 = percentile(r.iteration_s, 0.99);
-    const std::string label = specs[i].params.empty() ? std::string(r.policy) : fmt::format("{}/{}", r.policy, r.dispatcher);
-    const std::string split = r.policy == "colocated" ? fmt::format("{} GPUs, {} instances", r.generation_gpus, r.instances)
-                                                      : fmt::format("gen {} ({} inst.) / train {}", r.generation_gpus, r.instances, r.training_gpus);
-    out << fmt::format("{:<20} {:>7.1f} s {:>7.1f} s {:>9.2f} {:>10.0f} {:>8.1f}% {:>8.1f}% {:>10.1f} {:>6.2f} {:>7.2f}x  {}\n", label, p50, p99,
+    std::string split = r.policy == "colocated" ? fmt::format("{} GPUs, {} instances", r.generation_gpus, r.instances)
+                                                : fmt::format("gen {} ({} inst.) / train {}", r.generation_gpus, r.instances, r.training_gpus);
+    if (r.resizes > 0) split += fmt::format(" after {} elastic moves", r.resizes);
+    out << fmt::format("{:<{}} {:>7.1f} s {:>7.1f} s {:>9.2f} {:>10.0f} {:>8.1f}% {:>8.1f}% {:>10.1f} {:>6.2f} {:>7.2f}x  {}\n", labels[i], width, p50, p99,
                        r.samples_per_s, r.tokens_per_s, 100 * r.pipeline_bubble, 100 * r.skewness_bubble, r.samples_per_dollar, r.staleness,
                        r.samples_per_s / base, split);
     const std::string at = fmt::format("/policies/{}", i);
     report.set(at + "/name", r.policy);
+    report.set(at + "/spec", labels[i]);
+    report.set(at + "/resizes", static_cast<std::int64_t>(r.resizes));
     report.set(at + "/dispatcher", r.dispatcher);
     report.set(at + "/generation_gpus", static_cast<std::int64_t>(r.generation_gpus));
     report.set(at + "/training_gpus", static_cast<std::int64_t>(r.training_gpus));

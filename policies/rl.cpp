@@ -285,6 +285,7 @@ class Engine {
   // false), or passes over the stream, each starting once the samples that arrived and are not
   // trained saturate the pool (or the rest of the batch is in). Returns the end.
   double train(TrainerBox& t, int k, const GenerationRun& g, double available, bool streaming) {
+    last_train_s_ = 0;
     const RolloutBatch& batch = s_.batches[static_cast<std::size_t>(k)];
     struct Arrival {
       double at;
@@ -313,6 +314,7 @@ class Engine {
       const bool final_pass = last + 1 == arrivals.size();
       const double d = t.trainer->train(chunk, final_pass, static_cast<std::uint64_t>(k) * 4096 + static_cast<std::uint64_t>(pass));
       train_busy_ += d * t.trainer->gpus();
+      last_train_s_ += d;
       if (k == iterations_ - 1) span("trainer", fmt::format("pass {} ({} samples)", pass, chunk.size()), start, start + d);
       now = start + d;
       next = last + 1;
@@ -354,6 +356,8 @@ class Engine {
   }
 
   void add_staleness(double v) { staleness_sum_ += v; }
+  double last_train_s() const { return last_train_s_; }  // the trainer's busy seconds on the last batch
+  void count_resize() { ++run_.resizes; }
   void set_sync(double s) { run_.weight_sync_s = s; }
   const RlSetup& setup() const { return s_; }
 
@@ -364,7 +368,7 @@ class Engine {
   std::unique_ptr<RlDispatcher> dispatcher_;
   std::vector<std::int64_t> history_;
   RlRun run_;
-  double gen_busy_ = 0, skew_ = 0, train_busy_ = 0, staleness_sum_ = 0;
+  double gen_busy_ = 0, skew_ = 0, train_busy_ = 0, staleness_sum_ = 0, last_train_s_ = 0;
   std::vector<double> last_ends_;  // the previous batch's instance ends, until its skew is settled
   double last_end_ = 0;
 };
@@ -490,17 +494,62 @@ class ColocatedPolicy final : public RlPolicy {
 
 class DisaggregatedPolicy final : public RlPolicy {
  public:
-  DisaggregatedPolicy(std::string name, Mode mode, std::string dispatcher) : name_(std::move(name)), mode_(mode), dispatcher_(std::move(dispatcher)) {}
+  DisaggregatedPolicy(std::string name, Mode mode, std::string dispatcher, bool elastic)
+      : name_(std::move(name)), mode_(mode), dispatcher_(std::move(dispatcher)), elastic_(elastic) {}
   std::string_view name() const override { return name_; }
   RlRun run(const RlSetup& s, const RlCosts& costs, int iterations) override {
+    if (elastic_ && !s.shared) {
+      throw sim::InputError("<policy>", name_ + "/elastic", "found elastic with two pools, expected one pool whose GPUs can move between the stages");
+    }
     Engine e(s, iterations, name_, dispatcher_);
     Split split = choose_split(s, costs, mode_, e);
     const models::GenerationInstance inst(e.generation_config(0), costs.generation, s.source);
-    const int instances = split.gen_gpus / s.generation.tp;
-    const models::RlPool gen_pool = s.generation_pool;
-    const double sync = models::weight_sync_seconds(s.model, s.training_pool, s.train.tp, s.train.pp, gen_pool, split.gen_gpus, s.generation.tp,
-                                                    s.cross_dc ? &*s.cross_dc : nullptr);
+    const int tp = s.generation.tp;
+    int instances = split.gen_gpus / tp;
+    const auto sync_for = [&](int gen_gpus) {
+      return models::weight_sync_seconds(s.model, s.training_pool, s.train.tp, s.train.pp, s.generation_pool, gen_gpus, tp,
+                                         s.cross_dc ? &*s.cross_dc : nullptr);
+    };
+    double sync = sync_for(split.gen_gpus);
     e.set_sync(sync);
+    // StreamRL's elastic stage balancing (Algorithm 1): after a batch, while generation is the
+    // slower stage, move a unit of GPUs (whole servers of training's model-parallel groups) from
+    // the trainer to the generators at the trainer's step boundary, if the profile of the batch
+    // just done says the slower stage gets faster: max(T_gen, T_train) must fall. T_gen is the
+    // batch's span when the stages take turns, and the instances' mean busy time for the
+    // asynchronous service (whose instances overlap one batch's tail with the next).
+    const int unit = std::lcm(std::lcm(tp, s.train.tp * s.train.pp * s.train.cp), std::min(s.generation_pool.gpus, s.generation_pool.gpus_per_node));
+    const auto gen_time = [&](const GenerationRun& g) {
+      if (mode_ != Mode::stream_async) return g.end - *std::min_element(g.instance_start.begin(), g.instance_start.end());
+      double busy = 0;
+      for (std::size_t i = 0; i < g.instance_end.size(); ++i) busy += g.instance_end[i] - g.instance_start[i];
+      return busy / static_cast<double>(g.instance_end.size());
+    };
+    const auto rebalance = [&](int k, const GenerationRun& g) {
+      if (!elastic_) return false;
+      const double t_gen = gen_time(g), t_train = e.last_train_s();
+      if (t_gen <= t_train || split.trainer.trainer->gpus() - unit < unit) return false;
+      TrainerBox smaller;
+      try {
+        smaller = make_trainer(s, costs, split.trainer.trainer->gpus() - unit);
+      } catch (const sim::InputError&) {
+        return false;  // the training states no longer fit: stay
+      }
+      const int add = unit / tp;
+      const double gen_after = gen_time(e.generate(inst, instances + add, k, 0.0, false));
+      std::vector<std::int64_t> samples;
+      for (const auto& grp : s.batches[static_cast<std::size_t>(k)].groups) {
+        for (const std::int64_t o : grp.outputs) samples.push_back(grp.prompt_tokens + o);
+      }
+      const double train_after = smaller.trainer->train(samples, true, static_cast<std::uint64_t>(k));
+      if (std::max(gen_after, train_after) >= 0.99 * std::max(t_gen, t_train)) return false;
+      split.trainer = std::move(smaller);
+      split.gen_gpus += unit;
+      instances += add;
+      sync = sync_for(split.gen_gpus);
+      e.count_resize();
+      return true;
+    };
     std::vector<double> ends;
     if (mode_ != Mode::stream_async) {
       double now = 0;
@@ -510,6 +559,7 @@ class DisaggregatedPolicy final : public RlPolicy {
         if (k == iterations - 1) e.span("weight sync", "trainer -> generators", end, end + sync);
         now = end + sync;  // the iteration ends when the generators hold the new weights
         ends.push_back(now);
+        rebalance(k, g);
       }
     } else {
       // One-step asynchrony: the generators are a service; an instance starts batch k as soon as
@@ -536,6 +586,8 @@ class DisaggregatedPolicy final : public RlPolicy {
         if (k == iterations - 1) e.span("weight sync", "trainer -> generators (off the critical path)", end, end + sync);
         train_free = end;
         ends.push_back(end);
+        // New instances join when the trainer lets their GPUs go, at the end of this step.
+        if (rebalance(k, g)) free.resize(static_cast<std::size_t>(instances), end);
       }
     }
     return e.finish(ends, split.gen_gpus, split.trainer.trainer->gpus(), instances, false);
@@ -545,6 +597,7 @@ class DisaggregatedPolicy final : public RlPolicy {
   std::string name_;
   Mode mode_;
   std::string dispatcher_;
+  bool elastic_;
 };
 
 }  // namespace
@@ -581,16 +634,21 @@ const sim::Registry<RlPolicy>& rl_policies() {
     sim::Registry<RlPolicy> reg("RL policy");
     const std::vector<sim::ParamSpec> params = {
         {"dispatcher", sim::ParamType::string, std::string(), "round-robin, random or skewness-aware (default: the scenario's)"}};
+    std::vector<sim::ParamSpec> two_pool = params;
+    two_pool.push_back({"elastic", sim::ParamType::boolean, false,
+                        "one pool: move GPUs from training to generation between steps while generation is the slower stage (StreamRL Algorithm 1)"});
     reg.add({"colocated", "verl-style: one pool alternates generation and training (resharding between modes)", params,
              [](const sim::Params& p) { return std::make_unique<ColocatedPolicy>(p.get_string("dispatcher")); }});
-    reg.add({"disaggregated-sync", "two pools; each stage waits for the whole of the other, then the weight sync", params, [](const sim::Params& p) {
-               return std::make_unique<DisaggregatedPolicy>("disaggregated-sync", Mode::disaggregated, p.get_string("dispatcher"));
+    reg.add({"disaggregated-sync", "two pools; each stage waits for the whole of the other, then the weight sync", two_pool, [](const sim::Params& p) {
+               return std::make_unique<DisaggregatedPolicy>("disaggregated-sync", Mode::disaggregated, p.get_string("dispatcher"), p.get_bool("elastic"));
              }});
-    reg.add({"streamrl-sync", "StreamRL: samples stream to the trainer, which trains in dynamically sized passes", params, [](const sim::Params& p) {
-               return std::make_unique<DisaggregatedPolicy>("streamrl-sync", Mode::stream_sync, p.get_string("dispatcher"));
+    reg.add({"streamrl-sync", "StreamRL: samples stream to the trainer, which trains in dynamically sized passes", two_pool, [](const sim::Params& p) {
+               return std::make_unique<DisaggregatedPolicy>("streamrl-sync", Mode::stream_sync, p.get_string("dispatcher"), p.get_bool("elastic"));
              }});
-    reg.add({"streamrl-async", "StreamRL one-step asynchrony: generation of t beside training of t-1; sync off the critical path", params,
-             [](const sim::Params& p) { return std::make_unique<DisaggregatedPolicy>("streamrl-async", Mode::stream_async, p.get_string("dispatcher")); }});
+    reg.add({"streamrl-async", "StreamRL one-step asynchrony: generation of t beside training of t-1; sync off the critical path", two_pool,
+             [](const sim::Params& p) {
+               return std::make_unique<DisaggregatedPolicy>("streamrl-async", Mode::stream_async, p.get_string("dispatcher"), p.get_bool("elastic"));
+             }});
     return reg;
   }();
   return r;

@@ -56,7 +56,7 @@ struct RlSpan {
 
 struct RlRun {
   std::string policy, dispatcher;
-  int generation_gpus = 0, training_gpus = 0;  // colocated: both the whole pool
+  int generation_gpus = 0, training_gpus = 0;  // at the end (elastic moves some); colocated: both the whole pool
   int instances = 0;
   std::vector<double> iteration_s;  // between consecutive ends of training
   double makespan = 0;
@@ -71,6 +71,7 @@ struct RlRun {
   double weight_sync_s = 0;         // one sync (colocated: one reshard)
   int preemptions = 0;
   int training_passes = 0;
+  int resizes = 0;                  // elastic: units moved from training to generation
   std::vector<RlSpan> timeline;     // the last iteration
 };
 

@@ -809,6 +809,14 @@ TEST_CASE("orrery compare on RL scenarios: the four policies, timelines, report,
   const std::string report = slurp("rl-report.json");
   CHECK(report.find("\"samples_per_dollar\"") != std::string::npos);
   CHECK(report.find("\"skewness_bubble\"") != std::string::npos);
+  // Every RL example runs.
+  for (const auto& entry : fs::directory_iterator(fs::path(ORRERY_SOURCE_DIR) / "examples/rl")) {
+    if (entry.path().extension() != ".json" || entry.path() == example) continue;
+    const Result e = run({"compare", entry.path().string(), "--iterations", "2", "--policies", "streamrl-sync,streamrl-async:elastic=false"});
+    INFO(entry.path().string() << ": " << e.err);
+    CHECK(e.code == 0);
+    CHECK(e.out.find("streamrl-async:elastic=false") != std::string::npos);
+  }
   // Same inputs, same report.
   REQUIRE(run({"compare", example.string(), "--iterations", "2", "--report", "rl-report2.json"}).code == 0);
   CHECK(slurp("rl-report2.json") == report);

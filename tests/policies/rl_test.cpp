@@ -159,3 +159,31 @@ TEST_CASE("rl weight sync and bad setups") {
   big.train.tp = 3;
   CHECK_THROWS_WITH_AS(policies::run_rl_policy(big, "colocated", {}, 2), doctest::Contains("expected a multiple of tp x pp x cp"), sim::InputError);
 }
+
+TEST_CASE("rl elastic stage balancing: GPUs move to generation as lengths grow, only where it pays") {
+  models::RlSetup s = small_setup(8);
+  s.generation_pool.gpus = s.training_pool.gpus = 32;
+  s.generation_gpus = 8;  // start generation-starved
+  models::RolloutLengthModel m;
+  m.output = models::DocLengthModel::lognormal(200, 2000, 4096);
+  m.prompt = models::DocLengthModel::lognormal(200, 800, 1024);
+  m.growth = 6;
+  s.batches = models::RolloutGenerator(m, 3).batches(8, 64, 4);
+  const policies::RlRun fixed = policies::run_rl_policy(s, "streamrl-sync", {}, 8);
+  const policies::RlRun elastic = policies::run_rl_policy(s, "streamrl-sync", {{"elastic", true}}, 8);
+  MESSAGE("fixed " << fixed.samples_per_s << " samples/s at 8 / 24 GPUs; elastic " << elastic.samples_per_s << " samples/s, " << elastic.resizes
+                   << " moves, ending at " << elastic.generation_gpus << " / " << elastic.training_gpus);
+  CHECK(fixed.resizes == 0);
+  CHECK(elastic.resizes > 0);
+  CHECK(elastic.generation_gpus == 8 + 8 * elastic.resizes);
+  CHECK(elastic.generation_gpus + elastic.training_gpus == 32);
+  CHECK(elastic.samples_per_s > fixed.samples_per_s);
+  models::RlSetup two = s;
+  two.shared = false;
+  two.generation_gpus = 0;
+  two.generation_pool.gpus = 8;
+  two.training_pool.gpus = 8;
+  CHECK_THROWS_WITH_AS(policies::run_rl_policy(two, "streamrl-sync", {{"elastic", true}}, 2), doctest::Contains("found elastic with two pools"),
+                       sim::InputError);
+}
+
