@@ -11,26 +11,11 @@ namespace orrery::bench {
 
 void bench_rl(Figures& out, bool quick) {
   const int iterations = quick ? 5 : 50;
-  models::RlSetup s;
-  s.source = "bench";
-  s.model = models::ModelCatalog::builtin().model("qwen2.5-7b");
-  models::RlPool pool;
-  pool.gpu = models::HardwareCatalog::builtin().gpu("h800");
-  pool.fabric = "dgx-h800";
-  pool.gpus = 128;
-  pool.dollars_per_gpu_hour = 2;
-  s.generation_pool = s.training_pool = pool;
-  s.generation.model = s.model;
-  s.generation.gpu = pool.gpu;
-  s.generation.max_batch = 256;
-  s.generation.max_context = 18432;
-  s.train.zero = 3;
-  s.train.recompute = models::Recompute::full;
-  s.train.micro_batch_tokens = 18432;
   models::RolloutLengthModel m;
   m.output = models::DocLengthModel::lognormal(400, 10000, 16384);
   m.prompt = models::DocLengthModel::lognormal(300, 1000, 2048);
-  s.batches = models::RolloutGenerator(m, 1).batches(iterations, 512, 8);
+  const models::RlSetup s = models::grpo_setup(models::ModelCatalog::builtin().model("qwen2.5-7b"),
+                                               models::rl_pool(models::HardwareCatalog::builtin().gpu("h800"), 128, 2.0), m, iterations, 512, 8);
   double total = 0, tokens = 0;
   for (const char* name : {"colocated", "disaggregated-sync", "streamrl-sync", "streamrl-async"}) {
     policies::RlRun r;

@@ -14,32 +14,14 @@ namespace orrery::cli {
 
 namespace {
 
-models::RlPool pool_of(const char* gpu, const char* fabric, int gpus, double dollars, const char* dc) {
-  models::RlPool p;
-  p.gpu = models::HardwareCatalog::builtin().gpu(gpu);
-  p.fabric = fabric;
-  p.gpus = gpus;
-  p.dollars_per_gpu_hour = dollars;
-  p.datacenter = dc;
-  return p;
+models::RlPool pool_of(const char* gpu, int gpus, double dollars, const char* dc) {
+  return models::rl_pool(models::HardwareCatalog::builtin().gpu(gpu), gpus, dollars, dc);
 }
 
-// Qwen2.5-7B GRPO: 512 prompts x 8 samples, outputs lognormal with the given median, p99 and
-// maximum; FSDP-style training (ZeRO-3, full recompute) as verl runs it.
+// Qwen2.5-7B GRPO: 512 prompts x 8 samples.
 models::RlSetup grpo_7b(const models::RlPool& pool, const models::RolloutLengthModel& lengths, int iterations) {
-  models::RlSetup s;
+  models::RlSetup s = models::grpo_setup(models::ModelCatalog::builtin().model("qwen2.5-7b"), pool, lengths, iterations, 512, 8);
   s.source = "<validation>";
-  s.model = models::ModelCatalog::builtin().model("qwen2.5-7b");
-  s.generation_pool = s.training_pool = pool;
-  s.generation.model = s.model;
-  s.generation.gpu = pool.gpu;
-  s.generation.max_batch = 256;
-  s.generation.max_context = (2048 + lengths.output.max_length + 1023) / 1024 * 1024;
-  s.generation.nvlink = pool.gpu.nvlink_bandwidth;
-  s.train.zero = 3;
-  s.train.recompute = models::Recompute::full;
-  s.train.micro_batch_tokens = s.generation.max_context;
-  s.batches = models::RolloutGenerator(lengths, 1).batches(iterations, 512, 8);
   return s;
 }
 
@@ -88,7 +70,7 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
 
   // 1. Ranking.
   const int iters = 6;
-  const models::RlSetup one = grpo_7b(pool_of("h800", "dgx-h800", 128, 2.0, "dc0"), 400, 10000, 16384, iters);
+  const models::RlSetup one = grpo_7b(pool_of("h800", 128, 2.0, "dc0"), 400, 10000, 16384, iters);
   md += fmt::format("**Ranking.** 128 H800 ($2/GPU-hour), outputs median 400, p99 10000, max 16384 tokens; {} iterations; the\n"
                     "two-pool policies search the split on the first batch (Algorithm 1).\n\n",
                     iters);
@@ -113,14 +95,14 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
 
   // 2. Dispatch.
   md += "**Skewness-aware dispatch vs random.** Generation alone on 16 H800 instances running at most 64 sequences each (256\n"
-        "samples each, so instances queue work), ranker recall 0.85 of the top 20%; the mean makespan of 12 batches. skewness-aware\n"
+        "samples each, so instances queue work), ranker recall 0.85 of the top 20%; the mean makespan of 40 batches. skewness-aware\n"
         "predicts a split's latency with the paper's formula (PTL(BS) L ceil(M/BS), L = P90 / P50 of the last batch);\n"
         "`latency=simulate` is Orrery's variant, which runs each side's busiest instance on the instance model at the predicted lengths.\n\n"
         "| outputs (median / p99 / max) | p99/p50 | random | round-robin | skewness-aware | gain over random | skewness-aware, simulate | gain |\n"
         "|---|---|---|---|---|---|---|---|\n";
   std::vector<double> gains;
   bool all_win = true, all_win_simulated = true;
-  const int batches = 12;
+  const int batches = 40;
   // Rows: the tail's weight at a 16K maximum (p99/p50 7.5, 15, 25), then the same shape (p99/p50
   // 25) scaled to maxima of 8K and 32K.
   struct Row {
@@ -130,7 +112,7 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
   for (const Row& row : std::vector<Row>{{400, 3000, 16384}, {400, 6000, 16384}, {400, 10000, 16384}, {200, 5000, 8192}, {800, 20000, 32768}}) {
     const double median = row.median, p99 = row.p99;
     const std::int64_t max = row.max;
-    models::RlSetup s = grpo_7b(pool_of("h800", "dgx-h800", 16, 2.0, "dc0"), median, p99, max, batches);
+    models::RlSetup s = grpo_7b(pool_of("h800", 16, 2.0, "dc0"), median, p99, max, batches);
     s.generation.max_batch = 64;
     const double random = generation_makespan(s, "random", 16) / batches, rr = generation_makespan(s, "round-robin", 16) / batches,
                  skew = generation_makespan(s, "skewness-aware", 16) / batches,
@@ -152,11 +134,11 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
 
   // 3. Cost.
   const int cost_iters = 4;
-  models::RlSetup homo = grpo_7b(pool_of("h800", "dgx-h800", 96, 2.0, "dc-a"), 400, 10000, 16384, cost_iters);
+  models::RlSetup homo = grpo_7b(pool_of("h800", 96, 2.0, "dc-a"), 400, 10000, 16384, cost_iters);
   models::RlSetup hetero = homo;
   hetero.shared = false;
-  hetero.generation_pool = pool_of("h20", "dgx-h20", 64, 1.0, "dc-b");
-  hetero.training_pool = pool_of("h800", "dgx-h800", 32, 2.0, "dc-a");
+  hetero.generation_pool = pool_of("h20", 64, 1.0, "dc-b");
+  hetero.training_pool = pool_of("h800", 32, 2.0, "dc-a");
   hetero.generation.gpu = hetero.generation_pool.gpu;
   hetero.generation.nvlink = hetero.generation_pool.gpu.nvlink_bandwidth;
   hetero.cross_dc = models::CrossDcLink{100e9 / 8, 0.01};
@@ -188,7 +170,7 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
     const double p50 = percentile(sorted, 0.5), p99 = percentile(sorted, 0.99);
     models::RolloutLengthModel m = lognormal_outputs(400, 10000, 16384);
     m.empirical = std::move(lengths);
-    const models::RlSetup s = grpo_7b(pool_of("h800", "dgx-h800", 128, 2.0, "dc0"), m, 4);
+    const models::RlSetup s = grpo_7b(pool_of("h800", 128, 2.0, "dc0"), m, 4);
     const double c = policies::run_rl_policy(s, "colocated", {}, 4).samples_per_s, a = policies::run_rl_policy(s, "streamrl-async", {}, 4).samples_per_s;
     async_wins = async_wins && a > c;
     md += fmt::format("| {} | {:.0f} | {:.1f} | {:.2f} | {:.2f} | {:.3f}x |\n", name, p50, p99 / p50, c, a, a / c);
@@ -197,7 +179,7 @@ RlValidationSummary validate_rl(const std::string& data_dir, std::string& md, st
     const traces::LengthGrowth g = traces::load_length_growth("Mistral-7B-v0.1", data_dir);
     models::RolloutLengthModel m = lognormal_outputs(g.start_mean / 2, g.start_mean * 8, static_cast<std::int64_t>(g.max_length));
     m.growth = g.end_mean / g.start_mean;
-    const models::RlSetup s = grpo_7b(pool_of("h800", "dgx-h800", 128, 2.0, "dc0"), m, 8);
+    const models::RlSetup s = grpo_7b(pool_of("h800", 128, 2.0, "dc0"), m, 8);
     const policies::RlRun c = policies::run_rl_policy(s, "colocated", {}, 8), a = policies::run_rl_policy(s, "streamrl-async", {}, 8);
     async_wins = async_wins && a.samples_per_s > c.samples_per_s;
     md += fmt::format("| lognormal growing {:.1f}x over 8 iterations (Mistral-7B, mean {:.0f} to {:.0f}; max {}) | - | 16.0 | {:.2f} | {:.2f} | {:.3f}x |\n",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -195,6 +196,46 @@ double RlTrainer::train(const std::vector<std::int64_t>& samples, bool final_pas
   StepBalancer& b = balancer(per_stage * plan_.pp);
   const BalanceStep r = b.run(policy_.place(samples, b.shape()), step);
   return final_pass ? r.step_s : r.step_s - b.tail_s();
+}
+
+std::string server_fabric(const GpuSpec& gpu) {
+  std::string lower;
+  for (const char c : gpu.name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.rfind("a100", 0) == 0) return "dgx-a100";
+  for (const char* k : {"h100", "h200", "h800", "h20", "b200"}) {
+    if (lower == k) return std::string("dgx-") + k;
+  }
+  return "";
+}
+
+RlPool rl_pool(const GpuSpec& gpu, int gpus, double dollars_per_gpu_hour, std::string datacenter) {
+  RlPool p;
+  p.gpu = gpu;
+  p.fabric = server_fabric(gpu);
+  ORRERY_CHECK(!p.fabric.empty(), "no server fabric for {}", gpu.name);
+  p.gpus = gpus;
+  p.dollars_per_gpu_hour = dollars_per_gpu_hour;
+  p.datacenter = std::move(datacenter);
+  return p;
+}
+
+RlSetup grpo_setup(const ModelSpec& model, const RlPool& pool, const RolloutLengthModel& lengths, int iterations, int prompts, int group_size,
+                   std::uint64_t seed) {
+  RlSetup s;
+  s.source = "<setup>";
+  s.model = model;
+  s.generation_pool = s.training_pool = pool;
+  s.seed = seed;
+  s.generation.model = model;
+  s.generation.gpu = pool.gpu;
+  s.generation.nvlink = pool.gpu.nvlink_bandwidth;
+  s.generation.max_batch = 256;
+  s.generation.max_context = lengths.prompt.max_length + lengths.output.max_length;
+  s.train.zero = 3;
+  s.train.recompute = Recompute::full;
+  s.train.micro_batch_tokens = (s.generation.max_context + 127) / 128 * 128;
+  s.batches = RolloutGenerator(lengths, seed).batches(iterations, prompts, group_size);
+  return s;
 }
 
 double weight_sync_seconds(const ModelSpec& model, const RlPool& train, int train_tp, int train_pp, const RlPool& gen, int gen_gpus, int gen_tp,

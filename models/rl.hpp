@@ -141,6 +141,17 @@ struct RlSetup {
   std::vector<RolloutBatch> batches;       // one per iteration
 };
 
+// The server fabric (a models/topology builder kind) of a GPU type's pool: "dgx-h800" for an
+// H800; empty for a type without one.
+std::string server_fabric(const GpuSpec& gpu);
+// A pool of `gpus` GPUs of one type on its server fabric, 8 per server.
+RlPool rl_pool(const GpuSpec& gpu, int gpus, double dollars_per_gpu_hour, std::string datacenter = "dc0");
+// A GRPO setup on one pool: `prompts` x `group_size` samples per iteration from `lengths`
+// (seeded), vLLM's default of 256 running sequences, a context of the longest prompt plus the
+// longest output, and verl-style training (ZeRO-3, full recompute, micro-batches of one context).
+RlSetup grpo_setup(const ModelSpec& model, const RlPool& pool, const RolloutLengthModel& lengths, int iterations, int prompts, int group_size,
+                   std::uint64_t seed = 1);
+
 // The bf16 weights from the trainer's DP rank 0 to every generation instance, a broadcast tree:
 // DP rank 0's tp x pp GPUs send their shards to a root instance (over the trainer's NICs and the
 // root's, and the cross-datacenter link when the pools are apart); then each of the root's

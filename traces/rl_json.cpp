@@ -9,30 +9,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 
 namespace orrery::traces {
 
 namespace {
 
-// The server fabric a GPU type's pool is built from (the DGX/HGX builders of models/topology).
-std::string fabric_of(const models::GpuSpec& gpu, const JsonNode& at) {
-  std::string lower;
-  for (const char c : gpu.name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower.rfind("a100", 0) == 0) return "dgx-a100";
-  for (const char* k : {"h100", "h200", "h800", "h20", "b200"}) {
-    if (lower == k) return std::string("dgx-") + k;
-  }
-  at.fail(fmt::format("found {}, which has no server fabric here; expected A100, H100, H200, H800, H20 or B200", sim::quote(gpu.name)));
-}
-
 models::RlPool read_pool(const JsonNode& node) {
   JsonObject o = node.as_object();
   models::RlPool p;
   const JsonNode gpu = o.required("gpu");
   p.gpu = models::HardwareCatalog::builtin().gpu(gpu.as_string(), gpu.source(), gpu.pointer());
-  p.fabric = fabric_of(p.gpu, gpu);
+  p.fabric = models::server_fabric(p.gpu);
+  if (p.fabric.empty()) {
+    gpu.fail(fmt::format("found {}, which has no server fabric here; expected A100, H100, H200, H800, H20 or B200", sim::quote(p.gpu.name)));
+  }
   const JsonNode gpus = o.required("gpus");
   p.gpus = gpus.as_int_in(1, 1 << 20);
   if (auto v = o.optional("gpus_per_node")) p.gpus_per_node = v->as_int_in(1, 1024);

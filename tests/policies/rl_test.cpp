@@ -13,25 +13,12 @@ namespace {
 
 // A small GRPO setup: Qwen2.5-7B on 16 H800s, 64 prompts x 4 samples of up to 4K tokens.
 models::RlSetup small_setup(int iterations, double p99 = 2000) {
-  models::RlSetup s;
-  s.source = "rl.json";
-  s.model = models::ModelCatalog::builtin().model("qwen2.5-7b");
-  models::RlPool pool;
-  pool.gpu = models::HardwareCatalog::builtin().gpu("h800");
-  pool.fabric = "dgx-h800";
-  pool.gpus = 16;
-  pool.dollars_per_gpu_hour = 2;
-  s.generation_pool = s.training_pool = pool;
-  s.generation.model = s.model;
-  s.generation.gpu = pool.gpu;
-  s.generation.max_context = 5120;
-  s.train.zero = 3;
-  s.train.recompute = models::Recompute::full;
-  s.train.micro_batch_tokens = 5120;
   models::RolloutLengthModel m;
   m.output = models::DocLengthModel::lognormal(200, p99, 4096);
   m.prompt = models::DocLengthModel::lognormal(200, 800, 1024);
-  s.batches = models::RolloutGenerator(m, 3).batches(iterations, 64, 4);
+  models::RlSetup s = models::grpo_setup(models::ModelCatalog::builtin().model("qwen2.5-7b"),
+                                         models::rl_pool(models::HardwareCatalog::builtin().gpu("h800"), 16, 2.0), m, iterations, 64, 4, 3);
+  s.source = "rl.json";
   return s;
 }
 
