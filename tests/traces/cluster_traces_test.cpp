@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../input_error.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -20,15 +22,7 @@ std::string write(const std::string& name, std::string_view text) {
   return name;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const sim::InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 // The real datasets beside the repository (../shared/data); empty when absent.
 std::string data(const std::string& rel) {

@@ -3,19 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include "../input_error.hpp"
+
 using namespace orrery;
 using namespace orrery::traces;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sim::InputError& e) {
-    return e.what();
-  }
-  FAIL("no InputError");
-  return {};
-}
+using testing::error_of;
 }  // namespace
 
 TEST_CASE("malformed JSON names the line and column and what was expected") {

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../input_error.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -11,14 +13,7 @@ using namespace orrery;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sim::InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 std::string jsonl_error(std::string_view text) {
   return error_of([&] { (void)traces::read_rollouts_jsonl(text, "r.jsonl"); });
