@@ -845,6 +845,14 @@ TEST_CASE("orrery compare on RL scenarios: the four policies, timelines, report,
   CHECK(trace.code == 1);
   CHECK(trace.err.find("rl-tracectx.json:/generation/max_context: found a maximum context of 4096 tokens, but the rollouts hold a sample of 9100") !=
         std::string::npos);
+  const Result source = scenario("rl-source.json", pool, R"({"tp": 1})",
+                                 R"({"prompts": 8, "group_size": 2, "output": {"source": "azure-chat", "median": 100, "max": 2048}})");
+  CHECK(source.code == 1);
+  CHECK(source.err.find("azure-chat") != std::string::npos);
+  CHECK(source.err.find("azure-conv") != std::string::npos);  // the valid names are listed
+  const Result tight = scenario("rl-tight.json", pool, R"({"tp": 1})", R"({"prompts": 8, "group_size": 2, "output": {"median": 500, "p99": 15000, "max": 16384}})");
+  CHECK(tight.code == 1);
+  CHECK(tight.err.find("rl-tight.json:/rollouts/output: no truncated lognormal has median 500, p99 15000 and maximum 16384") != std::string::npos);
   const Result gpu = scenario("rl-gpu.json", R"("pool": {"gpu": "H900", "gpus": 16})", R"({"tp": 1})", lengths);
   CHECK(gpu.code == 1);
   CHECK(gpu.err.find("rl-gpu.json:/pool/gpu: unknown GPU") != std::string::npos);
