@@ -116,6 +116,8 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/samples_per_dollar", r.samples_per_dollar);
     report.set(at + "/staleness", r.staleness);
     report.set(at + "/weight_sync_s", r.weight_sync_s);
+    report.set(at + "/generation_s", r.generation_s);
+    report.set(at + "/training_s", r.training_s);
     report.set(at + "/preemptions", static_cast<std::int64_t>(r.preemptions));
     report.set(at + "/training_passes", static_cast<std::int64_t>(r.training_passes));
     report.set(at + "/speedup", r.samples_per_s / base);

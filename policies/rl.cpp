@@ -267,6 +267,7 @@ class Engine {
     run_.preemptions += g.preemptions;
     for (const auto& grp : batch.groups) run_.samples += static_cast<double>(grp.outputs.size());
     run_.tokens += g.tokens;
+    run_.generation_s += g.end - *std::min_element(starts.begin(), starts.end());
     return g;
   }
 
@@ -315,6 +316,7 @@ class Engine {
       const double d = t.trainer->train(chunk, final_pass, static_cast<std::uint64_t>(k) * 4096 + static_cast<std::uint64_t>(pass));
       train_busy_ += d * t.trainer->gpus();
       last_train_s_ += d;
+      run_.training_s += d;
       if (k == iterations_ - 1) span("trainer", fmt::format("pass {} ({} samples)", pass, chunk.size()), start, start + d);
       now = start + d;
       next = last + 1;
@@ -352,6 +354,8 @@ class Engine {
     run_.dollars = rate * run_.makespan / 3600;
     run_.samples_per_dollar = run_.dollars > 0 ? run_.samples / run_.dollars : 0;
     run_.staleness = staleness_sum_ / iterations_;
+    run_.generation_s /= iterations_;
+    run_.training_s /= iterations_;
     return run_;
   }
 

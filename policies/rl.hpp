@@ -69,6 +69,8 @@ struct RlRun {
   double samples_per_dollar = 0;
   double staleness = 0;             // mean weight versions between generation and training
   double weight_sync_s = 0;         // one sync (colocated: one reshard)
+  double generation_s = 0;          // per iteration: from the first instance's start to the batch's last sample
+  double training_s = 0;            // per iteration: the trainer's busy time
   int preemptions = 0;
   int training_passes = 0;
   int resizes = 0;                  // elastic: units moved from training to generation
