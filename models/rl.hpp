@@ -63,6 +63,7 @@ class RolloutRanker {
 struct Dispatch {
   std::vector<std::vector<int>> instances;
   int long_tail_instances = 0;  // skewness-aware: instances given the predicted tail
+  bool placed = false;          // the lists are for physical instances already (they weighed busy_for)
 };
 
 struct GenerationRun {

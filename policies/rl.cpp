@@ -27,11 +27,13 @@ std::size_t tail_prompts(std::size_t prompts, double alpha) {
 }
 
 // Prompts to `bins` instances, longest predicted work first, each to the least loaded (LPT).
-std::vector<std::vector<int>> lpt_bins(const std::vector<int>& items, const std::vector<double>& work, int bins) {
+// `initial`: work each bin already has (empty: none).
+std::vector<std::vector<int>> lpt_bins(const std::vector<int>& items, const std::vector<double>& work, int bins,
+                                       const std::vector<double>& initial = {}) {
   std::vector<int> order = items;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return work[static_cast<std::size_t>(a)] > work[static_cast<std::size_t>(b)]; });
   std::vector<std::vector<int>> out(static_cast<std::size_t>(bins));
-  std::vector<double> load(static_cast<std::size_t>(bins), 0.0);
+  std::vector<double> load = initial.empty() ? std::vector<double>(static_cast<std::size_t>(bins), 0.0) : initial;
   for (const int i : order) {
     const auto b = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     out[b].push_back(i);
@@ -162,8 +164,37 @@ class SkewnessAwareDispatch final : public RlDispatcher {
       }
     }
     d.long_tail_instances = tail_instances;
-    d.instances = lpt_bins(tail, work, tail_instances);
-    for (std::vector<int>& b : lpt_bins(regular, work, N - tail_instances)) d.instances.push_back(std::move(b));
+    if (ctx.busy_for.empty()) {
+      d.instances = lpt_bins(tail, work, tail_instances);
+      for (std::vector<int>& b : lpt_bins(regular, work, N - tail_instances)) d.instances.push_back(std::move(b));
+      return order_inside(d, work);
+    }
+    // A service: the tail goes to the instances free first, and each instance's head start of
+    // busy time counts as work it already has (in predicted tokens: busy seconds times an
+    // instance's decode rate at its share of the batch), so that LPT balances finishing times.
+    // As a service the goal is balanced finishing times, not one batch's makespan: the tail gets
+    // instances in proportion to its predicted share of the tokens.
+    tail_instances = std::clamp(static_cast<int>(std::lround(tail_work / all_work * N)), 1, N - 1);
+    d.long_tail_instances = tail_instances;
+    const auto& cfg = ctx.instance.config();
+    double mean = 0;
+    for (std::size_t i = 0; i < n; ++i) mean += std::exp(ctx.scores[i]);
+    mean /= static_cast<double>(n);
+    const double b = std::max(1.0, std::min(static_cast<double>(cfg.max_batch), group * static_cast<double>(n) / N));
+    const double rate = b / ctx.instance.ptl(static_cast<int>(b), prompt + mean / 2);  // tokens per second
+    std::vector<int> slots(static_cast<std::size_t>(N));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::stable_sort(slots.begin(), slots.end(), [&](int x, int y) { return ctx.busy_for[static_cast<std::size_t>(x)] < ctx.busy_for[static_cast<std::size_t>(y)]; });
+    const auto place = [&](const std::vector<int>& prompts, std::size_t from, std::size_t count) {
+      std::vector<double> initial;
+      for (std::size_t j = from; j < from + count; ++j) initial.push_back(ctx.busy_for[static_cast<std::size_t>(slots[j])] * rate);
+      std::vector<std::vector<int>> bins = lpt_bins(prompts, work, static_cast<int>(count), initial);
+      for (std::size_t j = 0; j < count; ++j) d.instances[static_cast<std::size_t>(slots[from + j])] = std::move(bins[j]);
+    };
+    d.instances.assign(static_cast<std::size_t>(N), {});
+    place(tail, 0, static_cast<std::size_t>(tail_instances));
+    place(regular, static_cast<std::size_t>(tail_instances), static_cast<std::size_t>(N - tail_instances));
+    d.placed = true;
     return order_inside(d, work);
   }
 
@@ -226,10 +257,15 @@ class Engine {
                          const std::vector<double>* free = nullptr) {
     const RolloutBatch& batch = s_.batches[static_cast<std::size_t>(k)];
     const std::vector<double> scores = ranker_.scores(batch, k);
-    const DispatchContext ctx{inst, instances, scores, history_, s_.alpha, k, s_.seed};
+    DispatchContext ctx{inst, instances, scores, history_, s_.alpha, k, s_.seed};
+    if (free != nullptr) {
+      for (const double f : *free) ctx.busy_for.push_back(std::max(0.0, f - start));
+    }
     Dispatch d = dispatcher_->dispatch(batch, ctx);
     std::vector<double> starts(d.instances.size(), start);
-    if (free != nullptr) {
+    if (free != nullptr && d.placed) {
+      for (std::size_t i = 0; i < starts.size(); ++i) starts[i] = std::max(start, (*free)[i]);
+    } else if (free != nullptr) {
       std::vector<double> work(d.instances.size(), 0.0);
       for (std::size_t b = 0; b < d.instances.size(); ++b) {
         for (const int p : d.instances[b]) {

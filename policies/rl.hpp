@@ -38,6 +38,9 @@ struct DispatchContext {
   double alpha = 0.2;
   int iteration = 0;
   std::uint64_t seed = 1;
+  // A generation service (streamrl-async): seconds until each instance is free of its previous
+  // batch; empty when every instance starts together.
+  std::vector<double> busy_for = {};
 };
 
 class RlDispatcher {
