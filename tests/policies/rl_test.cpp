@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -70,6 +71,19 @@ TEST_CASE("rl dispatch: every prompt once; skewness-aware with LPT beats random 
     std::sort(all.begin(), all.end());
     CHECK(all.size() == 64);
     CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+  }
+  // As a service: instances still busy get less new work, and the lists are for physical instances.
+  {
+    policies::DispatchContext ctx{inst, 4, scores, none, 0.2, 0, 1};
+    ctx.busy_for = {0.0, 0.0, 0.0, 60.0};
+    const models::Dispatch d = policies::rl_dispatchers().create("skewness-aware")->dispatch(s.batches[0], ctx);
+    CHECK(d.placed);
+    const auto work = [&](const std::vector<int>& prompts) {
+      double w = 0;
+      for (const int p : prompts) w += std::exp(scores[static_cast<std::size_t>(p)]);
+      return w;
+    };
+    for (int i = 0; i < 3; ++i) CHECK(work(d.instances[3]) < work(d.instances[static_cast<std::size_t>(i)]));
   }
   const double random = makespan_of(s, "random", 4), skew = makespan_of(s, "skewness-aware", 4);
   MESSAGE("generation makespan over 6 iterations: random " << random << " s, skewness-aware " << skew << " s");
