@@ -421,6 +421,16 @@ struct Split {
   TrainerBox trainer;
 };
 
+// A stage's time on a profile of one batch: the batch's span when the stages take turns, and the
+// instances' mean busy time for the asynchronous service, whose instances overlap one batch's
+// tail with the next (its steady rate is set by work, not by the longest sample).
+double generation_profile(const GenerationRun& g, Mode mode) {
+  if (mode != Mode::stream_async) return g.end - *std::min_element(g.instance_start.begin(), g.instance_start.end());
+  double busy = 0;
+  for (std::size_t i = 0; i < g.instance_end.size(); ++i) busy += g.instance_end[i] - g.instance_start[i];
+  return busy / static_cast<double>(g.instance_end.size());
+}
+
 std::vector<std::int64_t> first_batch_samples(const RlSetup& s) {
   std::vector<std::int64_t> all;
   for (const auto& grp : s.batches.front().groups) {
@@ -440,7 +450,7 @@ Split size_to_match(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& e
   if (mode == Mode::disaggregated || !s.size_to_match) return whole;
   const models::GenerationInstance inst(engine.generation_config(0), costs.generation, s.source);
   const std::vector<std::int64_t> samples = first_batch_samples(s);
-  const double p_gen = engine.generate(inst, gen_pool / tp, 0, 0.0, false).end;
+  const double p_gen = generation_profile(engine.generate(inst, gen_pool / tp, 0, 0.0, false), mode);
   const double p_train = whole.trainer.trainer->train(samples, true, 0);
   if (p_train < p_gen) {
     // Training is faster: the fewest whole servers (or model-parallel groups) that keep up.
@@ -459,7 +469,7 @@ Split size_to_match(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& e
   }
   const int step = std::lcm(tp, std::min(gen_pool, s.generation_pool.gpus_per_node));
   for (int x = step; x < gen_pool; x += step) {
-    if (engine.generate(inst, x / tp, 0, 0.0, false).end <= p_train) return {x, std::move(whole.trainer)};
+    if (generation_profile(engine.generate(inst, x / tp, 0, 0.0, false), mode) <= p_train) return {x, std::move(whole.trainer)};
   }
   return whole;
 }
@@ -487,7 +497,8 @@ Split choose_split(const RlSetup& s, const RlCosts& costs, Mode mode, Engine& en
     }
     const GenerationRun g = engine.generate(inst, x / tp, 0, 0.0, false);
     const double train = t.trainer->train(first_batch_samples(s), true, 0);
-    const double c = mode == Mode::disaggregated ? g.end + train : std::max(g.end, train);
+    const double gen = generation_profile(g, mode);
+    const double c = mode == Mode::disaggregated ? gen + train : std::max(gen, train);
     if (c < best_cost) {
       best_cost = c;
       best = {x, std::move(t)};
@@ -559,12 +570,7 @@ class DisaggregatedPolicy final : public RlPolicy {
     // batch's span when the stages take turns, and the instances' mean busy time for the
     // asynchronous service (whose instances overlap one batch's tail with the next).
     const int unit = std::lcm(std::lcm(tp, s.train.tp * s.train.pp * s.train.cp), std::min(s.generation_pool.gpus, s.generation_pool.gpus_per_node));
-    const auto gen_time = [&](const GenerationRun& g) {
-      if (mode_ != Mode::stream_async) return g.end - *std::min_element(g.instance_start.begin(), g.instance_start.end());
-      double busy = 0;
-      for (std::size_t i = 0; i < g.instance_end.size(); ++i) busy += g.instance_end[i] - g.instance_start[i];
-      return busy / static_cast<double>(g.instance_end.size());
-    };
+    const auto gen_time = [&](const GenerationRun& g) { return generation_profile(g, mode_); };
     const auto rebalance = [&](int k, const GenerationRun& g) {
       if (!elastic_) return false;
       const double t_gen = gen_time(g), t_train = e.last_train_s();
