@@ -48,13 +48,8 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
                            : setup.shared      ? "colocated,disaggregated-sync,streamrl-sync,streamrl-async"
                                                : "disaggregated-sync,streamrl-sync,streamrl-async";
   const std::vector<PolicySpec> specs = parse_policy_list(list, "--policies");
-  for (const PolicySpec& s : specs) {
-    (void)policies::rl_policies().create(s.name, s.params, {"<command line>", "--policies"});
-    if (s.name == "colocated" && !setup.shared) {
-      throw sim::InputError(o.scenario_path, "/generation_pool",
-                            "colocated multiplexes one GPU pool, found separate generation and training pools; give one \"pool\"");
-    }
-  }
+  // Every policy named must run this setup before anything is printed.
+  for (const PolicySpec& s : specs) policies::rl_policies().create(s.name, s.params, {"<command line>", "--policies"})->check(setup);
   std::size_t samples = 0;
   for (const auto& g : setup.batches.front().groups) samples += g.outputs.size();
   out << fmt::format("scenario  {}: {}; {} iterations of {} prompts ({} samples)\n", setup.name.empty() ? o.scenario_path : setup.name, setup.model.name,

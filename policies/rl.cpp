@@ -514,11 +514,14 @@ class ColocatedPolicy final : public RlPolicy {
  public:
   explicit ColocatedPolicy(std::string dispatcher) : dispatcher_(std::move(dispatcher)) {}
   std::string_view name() const override { return "colocated"; }
-  RlRun run(const RlSetup& s, const RlCosts& costs, int iterations) override {
+  void check(const RlSetup& s) const override {
     if (!s.shared) {
       throw sim::InputError(s.source, "/generation_pool",
                             "colocated multiplexes one GPU pool, found separate generation and training pools; give one \"pool\"");
     }
+  }
+  RlRun run(const RlSetup& s, const RlCosts& costs, int iterations) override {
+    check(s);
     Engine e(s, iterations, "colocated", dispatcher_);
     const int n = s.generation_pool.gpus;
     TrainerBox t = make_trainer(s, costs, n);
@@ -548,10 +551,13 @@ class DisaggregatedPolicy final : public RlPolicy {
   DisaggregatedPolicy(std::string name, Mode mode, std::string dispatcher, bool elastic)
       : name_(std::move(name)), mode_(mode), dispatcher_(std::move(dispatcher)), elastic_(elastic) {}
   std::string_view name() const override { return name_; }
-  RlRun run(const RlSetup& s, const RlCosts& costs, int iterations) override {
+  void check(const RlSetup& s) const override {
     if (elastic_ && !s.shared) {
       throw sim::InputError("<policy>", name_ + "/elastic", "found elastic with two pools, expected one pool whose GPUs can move between the stages");
     }
+  }
+  RlRun run(const RlSetup& s, const RlCosts& costs, int iterations) override {
+    check(s);
     Engine e(s, iterations, name_, dispatcher_);
     Split split = choose_split(s, costs, mode_, e);
     const models::GenerationInstance inst(e.generation_config(0), costs.generation, s.source);

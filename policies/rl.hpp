@@ -91,7 +91,9 @@ class RlPolicy {
  public:
   virtual ~RlPolicy() = default;
   virtual std::string_view name() const = 0;
-  // InputError (at setup.source) for a setup the policy cannot run (colocated on two pools).
+  // InputError for a setup the policy cannot run (colocated, or elastic, on two pools); run()
+  // checks it first, and a caller may check before printing anything.
+  virtual void check(const RlSetup& setup) const = 0;
   virtual RlRun run(const RlSetup& setup, const RlCosts& costs, int iterations) = 0;
 };
 const sim::Registry<RlPolicy>& rl_policies();
