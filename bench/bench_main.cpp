@@ -33,6 +33,7 @@ const std::vector<GroupSpec> kGroups = {
     {"cluster", orrery::bench::bench_cluster, 300},
     {"multimodal", orrery::bench::bench_multimodal, 300},
     {"rl", orrery::bench::bench_rl, 300},
+    {"estimate", orrery::bench::bench_estimate, 300},
     {"simgrid", nullptr, 600},
 };
 

@@ -1,6 +1,7 @@
 #include "cli/app.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/sweep.hpp"
 #include "models/topology.hpp"
 #include "sim/error.hpp"
 
@@ -56,8 +57,20 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_option("--report", step_options.report_path, "Write step_time_s, tokens_per_s, tflops_per_gpu, mfu, bubble_fraction, "
                                                                "peak_memory_bytes, oom and more as JSON");
   step_cmd->add_option("--trace", step_options.trace_path, "Write the timeline (every simulated GPU's streams) as Chrome trace-event JSON");
+  step_cmd->add_option("--html", step_options.html_path, "Write a self-contained HTML report: key figures, breakdown per stage, memory, timeline");
   step_cmd->add_option("--gpus", step_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
   step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
+  step_cmd->add_flag("--estimate", step_options.estimate, "Closed-form estimate (models/estimate.hpp) instead of emulating: milliseconds, within ~10%");
+
+  PlanOptions plan_options;
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan", "Search parallel plans (tp/pp/vp/dp/cp/ep, micro-batch, recompute, ZeRO, schedule): prune by memory, rank by the "
+              "closed-form estimate, confirm the best with the emulator");
+  plan_cmd->add_option("search", plan_options.plan_path, "Plan-search JSON: model, cluster, global_batch, seq_len, memory_limit, constraints "
+                                                         "(traces/README.md)")->required();
+  plan_cmd->add_option("--report", plan_options.report_path, "Write the search counts and the top plans (estimated and emulated) as JSON");
+  plan_cmd->add_option("--gpus", plan_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
+  plan_cmd->add_option("--top", plan_options.top_k, "Plans to confirm with the emulator (default: the file's, else 5)");
 
   CompareOptions compare_options;
   CLI::App* compare_cmd = app.add_subcommand(
@@ -74,6 +87,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare_cmd->add_option("--iterations", compare_options.iterations, "RL scenarios: iterations per policy")->capture_default_str();
   compare_cmd->add_option("--report", compare_options.report_path, "Write the per-policy figures as JSON (key \"policies\")");
   compare_cmd->add_option("--trace", compare_options.trace_path, "Write the slowest rank's pipeline of one step (the first policy) as Chrome JSON");
+  compare_cmd->add_option("--html", compare_options.html_path, "Write a self-contained HTML report with the policies' plots (bars, CDFs, timelines)");
   compare_cmd->add_option("--trace-step", compare_options.trace_step, "Which step --trace shows")->capture_default_str();
   compare_cmd->add_option("--gpus", compare_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
 
@@ -85,6 +99,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   cluster_cmd->add_flag("--skip-bad-rows", cluster_options.skip_bad_rows, "Skip malformed trace rows (counted in the report) instead of failing");
   cluster_cmd->add_option("--report", cluster_options.report_path, "Write jobs_completed, avg_jct_s, p50_jct_s, p99_jct_s, avg_queue_s, makespan_s, gpu_utilization");
   cluster_cmd->add_option("--jobs-csv", cluster_options.csv_path, "Write one record per job as CSV");
+  cluster_cmd->add_option("--html", cluster_options.html_path, "Write a self-contained HTML report: JCT and queueing CDFs, GPU utilisation over time");
   cluster_cmd->add_option("--timeline", cluster_options.timeline_path,
                           "Write each node's allocations over time as Perfetto JSON, and one record per job as CSV beside it (same name, .csv)");
 
@@ -107,7 +122,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
-  validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance, cluster, multimodal or rl (default: all)");
+  validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
 
   GpusOptions gpus_options;
   CLI::App* gpus_cmd = app.add_subcommand("gpus", "List the GPU catalog: peak FLOP/s per dtype, HBM, SMs, NVLink, sources");
@@ -140,6 +155,20 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   fit_cmd->add_option("profile", fit_options.profile_path, "Profile JSON (calibration/README.md)")->required();
   fit_cmd->add_option("-o,--out", fit_options.out_path, "Curves JSON to write (scenarios load it as \"calibration\")");
 
+  SweepOptions sweep_options;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", fmt::format("Run a scenario over many variations (a grid, random or Latin-hypercube design over scenario fields and command "
+                           "options) on every core, or over MPI ranks under mpirun (MPI {} in this build); write one row per point as JSON and CSV",
+                           sweep_mpi_built() ? "on" : "off: libopenmpi-dev was missing when it was configured"));
+  sweep_cmd->add_option("plan", sweep_options.plan_path, "Sweep plan JSON (traces/README.md, \"Sweep plans\")")->required();
+  sweep_cmd->add_option("-o,--out", sweep_options.out_path, "Results JSON (default: the plan's name with .results.json); the CSV goes beside it");
+  sweep_cmd->add_option("--csv", sweep_options.csv_path, "Where the results CSV goes instead");
+  sweep_cmd->add_option("-j,--jobs", sweep_options.jobs, "Threads per process (0: every core; under mpirun: 1 per rank)")->capture_default_str();
+  sweep_cmd->add_flag("--resume", sweep_options.resume, "Continue an interrupted sweep from its journal (<out>.journal), skipping finished points");
+  sweep_cmd->add_option("--max-points", sweep_options.max_points, "Stop after this many new points, keeping the journal for --resume (0: all)")
+      ->capture_default_str();
+  sweep_cmd->add_flag("-q,--quiet", sweep_options.quiet, "No progress bar (there is none when stderr is not a terminal)");
+
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -163,6 +192,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
     if (*step_cmd) step(step_options, out);
+    if (*plan_cmd) plan(plan_options, out);
     if (*compare_cmd) compare(compare_options, out);
     if (*cluster_cmd) cluster(cluster_options, out);
     if (*doclens_cmd) doclens(doclens_options, out);
@@ -172,6 +202,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*measure_cmd) calibrate_measure(measure_options, out);
     if (*fit_cmd) calibrate_fit(fit_options, out);
     if (*topo_cmd) topology(topo, out);
+    if (*sweep_cmd) sweep(sweep_options, out);
   }, err);
 }
 

@@ -1,7 +1,9 @@
 // `orrery cluster`: a job trace on a cluster under a scheduler.
 #include "cli/commands.hpp"
 #include "cli/cluster_run.hpp"
+#include "cli/html_pages.hpp"
 #include "cli/policy_spec.hpp"
+#include "cli/report_out.hpp"
 
 #include "models/cluster.hpp"
 #include "models/cluster_step.hpp"
@@ -103,12 +105,13 @@ ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std:
 }
 
 void cluster(const ClusterOptions& o, std::ostream& out) {
+  check_html_path(o.html_path);
   const PolicySpec spec = parse_policy_spec(o.policy, "--policy");
   // The policy is checked before the trace is read: a typo fails fast.
   (void)policies::cluster_schedulers().create(spec.name, spec.params, {"<command line>", "--policy"});
   const ClusterSetup setup = load_cluster_setup(o.scenario_path, o.jobs_path, o.skip_bad_rows);
   const traces::ClusterScenario& sc = setup.scenario;
-  const ClusterRun run = run_cluster(setup, spec, "--policy", !o.timeline_path.empty());
+  const ClusterRun run = run_cluster(setup, spec, "--policy", !o.timeline_path.empty() || !o.html_path.empty());
   const models::ClusterResult& r = run.result;
 
   out << fmt::format("cluster    {} GPUs in {} pools; policy {}; {} jobs from {}{}\n", sc.cluster.total_gpus(), sc.cluster.pools.size(),
@@ -122,7 +125,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
   if (sc.fabric.enabled()) {
     out << fmt::format("fabric     {} re-solves; lowest bandwidth share of a job {:.2f}\n", r.fabric_solves, r.min_fabric_share);
   }
-  if (!o.report_path.empty()) {
+  if (report_wanted(o.report_path, o.report_json)) {
     traces::Report rep;
     rep.set("/policy", run.policy);
     rep.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
@@ -139,7 +142,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     rep.set("/spread_starts", static_cast<std::int64_t>(r.spread_starts));
     rep.set("/migrations", static_cast<std::int64_t>(r.migrations));
     if (sc.fabric.enabled()) rep.set("/min_fabric_share", r.min_fabric_share);
-    rep.write(o.report_path);
+    emit_report(rep, o.report_path, o.report_json);
   }
   if (!o.csv_path.empty()) traces::write_file_atomically(o.csv_path, traces::cluster_jobs_csv(r));
   if (!o.timeline_path.empty()) {
@@ -148,6 +151,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     traces::write_file_atomically(csv.string(), traces::cluster_jobs_csv(r));
     out << fmt::format("timeline   {} (nodes, Perfetto) and {} (jobs)\n", o.timeline_path, csv.string());
   }
+  if (!o.html_path.empty()) write_cluster_html(o.html_path, "Cluster replay of " + o.scenario_path, setup, run);
 }
 
 }  // namespace orrery::cli

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/report_out.hpp"
 
 #include "models/collectives.hpp"
 #include "sim/unit_parse.hpp"
@@ -80,7 +81,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     json += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"link utilisation\"}}\n]}\n";
     traces::write_file_atomically(o.trace_path, json);
   }
-  if (!o.report_path.empty()) {
+  if (report_wanted(o.report_path, o.report_json)) {
     traces::Report report;
     report.set("/command", "collective");
     report.set("/op", models::to_string(spec.op));
@@ -98,7 +99,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     report.set("/solves", static_cast<std::int64_t>(r.solves));
     report.set("/solve_work", static_cast<std::int64_t>(r.solve_work));
     report.set("/events", static_cast<std::int64_t>(r.events));
-    report.write(o.report_path);
+    emit_report(report, o.report_path, o.report_json);
   }
 }
 

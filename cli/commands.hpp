@@ -31,6 +31,7 @@ struct CollectiveOptions {
   std::string alltoallv_path;  // CSV of from,to,bytes rows: all-to-allv
   std::string trace_path;
   std::string report_path;
+  std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 
 void collective(const CollectiveOptions& options, std::ostream& out);
@@ -131,6 +132,9 @@ struct StepOptions {
   std::string trace_path;
   std::string gpus_path;
   bool no_reuse = false;
+  bool estimate = false;  // the closed form (models/estimate.hpp) instead of the emulator
+  std::string html_path;  // self-contained HTML report with plots (cli/html_pages.hpp)
+  std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 
 // Emulates one training step; prints step time, throughput, MFU, bubble, memory.
@@ -174,6 +178,8 @@ struct CompareOptions {
   std::string jobs_path;       // cluster scenarios: a trace replacing the scenario's
   bool skip_bad_rows = false;  // cluster scenarios
   int iterations = 50;         // RL scenarios
+  std::string html_path;       // self-contained HTML report with plots (cli/html_pages.hpp)
+  std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 
 // Runs the same workload under several sequence policies; prints step time p50/p99, tokens/s,
@@ -238,6 +244,8 @@ struct ClusterOptions {
   std::string report_path;
   std::string csv_path;         // one record per job
   std::string timeline_path;    // nodes' allocations (Perfetto JSON), and the jobs CSV beside it
+  std::string html_path;        // self-contained HTML report with plots (cli/html_pages.hpp)
+  std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 
 // Replays a job trace on a cluster under a scheduler; prints JCT, queueing, makespan, utilisation.
@@ -252,5 +260,31 @@ struct ClusterValidationSummary {
 };
 // The Philly replay against AcmeTrace's statistics, and the schedulers on Arena's cluster.
 ClusterValidationSummary validate_cluster(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+}  // namespace orrery::cli
+
+namespace orrery::cli {
+
+struct PlanOptions {
+  std::string plan_path;  // plan-search JSON (traces/README.md)
+  std::string report_path;
+  std::string gpus_path;
+  int top_k = -1;         // -1: the file's (default 5)
+  std::string* report_json = nullptr;
+};
+
+// Plan search: enumerates parallel plans, prunes by divisibility and memory, ranks by the
+// closed-form estimate, confirms the top k with the step emulator; prints the best plans.
+void plan(const PlanOptions& options, std::ostream& out);
+
+struct EstimateValidationSummary {
+  int cases = 0;
+  double mean_abs_error = 0;   // estimate vs emulator, step time
+  double worst_abs_error = 0;
+  int plan_rows = 0;           // Megatron rows searched
+};
+// The closed-form estimate against the emulator on a set of scenarios, and plan search on the
+// Megatron-Core H100 table's rows against the published plans.
+EstimateValidationSummary validate_estimate(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 }  // namespace orrery::cli

@@ -1,7 +1,9 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "cli/commands.hpp"
 #include "cli/cluster_run.hpp"
+#include "cli/html_pages.hpp"
 #include "cli/policy_spec.hpp"
+#include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
 #include "models/balance.hpp"
@@ -219,8 +221,10 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
   report.set("/scenario", o.scenario_path);
   report.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
   double base = 0;
+  std::vector<ClusterRun> runs;  // --html: every run, with its allocations
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const ClusterRun run = run_cluster(setup, specs[i], "--policies", false);
+    const ClusterRun run = run_cluster(setup, specs[i], "--policies", !o.html_path.empty());
+    if (!o.html_path.empty()) runs.push_back(run);
     const models::ClusterResult& r = run.result;
     if (i == 0) base = r.avg_jct_s;
     const double speedup = r.avg_jct_s > 0 ? base / r.avg_jct_s : 0;
@@ -237,7 +241,8 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/gpu_utilization", r.gpu_utilization);
     report.set(at + "/jct_speedup", speedup);
   }
-  if (!o.report_path.empty()) report.write(o.report_path);
+  emit_report(report, o.report_path, o.report_json);
+  if (!o.html_path.empty()) write_cluster_compare_html(o.html_path, "Schedulers on " + o.scenario_path, setup, runs);
 }
 
 }  // namespace
@@ -283,6 +288,8 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   traces::Report report;
   report.set("/scenario", sc.name.empty() ? o.scenario_path : sc.name);
   report.set("/steps", static_cast<std::int64_t>(o.steps));
+  StepComparePage page{sc.name.empty() ? o.scenario_path : sc.name, fmt::format("{} on {} x {} (tp {}, pp {}, dp {}); {} steps", sc.model.name,
+                       sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps), "samples/s", {}};
   double base = 0;
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
@@ -338,17 +345,20 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/stage_imbalance", imbalance / n);
     report.set(at + "/speedup", sps / base);
     report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
+    page.policies.push_back({std::string(policy.name()), steps, sps, bubble / n, imbalance / n});
   }
+  if (!o.html_path.empty()) write_step_compare_html(o.html_path, page);
   if (!o.trace_path.empty()) {
     out << fmt::format("step {}: timelines as {} and action lists as .actions.json, each with the policy's name before the extension\n",
                        o.trace_step, o.trace_path);
   }
-  if (!o.report_path.empty()) report.write(o.report_path);
+  emit_report(report, o.report_path, o.report_json);
 }
 
 }  // namespace
 
 void compare(const CompareOptions& o, std::ostream& out) {
+  check_html_path(o.html_path);
   if (traces::is_rl_scenario(o.scenario_path)) {
     compare_rl(o, out);
     return;
@@ -386,7 +396,13 @@ void compare(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/speedup", tps / base);
     report.set(at + "/deferred_documents", static_cast<std::int64_t>(r.deferred));
   }
-  if (!o.report_path.empty()) report.write(o.report_path);
+  emit_report(report, o.report_path, o.report_json);
+  if (!o.html_path.empty()) {
+    StepComparePage page{file.name.empty() ? o.scenario_path : file.name, fmt::format("{} steps of {} tokens ({})", o.steps, c.budget, c.workload),
+                         "tokens/s", {}};
+    for (const Outcome& r : c.rows) page.policies.push_back({r.name, r.steps, r.tokens / r.time, -1, r.imbalance});
+    write_step_compare_html(o.html_path, page);
+  }
 }
 
 void doclens(const DoclensOptions& o, std::ostream& out) {

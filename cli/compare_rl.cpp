@@ -1,6 +1,8 @@
 // `orrery compare` on RL scenarios: the same rollouts under each RL policy, side by side.
 #include "cli/commands.hpp"
+#include "cli/html_pages.hpp"
 #include "cli/policy_spec.hpp"
+#include "cli/report_out.hpp"
 #include "policies/rl.hpp"
 #include "sim/error.hpp"
 #include "traces/chrome_trace.hpp"
@@ -83,6 +85,7 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
   report.set("/scenario", setup.name.empty() ? o.scenario_path : setup.name);
   report.set("/iterations", static_cast<std::int64_t>(o.iterations));
   double base = 0;
+  std::vector<policies::RlRun> runs;  // --html
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const policies::RlRun r = policies::run_rl_policy(setup, specs[i].name, specs[i].params, o.iterations);
     if (i == 0) base = r.samples_per_s;
@@ -120,10 +123,12 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
       const std::filesystem::path t = o.trace_path;
       write_timeline((t.parent_path() / (t.stem().string() + "." + r.policy + t.extension().string())).string(), r);
     }
+    if (!o.html_path.empty()) runs.push_back(r);
   }
   out << "pipeline/skewness: shares of all GPU time idle waiting on the other stage (or a sync) / on other instances' long tails\n";
   if (!o.trace_path.empty()) out << fmt::format("the last iteration's timeline as {}, with each policy's name before the extension\n", o.trace_path);
-  if (!o.report_path.empty()) report.write(o.report_path);
+  emit_report(report, o.report_path, o.report_json);
+  if (!o.html_path.empty()) write_rl_compare_html(o.html_path, setup.name.empty() ? o.scenario_path : setup.name, labels, runs);
 }
 
 }  // namespace orrery::cli

@@ -1,5 +1,8 @@
 // `orrery step`: one training step of a scenario.
 #include "cli/commands.hpp"
+#include "cli/html_pages.hpp"
+#include "cli/plan_search.hpp"
+#include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
 #include "models/cost.hpp"
@@ -37,6 +40,8 @@ std::string default_step_scenario() {
 }
 
 void step(const StepOptions& o, std::ostream& out) {
+  check_html_path(o.html_path);
+  if (o.estimate && !o.html_path.empty()) throw sim::InputError("<command line>", "--html", "the report needs the emulator's timeline: drop --estimate");
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
                                                                 : traces::load_step_scenario(o.scenario_path, gpus);
@@ -46,9 +51,13 @@ void step(const StepOptions& o, std::ostream& out) {
   const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
   const models::CostModel& cost = *cost_model;
   const bool calibrated = !file.calibration_path.empty();
+  if (o.estimate) {  // the closed form instead of the emulator (cli/step_estimate.cpp)
+    step_estimate(file, source, cost, *schedule, o, out);
+    return;
+  }
   models::StepOptions options;
   options.reuse = !o.no_reuse;
-  options.keep_graph = !o.trace_path.empty();
+  options.keep_graph = !o.trace_path.empty() || !o.html_path.empty();
   const models::StepResult r = models::run_step(sc, cost, *schedule, options);
   if (r.oom && file.fail_on_oom) {
     throw sim::InputError(source, "/plan",
@@ -80,7 +89,7 @@ void step(const StepOptions& o, std::ostream& out) {
     out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);
   }
 
-  if (!o.report_path.empty()) {
+  if (report_wanted(o.report_path, o.report_json)) {
     traces::Report rep;
     rep.set("/scenario", file.name.empty() ? source : file.name);
     rep.set("/model", sc.model.name);
@@ -117,7 +126,7 @@ void step(const StepOptions& o, std::ostream& out) {
     rep.set("/cost_model/name", cost.name());
     rep.set("/cost_model/training_calibration_assumed", assumed);
     for (const auto& [name, value] : cost.counters()) rep.set("/cost_model/" + name, static_cast<std::int64_t>(value));
-    rep.write(o.report_path);
+    emit_report(rep, o.report_path, o.report_json);
   }
   if (!o.trace_path.empty()) {
     std::vector<traces::CounterSample> counters;
@@ -125,6 +134,7 @@ void step(const StepOptions& o, std::ostream& out) {
     for (const models::LinkSample& s : r.link_loads) counters.push_back({s.link, s.at, s.bytes_per_second / 1e9});
     traces::write_chrome_trace(o.trace_path, r.graph, r.spans, counters, "GB/s");
   }
+  if (!o.html_path.empty()) write_step_html(o.html_path, file.name.empty() ? source : file.name, sc, r);
 }
 
 }  // namespace orrery::cli

@@ -225,9 +225,9 @@ ValidationSummary validate_network(const std::string& data_dir, std::string& md,
 
 void validate(const ValidateOptions& o, std::ostream& out) {
   if (!o.only.empty() && o.only != "network" && o.only != "kernels" && o.only != "steps" && o.only != "balance" && o.only != "cluster" &&
-      o.only != "multimodal" && o.only != "rl") {
+      o.only != "multimodal" && o.only != "rl" && o.only != "estimate") {
     throw sim::InputError("<command line>", "--only",
-                          fmt::format("found {}, expected network, kernels, steps, balance, cluster, multimodal or rl", sim::quote(o.only)));
+                          fmt::format("found {}, expected network, kernels, steps, balance, cluster, multimodal, rl or estimate", sim::quote(o.only)));
   }
   std::string md = "# Validation: simulated vs published measurements\n\n";
   md += fmt::format("Produced by `build/bin/orrery validate --data ../shared/data --out docs/validation.md{}`; do not edit by hand.\n\n",
@@ -239,6 +239,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
   if (o.only.empty() || o.only == "cluster") validate_cluster(o.data_dir, md, out);
   if (o.only.empty() || o.only == "multimodal") validate_multimodal(md, out);
   if (o.only.empty() || o.only == "rl") validate_rl(o.data_dir, md, out);
+  if (o.only.empty() || o.only == "estimate") validate_estimate(o.data_dir, md, out);
   if (!o.out_path.empty()) {
     traces::write_file_atomically(o.out_path, md);
     out << fmt::format("tables written to {}\n", o.out_path);

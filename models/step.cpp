@@ -87,7 +87,7 @@ Rails rails_of(const ClusterSpec& cluster) {
 
 class CommCost {
  public:
-  explicit CommCost(ClusterSpec cluster) : cluster_(std::move(cluster)) {}
+  explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::flows) : cluster_(std::move(cluster)), model_(model) {}
 
   double collective(CollectiveOp op, double bytes, int n, int stride) {
     if (n <= 1 || bytes <= 0) return 0;
@@ -100,6 +100,7 @@ class CommCost {
     spec.size = sim::Bytes(bytes);
     spec.ranks = n;
     spec.peer = 1;
+    if (model_ == CommModel::alpha_beta) return cache_[key] = alpha_beta(topology_for(n, stride), spec).to_seconds();
     const CollectiveResult r = run_collective(topology_for(n, stride), spec);
     flows_ += r.flows;
     return cache_[key] = r.time.to_seconds();
@@ -125,6 +126,7 @@ class CommCost {
   }
 
   ClusterSpec cluster_;
+  CommModel model_;
   std::map<std::tuple<int, double, int, int>, double> cache_;
   std::map<std::string, std::unique_ptr<Topology>> topologies_;
   std::size_t flows_ = 0;
@@ -356,6 +358,41 @@ LayerCost loss_cost(const Ctx& c) {
   return lc;
 }
 
+Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, CommCost& comm) {
+  return Ctx{m, p, cost, comm,
+             static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
+             static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
+             m.heads / p.tp,
+             std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+}
+
+// One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(moe)`), plus the
+// input embedding on the first virtual stage and the output layer with the loss on the last.
+template <typename LayerFn>
+LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
+  const ModelSpec& m = ctx.m;
+  const ParallelPlan& p = ctx.p;
+  LayerCost total;
+  const int first = first_layer_of(p, m, vs);
+  for (int l = first; l < first + layers_of(p, m, vs); ++l) {
+    const LayerCost lc = layer(m.moe_layer(l));
+    total.f += lc.f;
+    total.b += lc.b;
+    total.w += lc.w;
+  }
+  if (vs == 0) {
+    const LayerCost e = embedding_cost(ctx);
+    total.f += e.f, total.b += e.b, total.w += e.w;
+  }
+  if (vs == p.virtual_stages() - 1) {
+    const LayerCost e = loss_cost(ctx);
+    total.f += e.f, total.b += e.b, total.w += e.w;
+  }
+  return total;
+}
+
+}  // namespace
+
 // Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
 double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   double params = 0;
@@ -374,7 +411,41 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   return params;
 }
 
-}  // namespace
+
+class FabricCosts::Impl {
+ public:
+  Impl(const std::string& spec, CommModel model) : comm(parse_cluster(spec), model) {}
+  CommCost comm;
+};
+
+FabricCosts::FabricCosts(const std::string& topology_spec, CommModel model) : impl_(std::make_unique<Impl>(topology_spec, model)) {}
+FabricCosts::~FabricCosts() = default;
+double FabricCosts::collective(CollectiveOp op, double bytes, int n, int stride) { return impl_->comm.collective(op, bytes, n, stride); }
+double FabricCosts::p2p(double bytes, int stride) { return impl_->comm.p2p(bytes, stride); }
+
+std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel& cost, FabricCosts& fabric) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  const Ctx ctx = make_ctx(m, p, cost, fabric.impl_->comm);
+  std::map<bool, LayerCost> cache;
+  const auto layer = [&](bool moe) {
+    auto it = cache.find(moe);
+    if (it == cache.end()) it = cache.emplace(moe, layer_cost(ctx, moe)).first;
+    return it->second;
+  };
+  const auto op = [](const OpCost& c) { return OpTime{c.compute, c.comm}; };
+  std::vector<ChunkOpCosts> out;
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) {
+    const LayerCost lc = chunk_cost(ctx, vs, layer);
+    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs)});
+  }
+  return out;
+}
+
+double pipeline_send_bytes(const ModelSpec& m, const ParallelPlan& p) {
+  const double seq_tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
+  return seq_tokens * static_cast<double>(m.hidden) * 2;
+}
 
 std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const CostModel& cost) {
   const ModelSpec& m = sc.model;
@@ -447,11 +518,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   const int vstages = p.virtual_stages();
 
   CommCost comm(cluster);
-  const Ctx ctx{m, p, cost, comm,
-                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
-                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
-                m.heads / p.tp,
-                std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+  const Ctx ctx = make_ctx(m, p, cost, comm);
 
   // Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
   // (dense or MoE); without, every layer of every op of every rank is costed afresh.
@@ -462,25 +529,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
     if (it == layer_cache.end()) it = layer_cache.emplace(moe, layer_cost(ctx, moe)).first;
     return it->second;
   };
-  const auto chunk_cost = [&](int vs) {
-    LayerCost total;
-    const int first = first_layer_of(p, m, vs);
-    for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-      const LayerCost lc = layer(m.moe_layer(l));
-      total.f += lc.f;
-      total.b += lc.b;
-      total.w += lc.w;
-    }
-    if (vs == 0) {
-      const LayerCost e = embedding_cost(ctx);
-      total.f += e.f, total.b += e.b, total.w += e.w;
-    }
-    if (vs == vstages - 1) {
-      const LayerCost e = loss_cost(ctx);
-      total.f += e.f, total.b += e.b, total.w += e.w;
-    }
-    return total;
-  };
+  const auto chunk_cost = [&](int vs) { return models::chunk_cost(ctx, vs, layer); };
   std::vector<LayerCost> chunk_costs;
   if (options.reuse) {
     for (int vs = 0; vs < vstages; ++vs) chunk_costs.push_back(chunk_cost(vs));
@@ -488,7 +537,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   const auto cost_of = [&](int vs) { return options.reuse ? chunk_costs[static_cast<std::size_t>(vs)] : chunk_cost(vs); };
 
   // Communication outside the ops: pipeline transfers and data-parallel gradients/parameters.
-  const double act_bytes = ctx.seq_tokens * static_cast<double>(m.hidden) * 2;
+  const double act_bytes = pipeline_send_bytes(m, p);
   const int pp_stride = p.tp * p.cp * p.dp;
   const double p2p = p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0;
   const int dp_group = p.dp * p.cp;

@@ -22,6 +22,7 @@
 #include "sim/units.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,50 @@ struct StepResult {
 // count differs from the plan's, or a schedule that rejects the shape.
 StepResult run_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule,
                     const StepOptions& options = {});
+
+struct OpTime {
+  double compute = 0;
+  double comm = 0;
+  double seconds() const { return compute + comm; }
+};
+struct ChunkOpCosts {
+  OpTime f, b, w;
+  double flops = 0;  // F + B + W, executed by one GPU
+  int layers = 0;
+  double params = 0;
+};
+// How communication is costed: simulated as flows on the fabric (run_step), or by the
+// alpha-beta closed forms of collectives.hpp (estimate_step).
+enum class CommModel : std::uint8_t { flows, alpha_beta };
+
+// Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
+// then cp, dp, pp), each costed once on the smallest instance of the fabric that holds the group
+// and cached by (op, bytes, ranks, stride).
+class FabricCosts {
+ public:
+  FabricCosts(const std::string& topology_spec, CommModel model);
+  ~FabricCosts();
+  FabricCosts(const FabricCosts&) = delete;
+  FabricCosts& operator=(const FabricCosts&) = delete;
+  double collective(CollectiveOp op, double bytes, int n, int stride);
+  double p2p(double bytes, int stride);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  friend std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario&, const CostModel&, FabricCosts&);
+};
+
+// One micro-batch's forward (F), input-grad (B) and weight-grad (W) ops of each virtual stage on
+// one GPU exactly as run_step costs them: kernel time plus the exposed TP/CP/EP communication
+// inside (costed by `fabric`), recompute included; with the layers and the parameters it holds.
+std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& scenario, const CostModel& cost, FabricCosts& fabric);  // by virtual stage
+
+// Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
+double chunk_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
+
+// Bytes of one micro-batch's activations (or their gradients) sent between pipeline stages.
+double pipeline_send_bytes(const ModelSpec& model, const ParallelPlan& plan);
 
 // One layer's work on one GPU for one micro-batch of the plan's shape (seq_len x micro_batch
 // tokens), with the attention kernels left out (they depend on the documents): the linear

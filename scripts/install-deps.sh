@@ -10,6 +10,8 @@ packages=(
   g++ cmake ninja-build make
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev libeigen3-dev doctest-dev
   pkg-config coinor-libclp-dev
+  libopenmpi-dev openmpi-bin  # `mpirun orrery sweep` (optional at build time; CI runs a 2-rank sweep)
+  chromium  # the browser test (tests/browser): headless rendering of `--html` reports
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libsimgrid-dev)

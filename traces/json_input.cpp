@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace orrery::traces {
 
@@ -280,7 +281,20 @@ std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string sour
   }
 }
 
+namespace {
+thread_local const FileOverlay* innermost_overlay = nullptr;
+}  // namespace
+
+FileOverlay::FileOverlay(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)), outer_(innermost_overlay) {
+  innermost_overlay = this;
+}
+
+FileOverlay::~FileOverlay() { innermost_overlay = outer_; }
+
 std::string read_text_file(const std::string& path) {
+  for (const FileOverlay* o = innermost_overlay; o != nullptr; o = o->outer_) {
+    if (o->path_ == path) return o->text_;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);

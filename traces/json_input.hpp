@@ -95,8 +95,27 @@ class JsonDocument {
 std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source);
 // Reads and parses a file; an unreadable file is an InputError naming it.
 std::unique_ptr<JsonDocument> load_json_file(const std::string& path);
-// Reads a whole file; an unreadable file is an InputError naming it.
+// Reads a whole file; an unreadable file is an InputError naming it. A path with an overlay on
+// the calling thread (below) reads the overlay's text instead.
 std::string read_text_file(const std::string& path);
+
+// While alive, read_text_file(path) on this thread returns `text`: a sweep hands each point's
+// patched scenario to the unchanged commands under a name beside its base file, so the
+// scenario's relative paths still resolve against the base's folder and errors name the point.
+// Overlays nest; each thread has its own.
+class FileOverlay {
+ public:
+  FileOverlay(std::string path, std::string text);
+  ~FileOverlay();
+  FileOverlay(const FileOverlay&) = delete;
+  FileOverlay& operator=(const FileOverlay&) = delete;
+
+ private:
+  std::string path_;
+  std::string text_;
+  const FileOverlay* outer_;
+  friend std::string read_text_file(const std::string& path);
+};
 // Calls `row(text, line)` for each line of a JSONL text that is not blank (lines count from 1).
 void for_each_jsonl_row(std::string_view text, const std::function<void(std::string_view row, int line)>& row);
 

@@ -18,7 +18,9 @@ std::int64_t size(const JsonNode& n) {
   return v;
 }
 
-models::ModelSpec read_model(const JsonNode& node) {
+}  // namespace
+
+models::ModelSpec read_step_model(const JsonNode& node) {
   if (node.json().is_string()) return models::ModelCatalog::builtin().model(node.as_string(), node.source(), node.pointer());
   JsonObject f = node.as_object();
   models::ModelSpec m;
@@ -64,7 +66,24 @@ models::ModelSpec read_model(const JsonNode& node) {
   return m;
 }
 
-}  // namespace
+StepCluster read_step_cluster(const JsonNode& node, const models::HardwareCatalog& gpus) {
+  StepCluster out;
+  JsonObject cluster = node.as_object();
+  const JsonNode gpu = cluster.required("gpu");
+  out.gpu = gpus.gpu(gpu.as_string(), gpu.source(), gpu.pointer());
+  const JsonNode topo = cluster.required("topology");
+  out.topology = topo.as_string();
+  if (out.topology.ends_with(".json")) {
+    topo.fail("found a topology file; step scenarios take a builder spec such as \"dgx-h100:nodes=16\" (see `orrery topology --help`)");
+  }
+  try {
+    out.gpus = models::cluster_gpus(out.topology);
+  } catch (const std::exception&) {
+    topo.fail(fmt::format("found {}, expected a builder spec with whole-number nodes/gpus_per_node", sim::quote(out.topology)));
+  }
+  cluster.finish();
+  return out;
+}
 
 StepScenarioFile read_step_scenario(std::string_view json_text, const std::string& source, const models::HardwareCatalog& gpus) {
   const auto doc = parse_json(json_text, source);
@@ -72,23 +91,11 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   StepScenarioFile out;
   if (auto n = top.optional("name")) out.name = n->as_string();
   top.optional("description");
-  out.scenario.model = read_model(top.required("model"));
-
-  JsonObject cluster = top.required("cluster").as_object();
-  const JsonNode gpu = cluster.required("gpu");
-  out.scenario.gpu = gpus.gpu(gpu.as_string(), source, gpu.pointer());
-  const JsonNode topo = cluster.required("topology");
-  out.scenario.topology = topo.as_string();
-  if (out.scenario.topology.ends_with(".json")) {
-    topo.fail("found a topology file; step scenarios take a builder spec such as \"dgx-h100:nodes=16\" (see `orrery topology --help`)");
-  }
-  int cluster_gpus = 0;
-  try {
-    cluster_gpus = models::cluster_gpus(out.scenario.topology);
-  } catch (const std::exception&) {
-    topo.fail(fmt::format("found {}, expected a builder spec with whole-number nodes/gpus_per_node", sim::quote(out.scenario.topology)));
-  }
-  cluster.finish();
+  out.scenario.model = read_step_model(top.required("model"));
+  const StepCluster cluster = read_step_cluster(top.required("cluster"), gpus);
+  out.scenario.gpu = cluster.gpu;
+  out.scenario.topology = cluster.topology;
+  const int cluster_gpus = cluster.gpus;
 
   models::ParallelPlan& p = out.scenario.plan;
   const JsonNode plan_node = top.required("plan");

@@ -27,6 +27,8 @@
 
 namespace orrery::traces {
 
+class JsonNode;  // traces/json_input.hpp
+
 // The documents of each step, for `orrery compare`: a trace file, or a seeded generator.
 struct WorkloadSpec {
   std::string trace_path;  // .jsonl or .csv (traces/doclens.hpp), resolved against the scenario's folder
@@ -50,6 +52,16 @@ struct StepScenarioFile {
 // cluster, and micro-batches that do not divide the batch are errors naming the JSON pointer.
 StepScenarioFile read_step_scenario(std::string_view json_text, const std::string& source,
                                     const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
+// The "model" and "cluster" parts of a step scenario, for other inputs that share them (plan
+// search): a catalog name or a model object; {"gpu", "topology"} with the topology's GPU count.
+models::ModelSpec read_step_model(const JsonNode& node);
+struct StepCluster {
+  models::GpuSpec gpu;
+  std::string topology;
+  int gpus = 0;
+};
+StepCluster read_step_cluster(const JsonNode& node, const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
+
 StepScenarioFile load_step_scenario(const std::string& path, const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
 
 }  // namespace orrery::traces

@@ -1,4 +1,5 @@
 #include "cli/app.hpp"
+#include "cli_run.hpp"
 #include "cli/commands.hpp"
 #include "sim/error.hpp"
 
@@ -17,33 +18,10 @@
 
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "orrery");
-  std::ostringstream out, err;
-  const int code = orrery::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& path, std::string_view text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-}  // namespace
+using orrery::testing::Result;
+using orrery::testing::run;
+using orrery::testing::slurp;
+using orrery::testing::write;
 
 TEST_CASE("--version, --help and subcommand help exit 0") {
   const Result version = run({"--version"});
@@ -863,4 +841,56 @@ TEST_CASE("orrery compare on RL scenarios: the four policies, timelines, report,
   const Result colocated = run({"compare", (fs::path(ORRERY_SOURCE_DIR) / "examples/rl/hetero-crossdc.json").string(), "--iterations", "1", "--policies", "colocated"});
   CHECK(colocated.code == 1);
   CHECK(colocated.err.find("colocated multiplexes one GPU pool") != std::string::npos);
+}
+
+TEST_CASE("orrery plan: searches the example, confirms the top plans, and reports the counts") {
+  const std::string example = std::string(ORRERY_SOURCE_DIR) + "/examples/plans/llama3-8b-64xh100.json";
+  const Result r = run({"plan", example, "--report", "plan.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("pruned by memory") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(slurp("plan.json"));
+  const auto count = [&](const char* key) { return report["search"][key].get<std::int64_t>(); };
+  CHECK(count("enumerated") > 100);
+  // Every candidate is pruned once or estimated.
+  CHECK(count("enumerated") == count("pruned_divisibility") + count("pruned_memory") + count("estimated"));
+  CHECK(count("confirmed") == 3);
+  REQUIRE(report["plans"].size() == 3);
+  double previous = 0;
+  for (const auto& p : report["plans"]) {
+    CHECK(p["tp"].get<int>() * p["pp"].get<int>() * p["dp"].get<int>() * p["cp"].get<int>() == 64);
+    CHECK(p["peak_memory_bytes"].get<double>() <= 80.0 * 1073741824);
+    // Ranked by the estimate, best first; the emulator agrees within 10% on these plans.
+    CHECK(p["estimated"]["step_time_s"].get<double>() >= previous);
+    previous = p["estimated"]["step_time_s"].get<double>();
+    CHECK(p["estimated"]["step_time_s"].get<double>() == doctest::Approx(p["emulated"]["step_time_s"].get<double>()).epsilon(0.1));
+  }
+  // step --estimate writes the emulated report's keys, marked as an estimate.
+  REQUIRE(run({"step", "--estimate", "--report", "step-estimate.json"}).code == 0);
+  const nlohmann::json est = nlohmann::json::parse(slurp("step-estimate.json"));
+  for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "bubble_fraction", "exposed_comm_fraction", "peak_memory_bytes", "oom"}) {
+    CAPTURE(key);
+    CHECK(est.contains(key));
+  }
+  CHECK(est["estimate"] == true);
+}
+
+TEST_CASE("orrery plan: bad searches get one precise error") {
+  const auto fails = [](const std::string& json) {
+    write("bad-plan.json", json);
+    const Result r = run({"plan", "bad-plan.json"});
+    CHECK(r.code == 1);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    return r.err;
+  };
+  const std::string cluster = R"("cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"})";
+  CHECK(fails(R"({"model": "llama3-9b", )" + cluster + R"(, "global_batch": 16})")
+            .find("bad-plan.json:/model: unknown model \"llama3-9b\"; did you mean \"llama3-8b\"?") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H1000", "topology": "dgx-h100:nodes=1"}, "global_batch": 16})")
+            .find("bad-plan.json:/cluster/gpu:") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 16, "memory_limit": "4 GiB"})")
+            .find("bad-plan.json:/memory_limit: no plan fits in 4 GiB per GPU: the smallest of") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 3, "constraints": {"max_tp": 2, "max_pp": 2}})")
+            .find("bad-plan.json:/global_batch: no plan of tp <= 2") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 16, "constraints": {"schedules": ["1f1c"]}})")
+            .find("bad-plan.json:/constraints/schedules/0:") != std::string::npos);
 }

@@ -1,0 +1,77 @@
+// Plan search (`orrery plan`): enumerate parallel plans for a model on a cluster, prune by the
+// divisibility rules and the memory model, rank the survivors with the closed-form estimate
+// (models/estimate.hpp) and confirm the best with the step emulator.
+//   PlanSearchSpec spec = read_plan_search(text, "plan.json");
+//   PlanSearchResult r = search_plans(spec);
+#pragma once
+
+#include "models/estimate.hpp"
+#include "cli/commands.hpp"
+#include "models/hardware.hpp"
+#include "traces/step_json.hpp"
+
+#include <iosfwd>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::cli {
+
+struct PlanSearchSpec {
+  std::string source;  // the file, for errors
+  std::string name;
+  models::ModelSpec model;
+  models::GpuSpec gpu;
+  std::string topology;
+  int gpus = 0;
+  int global_batch = 0;
+  std::int64_t seq_len = 4096;
+  double memory_limit = 0;  // bytes per GPU; default the GPU's HBM
+  // Constraints: what is enumerated.
+  int max_tp = 0;  // 0: the GPUs of one server (NVLink domain)
+  int max_pp = 64;
+  int max_cp = 1;
+  int max_ep = 64;
+  int max_vp = 8;
+  std::vector<int> micro_batches = {1, 2, 4};
+  std::vector<std::string> schedules = {"1f1b", "interleaved-1f1b", "zb-h1", "gpipe"};
+  std::vector<models::Recompute> recompute = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
+  std::vector<int> zero = {0, 1, 2, 3};
+  bool overlap_tp_comm = false;
+  int top_k = 5;  // confirmed with the emulator
+};
+
+struct PlanCandidate {
+  models::ParallelPlan plan;
+  models::StepEstimate estimate;
+  std::optional<models::StepResult> emulated;
+};
+
+struct PlanSearchResult {
+  std::size_t enumerated = 0;
+  std::size_t pruned_divisibility = 0;
+  std::size_t pruned_memory = 0;
+  std::size_t estimated = 0;
+  std::size_t confirmed = 0;
+  double search_s = 0;   // enumeration, pruning and estimates
+  double confirm_s = 0;  // the emulator on the top k
+  std::vector<PlanCandidate> top;  // best first (by estimate), distinct up to ZeRO/recompute ties
+};
+
+// Reads a plan-search file (format in traces/README.md); InputError naming the JSON pointer.
+PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& source, const models::HardwareCatalog& gpus);
+
+// InputError (naming the file) when no plan divides the batch or none fits in memory.
+PlanSearchResult search_plans(const PlanSearchSpec& spec);
+
+// "tp8 pp4 vp3 dp16 mb1 1f1b zero1 sel"
+std::string plan_label(const models::ParallelPlan& plan);
+
+// `orrery step --estimate`: prints the closed-form figures (and the --report keys the emulated
+// report shares, with "estimate": true).
+void step_estimate(const traces::StepScenarioFile& file, const std::string& source, const models::CostModel& cost,
+                   const models::PipelineSchedule& schedule, const StepOptions& options, std::ostream& out);
+
+}  // namespace orrery::cli

@@ -1,0 +1,788 @@
+// `orrery sweep`: plans, designs, in-process points, results, resume (cli/sweep.hpp).
+#include "cli/sweep.hpp"
+
+#include "cli/commands.hpp"
+#include "sim/error.hpp"
+#include "traces/atomic_file.hpp"
+#include "traces/json_input.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace orrery::cli {
+
+namespace {
+
+using nlohmann::json;
+using sim::InputError;
+using traces::JsonNode;
+using traces::JsonObject;
+
+constexpr std::int64_t kMaxPoints = 10'000'000;
+
+const std::vector<std::string> kCommands = {"step", "estimate", "compare", "cluster", "collective"};
+
+// The options each command takes from a plan's "options" (and option axes), and their JSON types.
+struct OptionSpec {
+  const char* name;
+  json::value_t type;
+  const char* help;
+};
+const std::map<std::string, std::vector<OptionSpec>>& command_options() {
+  static const std::map<std::string, std::vector<OptionSpec>> options = {
+      {"step", {{"gpus", json::value_t::string, "a GPU catalog file"}, {"no_reuse", json::value_t::boolean, "simulate every rank"}}},
+      {"estimate", {{"gpus", json::value_t::string, "a GPU catalog file"}}},
+      {"compare",
+       {{"policies", json::value_t::string, "comma-separated policies"},
+        {"steps", json::value_t::number_integer, "steps per policy"},
+        {"iterations", json::value_t::number_integer, "RL iterations per policy"},
+        {"gpus", json::value_t::string, "a GPU catalog file"},
+        {"jobs", json::value_t::string, "a job trace (cluster scenarios)"},
+        {"skip_bad_rows", json::value_t::boolean, "skip malformed trace rows"}}},
+      {"cluster",
+       {{"policy", json::value_t::string, "a scheduler"},
+        {"jobs", json::value_t::string, "a job trace"},
+        {"skip_bad_rows", json::value_t::boolean, "skip malformed trace rows"}}},
+      {"collective", {}},
+  };
+  return options;
+}
+
+// The fields of a collective "scenario" (the options of `orrery collective`).
+const std::vector<std::string> kCollectiveFields = {"topology", "op", "algo", "size", "ranks", "channels", "chunks", "root", "peer", "alltoallv"};
+
+std::string type_name(const json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "an array";
+  return "null";
+}
+
+bool same_kind(const json& a, const json& b) { return (a.is_number() && b.is_number()) || a.type() == b.type(); }
+
+std::string resolve_beside(const std::string& anchor, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  const std::filesystem::path dir = std::filesystem::path(anchor).parent_path();
+  return dir.empty() ? path : (dir / p).string();
+}
+
+std::string describe(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return fmt::format("{} {}", type_name(v), text);
+}
+
+// The keys an object at `pointer` of the base has, for an error about a missing field.
+std::string keys_at(const json& base, const std::string& pointer) {
+  const std::size_t slash = pointer.rfind('/');
+  const std::string parent = slash == std::string::npos ? "" : pointer.substr(0, slash);
+  try {
+    const json& p = base.at(json::json_pointer(parent));
+    if (!p.is_object()) return "";
+    std::string keys;
+    for (const auto& [k, v] : p.items()) keys += (keys.empty() ? "" : ", ") + k;
+    return fmt::format("; {} has: {}", parent.empty() ? "the base" : parent, keys);
+  } catch (const json::exception&) {
+    return "";
+  }
+}
+
+SweepAxis read_axis(const JsonNode& node, const SweepPlan& plan) {
+  JsonObject o = node.as_object();
+  SweepAxis axis;
+  const auto pointer = o.optional("pointer");
+  const auto pointers = o.optional("pointers");
+  const auto option = o.optional("option");
+  if ((pointer ? 1 : 0) + (pointers ? 1 : 0) + (option ? 1 : 0) != 1) {
+    node.fail("expected exactly one of \"pointer\" (a scenario field), \"pointers\" (fields varied together) or \"option\" (a command option)");
+  }
+  if (pointer) axis.pointers.push_back(pointer->as_string());
+  if (pointers) {
+    for (const JsonNode& p : pointers->as_array()) axis.pointers.push_back(p.as_string());
+    if (axis.pointers.empty()) pointers->fail("found an empty array, expected at least one pointer");
+  }
+  if (option) axis.option = option->as_string();
+  const auto name = o.optional("name");
+  axis.name = name ? name->as_string() : !axis.option.empty() ? axis.option : axis.pointers.front();
+  for (std::size_t i = 0; i < axis.pointers.size(); ++i) {
+    const std::string& p = axis.pointers[i];
+    const JsonNode& where = pointer ? *pointer : pointers->as_array()[i];
+    if (p.empty() || p.front() != '/') where.fail(fmt::format("found {}, expected a JSON pointer into the base scenario such as \"/plan/tp\"", sim::quote(p)));
+    json::json_pointer jp;
+    try {
+      jp = json::json_pointer(p);
+    } catch (const json::exception&) {
+      where.fail(fmt::format("found {}, expected a JSON pointer (RFC 6901: \"/a/b\", ~0 for ~ and ~1 for /)", sim::quote(p)));
+    }
+    if (!plan.base.contains(jp)) {
+      where.fail(fmt::format("{} is not in the base scenario ({}); write the field there to vary it{}", p, plan.base_path.empty() ? "inline" : plan.base_path,
+                             keys_at(plan.base, p)));
+    }
+  }
+  const OptionSpec* spec = nullptr;
+  if (!axis.option.empty()) {
+    for (const OptionSpec& s : command_options().at(plan.command)) {
+      if (axis.option == s.name) spec = &s;
+    }
+    if (spec == nullptr) {
+      std::string known;
+      for (const OptionSpec& s : command_options().at(plan.command)) known += (known.empty() ? "" : ", ") + std::string(s.name);
+      option->fail(fmt::format("found {}, expected an option of `{}`: {}", sim::quote(axis.option), plan.command, known.empty() ? "(none)" : known));
+    }
+  }
+
+  const auto values = o.optional("values");
+  const auto range = o.optional("range");
+  if ((values ? 1 : 0) + (range ? 1 : 0) != 1) node.fail("expected exactly one of \"values\" (a list) or \"range\" ({\"min\", \"max\", ...})");
+  // The field (or option) each value must match in type.
+  const auto check_value = [&](const json& v, const JsonNode& at, std::size_t k) {
+    if (spec != nullptr) {
+      const json prototype = spec->type == json::value_t::string ? json("") : spec->type == json::value_t::boolean ? json(false) : json(0);
+      if (!same_kind(v, prototype)) at.fail(fmt::format("found {}, expected {} for option {} ({})", describe(v), type_name(prototype), axis.option, spec->help));
+      if (spec->type == json::value_t::number_integer && !v.is_number_integer()) at.fail(fmt::format("found {}, expected a whole number", describe(v)));
+      return;
+    }
+    const json& field = plan.base.at(json::json_pointer(axis.pointers[k]));
+    if (!same_kind(v, field)) {
+      at.fail(fmt::format("found {}, expected {} like the base's {} ({})", describe(v), type_name(field), axis.pointers[k], describe(field)));
+    }
+  };
+  if (values) {
+    const std::vector<JsonNode> list = values->as_array();
+    if (list.empty()) values->fail("found an empty list, expected at least one value");
+    for (const JsonNode& v : list) {
+      if (axis.pointers.size() > 1) {
+        if (!v.json().is_array() || v.json().size() != axis.pointers.size()) {
+          v.fail_expected(fmt::format("an array of {} values, one per pointer", axis.pointers.size()));
+        }
+        const std::vector<JsonNode> parts = v.as_array();
+        for (std::size_t k = 0; k < parts.size(); ++k) check_value(parts[k].json(), parts[k], k);
+      } else {
+        check_value(v.json(), v, 0);
+      }
+      axis.values.push_back(v.json());
+    }
+    if (const auto labels = o.optional("labels")) {
+      const std::vector<JsonNode> names = labels->as_array();
+      if (names.size() != axis.values.size()) {
+        labels->fail(fmt::format("found {} labels, expected one per value ({})", names.size(), axis.values.size()));
+      }
+      for (const JsonNode& n : names) axis.labels.push_back(n.as_string());
+    }
+  } else {
+    if (axis.pointers.size() > 1) range->fail("a range sets one field; fields varied together need \"values\"");
+    JsonObject r = range->as_object();
+    axis.is_range = true;
+    axis.min = r.required("min").as_number();
+    const JsonNode max = r.required("max");
+    axis.max = max.as_number();
+    if (!(axis.max >= axis.min)) max.fail(fmt::format("found {}, expected a maximum no less than the minimum {}", axis.max, axis.min));
+    if (const auto steps = r.optional("steps")) axis.steps = steps->as_int_in(1, 1'000'000);
+    if (const auto log = r.optional("log")) axis.log = log->as_bool();
+    if (const auto integer = r.optional("integer")) axis.integer = integer->as_bool();
+    if (axis.log && !(axis.min > 0)) range->fail(fmt::format("a log range needs a positive minimum, found {}", axis.min));
+    r.finish();
+    check_value(axis.integer ? json(0) : json(0.5), *range, 0);
+    if (plan.design == "grid" && axis.steps == 0) range->fail("a grid needs \"steps\" (how many values from min to max)");
+  }
+  o.finish();
+  return axis;
+}
+
+// Uniform doubles in [0, 1) from 53 random bits: the same on every platform (std's
+// distributions are not).
+struct Uniform {
+  std::uint64_t state;
+  std::uint64_t next() {  // SplitMix64 (Steele, Lea and Flood, OOPSLA 2014)
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double operator()() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>((*this)() * static_cast<double>(n)); }
+};
+
+// The axis value at fraction u in [0, 1).
+json value_at(const SweepAxis& axis, double u) {
+  if (!axis.is_range) return axis.values[std::min(axis.values.size() - 1, static_cast<std::size_t>(u * static_cast<double>(axis.values.size())))];
+  const double x = axis.log ? std::exp(std::log(axis.min) + u * (std::log(axis.max) - std::log(axis.min))) : axis.min + u * (axis.max - axis.min);
+  if (axis.integer) return json(static_cast<std::int64_t>(std::llround(std::clamp(x, axis.min, axis.max))));
+  return json(x);
+}
+
+// The grid's values of an axis.
+std::vector<json> grid_values(const SweepAxis& axis) {
+  if (!axis.is_range) return axis.values;
+  std::vector<json> out;
+  for (int i = 0; i < axis.steps; ++i) {
+    const double t = axis.steps == 1 ? 0.0 : static_cast<double>(i) / (axis.steps - 1);
+    const double x = axis.log ? std::exp(std::log(axis.min) + t * (std::log(axis.max) - std::log(axis.min))) : axis.min + t * (axis.max - axis.min);
+    json v = axis.integer ? json(static_cast<std::int64_t>(std::llround(x))) : json(x);
+    if (axis.integer && !out.empty() && out.back() == v) continue;  // rounding merged two steps
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+void set_values(json& scenario, json& options, const std::vector<SweepAxis>& axes, const std::vector<json>& values) {
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    const SweepAxis& axis = axes[a];
+    if (!axis.option.empty()) {
+      options[axis.option] = values[a];
+    } else if (axis.pointers.size() == 1) {
+      scenario[json::json_pointer(axis.pointers[0])] = values[a];
+    } else {
+      for (std::size_t k = 0; k < axis.pointers.size(); ++k) scenario[json::json_pointer(axis.pointers[k])] = values[a][k];
+    }
+  }
+}
+
+// The plan's options checked against the command (types, known names).
+void check_options(const JsonNode& node, const std::string& command) {
+  JsonObject o = node.as_object();
+  for (const OptionSpec& s : command_options().at(command)) {
+    if (const auto v = o.optional(s.name)) {
+      if (s.type == json::value_t::string) v->as_string();
+      if (s.type == json::value_t::boolean) v->as_bool();
+      if (s.type == json::value_t::number_integer) v->as_int_in(1, 1'000'000);
+    }
+  }
+  o.finish();
+}
+
+std::string opt_string(const json& options, const char* key, const std::string& fallback) {
+  return options.contains(key) ? options.at(key).get<std::string>() : fallback;
+}
+
+// Runs the command on the point's scenario (already overlaid at `path`); returns the report JSON.
+std::string run_command(const SweepPlan& plan, const std::string& path, const json& scenario, const json& options) {
+  std::ostringstream discard;
+  std::string report;
+  const auto file_option = [&](const char* key) { return options.contains(key) ? resolve_beside(plan.source, options.at(key).get<std::string>()) : ""; };
+  if (plan.command == "step" || plan.command == "estimate") {
+    StepOptions o;
+    o.scenario_path = path;
+    o.gpus_path = file_option("gpus");
+    o.no_reuse = options.value("no_reuse", false);
+    o.report_json = &report;
+    step(o, discard);
+  } else if (plan.command == "compare") {
+    CompareOptions o;
+    o.scenario_path = path;
+    o.policies = opt_string(options, "policies", "");
+    o.steps = options.value("steps", o.steps);
+    o.iterations = options.value("iterations", o.iterations);
+    o.gpus_path = file_option("gpus");
+    o.jobs_path = file_option("jobs");
+    o.skip_bad_rows = options.value("skip_bad_rows", false);
+    o.report_json = &report;
+    compare(o, discard);
+  } else if (plan.command == "cluster") {
+    ClusterOptions o;
+    o.scenario_path = path;
+    o.policy = opt_string(options, "policy", o.policy);
+    o.jobs_path = file_option("jobs");
+    o.skip_bad_rows = options.value("skip_bad_rows", false);
+    o.report_json = &report;
+    cluster(o, discard);
+  } else {
+    CollectiveOptions o;
+    JsonNode root(scenario, path, "");
+    JsonObject s = root.as_object();
+    if (const auto v = s.optional("topology")) {
+      o.topology = v->as_string();
+      if (o.topology.ends_with(".json")) o.topology = resolve_beside(path, o.topology);
+    }
+    if (const auto v = s.optional("op")) o.op = v->as_string();
+    if (const auto v = s.optional("algo")) o.algo = v->as_string();
+    if (const auto v = s.optional("size")) o.size = v->json().is_number() ? std::to_string(v->as_int()) : v->as_string();
+    if (const auto v = s.optional("ranks")) o.ranks = v->as_int_in(0, 1 << 24);
+    if (const auto v = s.optional("channels")) o.channels = v->as_int_in(0, 1024);
+    if (const auto v = s.optional("chunks")) o.chunks = v->as_int_in(1, 1 << 20);
+    if (const auto v = s.optional("root")) o.root = v->as_int_in(0, 1 << 24);
+    if (const auto v = s.optional("peer")) o.peer = v->as_int_in(0, 1 << 24);
+    if (const auto v = s.optional("alltoallv")) o.alltoallv_path = resolve_beside(path, v->as_string());
+    s.finish();
+    o.report_json = &report;
+    collective(o, discard);
+  }
+  return report;
+}
+
+void flatten_into(const json& v, const std::string& key, json& out) {
+  if (v.is_object()) {
+    for (const auto& [k, child] : v.items()) flatten_into(child, key.empty() ? k : key + "." + k, out);
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      const bool named = e.is_object() && e.contains("name") && e.at("name").is_string();
+      const std::string part = named ? e.at("name").get<std::string>() : std::to_string(i);
+      if (named) {
+        json rest = e;
+        rest.erase("name");
+        flatten_into(rest, key.empty() ? part : key + "." + part, out);
+      } else {
+        flatten_into(e, key.empty() ? part : key + "." + part, out);
+      }
+    }
+  } else {
+    out[key] = v;
+  }
+}
+
+// FNV-1a, 64 bits: a stable fingerprint of the plan for the journal.
+std::string fingerprint(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+// What the results show for an axis value: its label when the axis has labels.
+json shown(const SweepAxis& axis, const json& v) {
+  for (std::size_t i = 0; i < axis.labels.size(); ++i) {
+    if (axis.values[i] == v) return json(axis.labels[i]);
+  }
+  return v;
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto total = static_cast<std::int64_t>(std::llround(s));
+  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, (total % 3600) / 60);
+  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+
+// A one-line progress bar on stderr, redrawn at most every 100 ms; only on a terminal.
+class Progress {
+ public:
+  Progress(int total, int done, bool enabled) : total_(total), done_(done), start_done_(done), enabled_(enabled), start_(Clock::now()) {}
+  void advance() {
+    ++done_;
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (done_ < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? (done_ - start_done_) / elapsed : 0;
+    const double eta = rate > 0 ? (total_ - done_) / rate : std::numeric_limits<double>::quiet_NaN();
+    constexpr int kWidth = 30;
+    const int filled = total_ > 0 ? static_cast<int>(static_cast<std::int64_t>(kWidth) * done_ / total_) : kWidth;
+    std::fprintf(stderr, "\r[%s%s] %d/%d points  %.1f/s  ETA %s   ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done_, total_, rate, format_duration(eta).c_str());
+    if (done_ >= total_) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int total_, done_, start_done_;
+  bool enabled_;
+  Clock::time_point start_, last_{};
+};
+
+}  // namespace
+
+SweepPlan read_sweep_plan(std::string_view text, const std::string& source) {
+  const auto doc = traces::parse_json(text, source);
+  JsonObject top = doc->root().as_object();
+  SweepPlan plan;
+  plan.source = source;
+  const JsonNode command = top.required("command");
+  plan.command = command.as_string();
+  if (std::find(kCommands.begin(), kCommands.end(), plan.command) == kCommands.end()) {
+    command.fail(fmt::format("found {}, expected step, estimate, compare, cluster or collective", sim::quote(plan.command)));
+  }
+  const JsonNode base = top.required("base");
+  if (base.json().is_string()) {
+    plan.base_path = resolve_beside(source, base.as_string());
+    plan.base = traces::load_json_file(plan.base_path)->root().json();
+    if (!plan.base.is_object()) base.fail(fmt::format("{} holds {}, expected a scenario object", plan.base_path, type_name(plan.base)));
+  } else if (base.json().is_object()) {
+    plan.base = base.json();
+  } else {
+    base.fail_expected("a scenario file name or an inline scenario object");
+  }
+  if (plan.command == "collective") {
+    for (const auto& [key, value] : plan.base.items()) {
+      if (std::find(kCollectiveFields.begin(), kCollectiveFields.end(), key) == kCollectiveFields.end()) {
+        base.fail(fmt::format("the collective base has an unknown field {}; expected: topology, op, algo, size, ranks, channels, chunks, root, peer, alltoallv",
+                              sim::quote(key)));
+      }
+    }
+  }
+  if (const auto options = top.optional("options")) {
+    check_options(*options, plan.command);
+    plan.options = options->json();
+  }
+  if (const auto design = top.optional("design")) {
+    JsonObject d = design->as_object();
+    const JsonNode kind = d.required("kind");
+    plan.design = kind.as_string();
+    if (plan.design != "grid" && plan.design != "random" && plan.design != "lhs") {
+      kind.fail(fmt::format("found {}, expected grid, random or lhs (Latin hypercube)", sim::quote(plan.design)));
+    }
+    const auto samples = d.optional("samples");
+    if (plan.design == "grid") {
+      if (samples) samples->fail("a grid takes every combination; \"samples\" is for random and lhs designs");
+    } else {
+      if (!samples) design->fail(fmt::format("a {} design needs \"samples\" (how many points)", plan.design));
+      plan.samples = samples->as_int_in(1, static_cast<int>(kMaxPoints));
+    }
+    if (const auto seed = d.optional("seed")) plan.seed = static_cast<std::uint64_t>(seed->as_int());
+    d.finish();
+  }
+  const JsonNode axes = top.required("axes");
+  const std::vector<JsonNode> list = axes.as_array();
+  if (list.empty()) axes.fail("found an empty list, expected at least one axis");
+  std::set<std::string> names;
+  for (const JsonNode& a : list) {
+    plan.axes.push_back(read_axis(a, plan));
+    if (!names.insert(plan.axes.back().name).second) a.fail(fmt::format("a second axis named {}; give one a \"name\"", sim::quote(plan.axes.back().name)));
+  }
+  if (plan.design == "grid") {
+    std::int64_t n = 1;
+    for (const SweepAxis& a : plan.axes) {
+      n *= static_cast<std::int64_t>(grid_values(a).size());
+      if (n > kMaxPoints) axes.fail(fmt::format("the grid has more than {} points; use a random or lhs design", kMaxPoints));
+    }
+  }
+  if (const auto objective = top.optional("objective")) {
+    JsonObject o = objective->as_object();
+    plan.objective = o.required("metric").as_string();
+    if (const auto goal = o.optional("goal")) {
+      const std::string g = goal->as_string();
+      if (g != "max" && g != "min") goal->fail(fmt::format("found {}, expected max or min", sim::quote(g)));
+      plan.maximize = g == "max";
+    }
+    o.finish();
+  }
+  top.finish();
+  return plan;
+}
+
+SweepPlan load_sweep_plan(const std::string& path) { return read_sweep_plan(traces::read_text_file(path), path); }
+
+std::vector<std::vector<json>> sweep_points(const SweepPlan& plan) {
+  std::vector<std::vector<json>> points;
+  const std::size_t dims = plan.axes.size();
+  if (plan.design == "grid") {
+    std::vector<std::vector<json>> values;
+    for (const SweepAxis& a : plan.axes) values.push_back(grid_values(a));
+    std::vector<std::size_t> at(dims, 0);
+    while (true) {
+      std::vector<json> p;
+      for (std::size_t d = 0; d < dims; ++d) p.push_back(values[d][at[d]]);
+      points.push_back(std::move(p));
+      std::size_t d = dims;  // the last axis varies fastest
+      while (d > 0 && ++at[d - 1] == values[d - 1].size()) at[--d] = 0;
+      if (d == 0) break;
+    }
+    return points;
+  }
+  Uniform rng{plan.seed};
+  const auto n = static_cast<std::size_t>(plan.samples);
+  if (plan.design == "random") {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<json> p;
+      for (const SweepAxis& a : plan.axes) p.push_back(value_at(a, rng()));
+      points.push_back(std::move(p));
+    }
+    return points;
+  }
+  // Latin hypercube (McKay, Beckman and Conover, Technometrics 1979): each axis is cut into n
+  // equal strata, each stratum used by exactly one point, paired across axes at random.
+  points.assign(n, std::vector<json>(dims));
+  for (std::size_t d = 0; d < dims; ++d) {
+    std::vector<std::size_t> strata(n);
+    for (std::size_t i = 0; i < n; ++i) strata[i] = i;
+    for (std::size_t i = n; i > 1; --i) std::swap(strata[i - 1], strata[rng.below(i)]);  // Fisher-Yates
+    for (std::size_t i = 0; i < n; ++i) points[i][d] = value_at(plan.axes[d], (static_cast<double>(strata[i]) + rng()) / static_cast<double>(n));
+  }
+  return points;
+}
+
+json flatten_report(const json& report) {
+  json out = json::object();
+  flatten_into(report, "", out);
+  return out;
+}
+
+SweepRow run_sweep_point(const SweepPlan& plan, int index, const std::vector<json>& values) {
+  SweepRow row;
+  row.point = index;
+  row.values = values;
+  json scenario = plan.base;
+  json options = plan.options;
+  set_values(scenario, options, plan.axes, values);
+  // The point's scenario, named beside its base so relative paths resolve as they would there.
+  const std::string anchor = plan.base_path.empty() ? plan.source : plan.base_path;
+  const std::string path = fmt::format("{} [point {}]", anchor, index);
+  try {
+    std::string report;
+    if (plan.command == "collective") {
+      report = run_command(plan, path, scenario, options);
+    } else {
+      const traces::FileOverlay overlay(path, scenario.dump(2));
+      report = run_command(plan, path, scenario, options);
+    }
+    row.metrics = flatten_report(json::parse(report));
+    row.status = "ok";
+    if (row.metrics.contains("oom") && row.metrics.at("oom") == true) {
+      row.status = "oom";
+      row.reason = "out of memory";
+      if (row.metrics.contains("peak_memory_bytes")) {
+        row.reason = fmt::format("out of memory: {:.1f} GiB per GPU", row.metrics.at("peak_memory_bytes").get<double>() / 1073741824.0);
+      }
+    }
+  } catch (const InputError& e) {
+    row.status = "invalid";
+    row.reason = e.what();
+  } catch (const std::exception& e) {
+    row.status = "error";
+    row.reason = fmt::format("internal error: {}", e.what());
+  }
+  return row;
+}
+
+json sweep_row_to_json(const SweepRow& row) {
+  return json{{"point", row.point}, {"status", row.status}, {"reason", row.reason}, {"values", row.values}, {"metrics", row.metrics}};
+}
+
+SweepRow sweep_row_from_json(const json& j) {
+  SweepRow row;
+  row.point = j.at("point").get<int>();
+  row.status = j.at("status").get<std::string>();
+  row.reason = j.at("reason").get<std::string>();
+  row.values = j.at("values").get<std::vector<json>>();
+  row.metrics = j.at("metrics");
+  return row;
+}
+
+namespace {
+
+// The journal: a header line with the plan's fingerprint, then one row per finished point,
+// flushed as it lands. An interrupted sweep resumes from it; a torn last line is ignored.
+std::map<int, SweepRow> read_journal(const std::string& path, const std::string& print, std::size_t points) {
+  std::map<int, SweepRow> rows;
+  std::ifstream in(path);
+  if (!in) return rows;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception&) {
+      if (in.peek() == EOF) break;  // the line a kill cut short
+      throw InputError(path, fmt::format("line {}", line_no), "found a malformed journal line; remove the journal to start the sweep over");
+    }
+    if (line_no == 1) {
+      if (!j.is_object() || j.value("fingerprint", "") != print) {
+        throw InputError(path, "line 1",
+                         "the journal was written by a different plan (or base scenario); remove it to start over, or restore the plan it ran");
+      }
+      continue;
+    }
+    try {
+      SweepRow row = sweep_row_from_json(j);
+      if (row.point < 0 || static_cast<std::size_t>(row.point) >= points) throw std::out_of_range("point");
+      rows[row.point] = std::move(row);
+    } catch (const std::exception&) {
+      throw InputError(path, fmt::format("line {}", line_no), "found a row that is not a point of this plan; remove the journal to start over");
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+void sweep(const SweepOptions& o, std::ostream& out) {
+  const auto started = std::chrono::steady_clock::now();
+  const SweepPlan plan = load_sweep_plan(o.plan_path);
+  const std::vector<std::vector<json>> points = sweep_points(plan);
+  const std::string out_path = o.out_path.empty() ? (std::filesystem::path(o.plan_path).replace_extension("").string() + ".results.json") : o.out_path;
+  const std::string csv_path = o.csv_path.empty() ? std::filesystem::path(out_path).replace_extension(".csv").string() : o.csv_path;
+  const std::string journal_path = out_path + ".journal";
+  json identity = {{"command", plan.command}, {"base", plan.base}, {"options", plan.options}, {"points", points}};
+  const std::string print = fingerprint(identity.dump());
+
+  const bool mpi = sweep_mpi_launched();
+  const int threads = o.jobs > 0 ? o.jobs : mpi ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  std::map<int, SweepRow> done;
+  std::size_t ran = 0;
+  std::vector<int> per_rank;  // under MPI
+  std::unique_ptr<std::ofstream> journal;
+  bool root = true;
+  const auto evaluate = [&](int i) { return sweep_row_to_json(run_sweep_point(plan, i, points[static_cast<std::size_t>(i)])).dump(); };
+  std::mutex lock;
+  std::unique_ptr<Progress> progress;
+  const auto record = [&](int i, const std::string& text) {
+    const std::lock_guard<std::mutex> guard(lock);
+    done[i] = sweep_row_from_json(json::parse(text));
+    *journal << text << '\n';
+    journal->flush();
+    progress->advance();
+  };
+  const auto prepare = [&] {
+    std::vector<int> todo;
+    if (o.resume) done = read_journal(journal_path, print, points.size());
+    for (int i = 0; i < static_cast<int>(points.size()); ++i) {
+      if (!done.contains(i)) todo.push_back(i);
+    }
+    if (o.max_points > 0 && todo.size() > static_cast<std::size_t>(o.max_points)) todo.resize(static_cast<std::size_t>(o.max_points));
+    journal = std::make_unique<std::ofstream>(journal_path, o.resume ? std::ios::app : std::ios::trunc);
+    if (!*journal) throw InputError(journal_path, "", "cannot write the sweep's journal here (the results' folder must exist and be writable)");
+    if (!o.resume || done.empty()) {
+      journal->close();
+      journal->open(journal_path, std::ios::trunc);
+      *journal << json{{"fingerprint", print}, {"plan", plan.source}, {"points", points.size()}}.dump() << '\n';
+    }
+    progress = std::make_unique<Progress>(static_cast<int>(points.size()), static_cast<int>(done.size()), !o.quiet && isatty(fileno(stderr)) != 0);
+    ran = todo.size();
+    return todo;
+  };
+  if (mpi) {
+    root = sweep_run_mpi(prepare, threads, evaluate, record, per_rank);
+  } else {
+    sweep_run_local(prepare(), threads, evaluate, record);
+  }
+  if (!root) return;
+  journal->close();
+  if (done.size() < points.size()) {
+    out << fmt::format("sweep      {}: stopped after {} new points ({} of {} done); continue with --resume (journal: {})\n", plan.source, ran,
+                       done.size(), points.size(), journal_path);
+    return;
+  }
+
+  // Columns: the point, its status, the axes, then every metric any row reported, sorted.
+  std::vector<std::string> columns = {"point", "status", "reason"};
+  for (const SweepAxis& a : plan.axes) columns.push_back(a.name);
+  std::set<std::string> metrics;
+  for (const auto& [i, row] : done) {
+    for (const auto& [k, v] : row.metrics.items()) metrics.insert(k);
+  }
+  const std::set<std::string> axis_names(columns.begin() + 3, columns.end());
+  for (const std::string& m : metrics) {
+    if (!axis_names.contains(m)) columns.push_back(m);
+  }
+  json rows = json::array();
+  std::string csv;
+  for (std::size_t c = 0; c < columns.size(); ++c) csv += (c ? "," : "") + csv_cell(columns[c]);
+  csv += "\n";
+  int ok = 0, oom = 0, invalid = 0, errors = 0;
+  for (const auto& [i, row] : done) {
+    json r = json::object();
+    r["point"] = row.point;
+    r["status"] = row.status;
+    r["reason"] = row.reason;
+    for (std::size_t a = 0; a < plan.axes.size(); ++a) r[plan.axes[a].name] = shown(plan.axes[a], row.values[a]);
+    for (const auto& [k, v] : row.metrics.items()) {
+      if (!axis_names.contains(k)) r[k] = v;
+    }
+    for (std::size_t c = 0; c < columns.size(); ++c) csv += (c ? "," : "") + (r.contains(columns[c]) ? csv_cell(r.at(columns[c])) : std::string());
+    csv += "\n";
+    rows.push_back(std::move(r));
+    ok += row.status == "ok";
+    oom += row.status == "oom";
+    invalid += row.status == "invalid";
+    errors += row.status == "error";
+  }
+  json results = {{"plan", plan.source}, {"command", plan.command}, {"design", plan.design}, {"seed", plan.seed}, {"points", points.size()},
+                  {"columns", columns}, {"rows", rows}};
+  traces::write_file_atomically(out_path, results.dump(2) + "\n");
+  traces::write_file_atomically(csv_path, csv);
+  std::filesystem::remove(journal_path);
+
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  out << fmt::format("sweep      {} ({} `{}` over {} axes, {} design)\n", plan.source, points.size(), plan.command, plan.axes.size(), plan.design);
+  out << fmt::format("points     {} ok, {} out of memory, {} invalid, {} internal errors{}\n", ok, oom, invalid, errors,
+                     o.resume ? fmt::format(" ({} resumed from the journal)", points.size() - ran) : "");
+  if (mpi) {
+    out << fmt::format("ran        {} points in {:.2f} s on {} MPI ranks, {} thread{} on rank 0 (points per rank: {})\n", ran, wall, per_rank.size(),
+                       threads, threads == 1 ? "" : "s", fmt::join(per_rank, ", "));
+  } else {
+    out << fmt::format("ran        {} points in {:.2f} s on {} thread{}\n", ran, wall, threads, threads == 1 ? "" : "s");
+  }
+  out << fmt::format("results    {} and {}\n", out_path, csv_path);
+  if (!plan.objective.empty()) {
+    std::vector<std::pair<double, int>> ranked;
+    for (const auto& [i, row] : done) {
+      if (row.status == "ok" && row.metrics.contains(plan.objective) && row.metrics.at(plan.objective).is_number()) {
+        ranked.push_back({row.metrics.at(plan.objective).get<double>(), i});
+      }
+    }
+    if (ranked.empty()) {
+      out << fmt::format("objective  no point that ran reports {} (see the columns of {})\n", plan.objective, csv_path);
+    } else {
+      std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) { return plan.maximize ? a.first > b.first : a.first < b.first; });
+      out << fmt::format("best by {} ({}):\n", plan.objective, plan.maximize ? "highest" : "lowest");
+      for (std::size_t k = 0; k < std::min<std::size_t>(5, ranked.size()); ++k) {
+        const SweepRow& row = done.at(ranked[k].second);
+        std::string values;
+        for (std::size_t a = 0; a < plan.axes.size(); ++a) values += fmt::format("{}{}={}", a ? " " : "", plan.axes[a].name, csv_cell(shown(plan.axes[a], row.values[a])));
+        out << fmt::format("  point {:>5}  {:>14.6g}  {}\n", row.point, ranked[k].first, values);
+      }
+    }
+  }
+  if (errors > 0) throw sim::InternalError(fmt::format("{} points hit an internal error; their rows in {} say which", errors, out_path));
+}
+
+void sweep_run_local(const std::vector<int>& todo, int threads, const SweepEvaluate& evaluate, const SweepRecord& record) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_lock;
+  const auto work = [&] {
+    try {
+      for (std::size_t k = next++; k < todo.size(); k = next++) record(todo[k], evaluate(todo[k]));
+    } catch (...) {
+      const std::lock_guard<std::mutex> guard(failure_lock);
+      if (!failure) failure = std::current_exception();
+      next = todo.size();  // the others stop at their next point
+    }
+  };
+  const int n = std::max(1, std::min(threads, static_cast<int>(todo.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace orrery::cli

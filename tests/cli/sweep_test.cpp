@@ -1,0 +1,186 @@
+// `orrery sweep`: designs, rows for invalid points, thread-count independence, resume, plan errors.
+#include "cli/sweep.hpp"
+#include "cli_run.hpp"
+#include "input_error.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using orrery::testing::error_of;
+using orrery::testing::Result;
+using orrery::testing::run;
+using orrery::testing::slurp;
+using orrery::testing::write;
+
+namespace {
+
+// Llama 3 8B on one DGX H100; the axes vary TP (3 does not divide the heads) and PP.
+const char* kGridPlan = R"json({
+  "command": "step",
+  "base": {"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"},
+           "plan": {"tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 16, "seq_len": 2048, "schedule": "1f1b", "recompute": "none"}},
+  "axes": [{"name": "tp", "pointer": "/plan/tp", "values": [1, 3, 4]},
+           {"name": "pp", "pointer": "/plan/pp", "values": [1, 2]}],
+  "objective": {"metric": "tokens_per_s", "goal": "max"}
+})json";
+
+json read_json(const fs::path& p) { return json::parse(slurp(p)); }
+
+}  // namespace
+
+TEST_CASE("sweep: a grid runs every point in order; invalid points are rows with their reason") {
+  write("grid.json", kGridPlan);
+  const Result r = run({"sweep", "grid.json", "-o", "grid-out.json", "--jobs", "2"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("6 `step` over 2 axes, grid design") != std::string::npos);
+  CHECK(r.out.find("4 ok, 0 out of memory, 2 invalid, 0 internal errors") != std::string::npos);
+  CHECK(r.out.find("best by tokens_per_s (highest):") != std::string::npos);
+  const json results = read_json("grid-out.json");
+  REQUIRE(results.at("rows").size() == 6);
+  const std::vector<std::pair<int, int>> order = {{1, 1}, {1, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}};  // the last axis fastest
+  for (std::size_t i = 0; i < 6; ++i) {
+    const json& row = results.at("rows")[i];
+    CHECK(row.at("point") == i);
+    CHECK(row.at("tp") == order[i].first);
+    CHECK(row.at("pp") == order[i].second);
+    if (order[i].first == 3) {
+      CHECK(row.at("status") == "invalid");
+      CHECK(row.at("reason").get<std::string>().find("tp=3 does not divide 32 attention heads") != std::string::npos);
+      CHECK(row.at("reason").get<std::string>().find("grid.json [point " + std::to_string(i) + "]:/plan/tp") == 0);
+      CHECK_FALSE(row.contains("step_time_s"));
+    } else {
+      CHECK(row.at("status") == "ok");
+      CHECK(row.at("step_time_s").get<double>() > 0);
+      CHECK(row.at("gpus") == 8);
+    }
+  }
+  // The same metrics as `orrery step --report` for that point.
+  write("point.json", R"json({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"},
+    "plan": {"tp": 4, "pp": 2, "micro_batch": 1, "global_batch": 16, "seq_len": 2048, "schedule": "1f1b", "recompute": "none"}})json");
+  REQUIRE(run({"step", "point.json", "--report", "point-report.json"}).code == 0);
+  const json single = orrery::cli::flatten_report(read_json("point-report.json"));
+  CHECK(results.at("rows")[5].at("step_time_s") == single.at("step_time_s"));
+  CHECK(results.at("rows")[5].at("memory.activations_bytes") == single.at("memory.activations_bytes"));
+  // The CSV has a header and one line per point, with the same columns.
+  const std::string csv = slurp("grid-out.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
+  CHECK(csv.rfind("point,status,reason,tp,pp,", 0) == 0);
+  CHECK_FALSE(fs::exists("grid-out.json.journal"));
+}
+
+TEST_CASE("sweep: results do not depend on the thread count") {
+  write("threads.json", kGridPlan);
+  REQUIRE(run({"sweep", "threads.json", "-o", "one.json", "--jobs", "1"}).code == 0);
+  REQUIRE(run({"sweep", "threads.json", "-o", "two.json", "--jobs", "2"}).code == 0);
+  REQUIRE(run({"sweep", "threads.json", "-o", "four.json", "--jobs", "4"}).code == 0);
+  CHECK(slurp("one.json") == slurp("two.json"));
+  CHECK(slurp("one.json") == slurp("four.json"));
+  CHECK(slurp("one.csv") == slurp("two.csv"));
+  CHECK(slurp("one.csv") == slurp("four.csv"));
+}
+
+TEST_CASE("sweep: random and Latin-hypercube designs are seeded; the hypercube fills every stratum once") {
+  const auto plan_with = [](const std::string& design) {
+    return orrery::cli::read_sweep_plan(R"json({"command": "collective", "base": {"topology": "dgx-h100", "size": 1048576},
+      "design": )json" + design + R"json(,
+      "axes": [{"pointer": "/size", "range": {"min": 1024, "max": 1073741824, "log": true, "integer": true}},
+               {"pointer": "/topology", "values": ["dgx-h100", "dgx-a100", "dgx-b200"]}]})json",
+                                        "plan.json");
+  };
+  const auto lhs = orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})"));
+  REQUIRE(lhs.size() == 12);
+  std::set<int> strata;
+  std::map<std::string, int> topologies;
+  for (const auto& p : lhs) {
+    const double u = std::log(p[0].get<double>() / 1024.0) / std::log(1073741824.0 / 1024.0);  // back to [0, 1]
+    strata.insert(std::min(11, static_cast<int>(u * 12)));
+    ++topologies[p[1].get<std::string>()];
+  }
+  CHECK(strata.size() >= 11);  // integer rounding may move a value across a stratum edge, never more than one
+  for (const auto& [name, count] : topologies) CHECK(count == 4);  // 12 strata over 3 values: 4 each
+  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})")) == lhs);
+  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 8})")) != lhs);
+  const auto random = orrery::cli::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})"));
+  REQUIRE(random.size() == 50);
+  for (const auto& p : random) {
+    CHECK(p[0].is_number_integer());
+    CHECK(p[0].get<std::int64_t>() >= 1024);
+    CHECK(p[0].get<std::int64_t>() <= 1073741824);
+  }
+  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})")) == random);
+}
+
+TEST_CASE("sweep: an interrupted sweep resumes from its journal without redoing finished points") {
+  write("resume.json", kGridPlan);
+  REQUIRE(run({"sweep", "resume.json", "-o", "full.json", "--jobs", "1"}).code == 0);
+  // Stop after 2 points, as a kill would; the journal stays.
+  const Result first = run({"sweep", "resume.json", "-o", "part.json", "--jobs", "1", "--max-points", "2"});
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK(first.out.find("stopped after 2 new points") != std::string::npos);
+  CHECK_FALSE(fs::exists("part.json"));
+  REQUIRE(fs::exists("part.json.journal"));
+  // A kill mid-write leaves a torn last line: it is ignored.
+  { std::ofstream(std::string("part.json.journal"), std::ios::app) << "{\"point\": 5, \"stat"; }
+  const Result second = run({"sweep", "resume.json", "-o", "part.json", "--jobs", "2", "--resume"});
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK(second.out.find("ran        4 points") != std::string::npos);
+  CHECK(second.out.find("(2 resumed from the journal)") != std::string::npos);
+  CHECK(slurp("part.json") == slurp("full.json"));
+  CHECK(slurp("part.csv") == slurp("full.csv"));
+  // A journal from another plan is refused rather than mixed in.
+  REQUIRE(run({"sweep", "resume.json", "-o", "other.json", "--max-points", "1"}).code == 0);
+  std::string changed = kGridPlan;
+  changed.replace(changed.find("[1, 3, 4]"), 9, "[1, 2, 4]");
+  write("resume.json", changed);
+  const Result refused = run({"sweep", "resume.json", "-o", "other.json", "--resume"});
+  CHECK(refused.code == 1);
+  CHECK(refused.err.find("other.json.journal:line 1: the journal was written by a different plan") != std::string::npos);
+}
+
+TEST_CASE("sweep: bad plans name the axis, what was found and what was expected") {
+  const auto error = [](const std::string& axes, const std::string& extra = "") {
+    write("bad-plan.json", R"json({"command": "step", "base": {"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"},
+      "plan": {"tp": 1, "pp": 1, "micro_batch": 1, "global_batch": 16, "seq_len": 2048}}, )json" + extra + R"json("axes": )json" + axes + "}");
+    const Result r = run({"sweep", "bad-plan.json", "-o", "bad-out.json"});
+    CHECK(r.code == 1);
+    CHECK_FALSE(fs::exists("bad-out.json"));
+    return r.err;
+  };
+  CHECK(error(R"([{"pointer": "/plan/tpp", "values": [1, 2]}])")
+            .find("bad-plan.json:/axes/0/pointer: /plan/tpp is not in the base scenario (inline); write the field there to vary it; /plan has: "
+                  "global_batch, micro_batch, pp, seq_len, tp") != std::string::npos);
+  CHECK(error(R"([{"pointer": "/plan/tp", "values": []}])").find("bad-plan.json:/axes/0/values: found an empty list, expected at least one value") !=
+        std::string::npos);
+  CHECK(error(R"([{"pointer": "/plan/tp", "values": [1, "two"]}])")
+            .find("bad-plan.json:/axes/0/values/1: found a string \"two\", expected a number like the base's /plan/tp (a number 1)") !=
+        std::string::npos);
+  CHECK(error(R"([{"pointer": "/plan/tp", "range": {"min": 1, "max": 8}}])")
+            .find("bad-plan.json:/axes/0/range: a grid needs \"steps\" (how many values from min to max)") != std::string::npos);
+  CHECK(error(R"([{"option": "policy", "values": ["fifo"]}])")
+            .find("bad-plan.json:/axes/0/option: found \"policy\", expected an option of `step`: gpus, no_reuse") != std::string::npos);
+  CHECK(error(R"([{"pointers": ["/plan/tp", "/plan/pp"], "values": [[1, 1], [2]]}])")
+            .find("bad-plan.json:/axes/0/values/1: found an array of 1 value") != std::string::npos);
+  CHECK(error("[]").find("bad-plan.json:/axes: found an empty list, expected at least one axis") != std::string::npos);
+  CHECK(error(R"([{"pointer": "/plan/tp", "values": [1]}])", R"("design": {"kind": "sobol", "samples": 4}, )")
+            .find("bad-plan.json:/design/kind: found \"sobol\", expected grid, random or lhs (Latin hypercube)") != std::string::npos);
+  CHECK(error(R"([{"pointer": "/plan/tp", "values": [1]}])", R"("design": {"kind": "random"}, )")
+            .find("bad-plan.json:/design: a random design needs \"samples\" (how many points)") != std::string::npos);
+  write("bad-command.json", R"({"command": "stepp", "base": {}, "axes": []})");
+  CHECK(run({"sweep", "bad-command.json"}).err.find("bad-command.json:/command: found \"stepp\", expected step, estimate, compare, cluster or collective") !=
+        std::string::npos);
+}
+
+TEST_CASE("sweep: report flattening keys policies by name") {
+  const json flat = orrery::cli::flatten_report(json::parse(R"({"policies": [{"name": "fifo", "avg_jct_s": 3.5}, {"name": "arena", "avg_jct_s": 2}],
+    "stages": [{"compute_s": 1}], "memory": {"params_bytes": 10}})"));
+  CHECK(flat.at("policies.fifo.avg_jct_s") == 3.5);
+  CHECK(flat.at("policies.arena.avg_jct_s") == 2);
+  CHECK(flat.at("stages.0.compute_s") == 1);
+  CHECK(flat.at("memory.params_bytes") == 10);
+}
