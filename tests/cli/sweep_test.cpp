@@ -118,6 +118,7 @@ TEST_CASE("sweep: random and Latin-hypercube designs are seeded; the hypercube f
 
 TEST_CASE("sweep: an interrupted sweep resumes from its journal without redoing finished points") {
   write("resume.json", kGridPlan);
+  for (const char* stale : {"part.json", "part.csv", "part.json.journal", "other.json.journal"}) fs::remove(stale);  // an earlier run's
   REQUIRE(run({"sweep", "resume.json", "-o", "full.json", "--jobs", "1"}).code == 0);
   // Stop after 2 points, as a kill would; the journal stays.
   const Result first = run({"sweep", "resume.json", "-o", "part.json", "--jobs", "1", "--max-points", "2"});
@@ -183,4 +184,54 @@ TEST_CASE("sweep: report flattening keys policies by name") {
   CHECK(flat.at("policies.arena.avg_jct_s") == 2);
   CHECK(flat.at("stages.0.compute_s") == 1);
   CHECK(flat.at("memory.params_bytes") == 10);
+}
+
+TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, sequence and RL scenarios)") {
+  const auto sweep = [](const std::string& name, const std::string& plan) {
+    write(name + ".json", plan);
+    const Result r = run({"sweep", name + ".json", "-o", name + "-out.json"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return read_json(name + "-out.json").at("rows");
+  };
+  // Collectives: bandwidth rises with the size.
+  const json coll = sweep("coll", R"json({"command": "collective", "base": {"topology": "dgx-h100", "op": "all-reduce", "algo": "ring", "size": "1MiB"},
+    "axes": [{"pointer": "/algo", "values": ["ring", "nvls"]}, {"pointer": "/size", "values": ["1MiB", "1GiB"]}]})json");
+  REQUIRE(coll.size() == 4);
+  for (const json& row : coll) CHECK(row.at("status") == "ok");
+  CHECK(coll[1].at("busbw_GBps").get<double>() > coll[0].at("busbw_GBps").get<double>());
+  CHECK(coll[3].at("busbw_GBps").get<double>() > coll[1].at("busbw_GBps").get<double>());  // NVLS beats the ring at 1 GiB
+
+  // A cluster scenario in a file whose trace path is relative to it: the points still find it.
+  fs::create_directories("sweep-cluster");
+  write("sweep-cluster/jobs.csv", "name,submit,n,secs\na,0,4,100\nb,10,4,50\nc,20,8,30\n");
+  write("sweep-cluster/cluster.json", R"({"cluster": {"pools": [{"gpu": "a100", "nodes": 1, "gpus_per_node": 8}]},
+    "jobs": {"format": "csv", "path": "jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name"}}})");
+  const json cluster = sweep("cl", R"json({"command": "cluster", "base": "sweep-cluster/cluster.json",
+    "axes": [{"option": "policy", "values": ["fifo", "sjf"]}, {"pointer": "/cluster/pools/0/nodes", "values": [1, 2]}]})json");
+  REQUIRE(cluster.size() == 4);
+  for (const json& row : cluster) CHECK(row.at("jobs_completed") == 3);
+  CHECK(cluster[1].at("avg_jct_s").get<double>() < cluster[0].at("avg_jct_s").get<double>());  // two nodes: less queueing
+  const json compare_cluster = sweep("cc", R"json({"command": "compare", "base": "sweep-cluster/cluster.json", "options": {"policies": "fifo,sjf"},
+    "axes": [{"pointer": "/cluster/pools/0/nodes", "values": [1, 2]}]})json");
+  CHECK(compare_cluster[0].at("policies.sjf.jobs_completed") == 3);
+  CHECK(compare_cluster[0].at("policies.fifo.avg_jct_s") == cluster[0].at("avg_jct_s"));
+
+  // Sequence policies on a long-tail workload.
+  const json seq = sweep("seq", R"json({"command": "compare", "options": {"policies": "packing,wlb-llm", "steps": 3},
+    "base": {"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"},
+             "plan": {"tp": 2, "pp": 1, "cp": 1, "micro_batch": 1, "global_batch": 8, "seq_len": 16384},
+             "workload": {"generator": "lognormal_pareto", "median": 1000, "p99": 12000, "max": 16384, "seed": 1}},
+    "axes": [{"pointer": "/workload/seed", "values": [1, 2]}]})json");
+  for (const json& row : seq) {
+    CHECK(row.at("status") == "ok");
+    CHECK(row.at("policies.wlb-llm.tokens_per_s").get<double>() > 0);
+  }
+  CHECK(seq[0].at("policies.packing.tokens_per_s") != seq[1].at("policies.packing.tokens_per_s"));
+
+  // RL: a policy per point, two iterations each.
+  const json rl = sweep("rl", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
+                                  R"json(/examples/rl/grpo-7b-128.json", "options": {"iterations": 2},
+    "axes": [{"option": "policies", "values": ["colocated", "streamrl-async"]}]})json");
+  REQUIRE(rl.size() == 2);
+  CHECK(rl[1].at("policies.streamrl-async.samples_per_s").get<double>() > rl[0].at("policies.colocated.samples_per_s").get<double>());
 }
