@@ -2,6 +2,7 @@
 #include "cli/sweep.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/html_pages.hpp"
 #include "sim/error.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/json_input.hpp"
@@ -634,6 +635,7 @@ std::map<int, SweepRow> read_journal(const std::string& path, const std::string&
 
 void sweep(const SweepOptions& o, std::ostream& out) {
   const auto started = std::chrono::steady_clock::now();
+  check_html_path(o.html_path);
   const SweepPlan plan = load_sweep_plan(o.plan_path);
   const std::vector<std::vector<json>> points = sweep_points(plan);
   const std::string out_path = o.out_path.empty() ? (std::filesystem::path(o.plan_path).replace_extension("").string() + ".results.json") : o.out_path;
@@ -728,6 +730,7 @@ void sweep(const SweepOptions& o, std::ostream& out) {
                   {"columns", columns}, {"rows", rows}};
   traces::write_file_atomically(out_path, results.dump(2) + "\n");
   traces::write_file_atomically(csv_path, csv);
+  if (!o.html_path.empty()) write_sweep_html(o.html_path, plan, columns, rows);
   std::filesystem::remove(journal_path);
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -740,7 +743,7 @@ void sweep(const SweepOptions& o, std::ostream& out) {
   } else {
     out << fmt::format("ran        {} points in {:.2f} s on {} thread{}\n", ran, wall, threads, threads == 1 ? "" : "s");
   }
-  out << fmt::format("results    {} and {}\n", out_path, csv_path);
+  out << fmt::format("results    {} and {}{}\n", out_path, csv_path, o.html_path.empty() ? "" : fmt::format("; plots in {}", o.html_path));
   if (!plan.objective.empty()) {
     std::vector<std::pair<double, int>> ranked;
     for (const auto& [i, row] : done) {

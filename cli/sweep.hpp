@@ -88,6 +88,10 @@ struct SweepOptions {
 // the other ranks and writes the same files a single process would.
 void sweep(const SweepOptions& options, std::ostream& out);
 
+// The --html page: point statuses, the best points, a heatmap over the first two axes with few
+// values and scaling curves over the numeric axes, of the objective (or the first numeric metric).
+void write_sweep_html(const std::string& path, const SweepPlan& plan, const std::vector<std::string>& columns, const nlohmann::json& rows);
+
 // Whether this build can run over MPI ranks, and whether this process was started by mpirun.
 bool sweep_mpi_built();
 bool sweep_mpi_launched();

@@ -235,3 +235,19 @@ TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, 
   REQUIRE(rl.size() == 2);
   CHECK(rl[1].at("policies.streamrl-async.samples_per_s").get<double>() > rl[0].at("policies.colocated.samples_per_s").get<double>());
 }
+
+TEST_CASE("sweep --html: a heatmap over the first two axes and scaling curves over the numeric ones") {
+  write("html-plan.json", kGridPlan);
+  const Result r = run({"sweep", "html-plan.json", "-o", "html-out.json", "--html", "html-out.html"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string html = slurp("html-out.html");
+  CHECK(html.find("data-plot=\"sweep-heatmap\"") != std::string::npos);
+  CHECK(html.find("data-plot=\"sweep-curve-0\"") != std::string::npos);  // tokens_per_s against tp
+  CHECK(html.find("data-plot=\"sweep-curve-1\"") != std::string::npos);  // ... against pp
+  CHECK(html.find("tp=3 does not divide") == std::string::npos);         // cells without a value say why, briefly
+  CHECK(html.find("1 invalid") != std::string::npos);
+  for (const char* fetch : {"src=", "href=", "<link", "@import", "url("}) CHECK(html.find(fetch) == std::string::npos);  // self-contained
+  const Result bad = run({"sweep", "html-plan.json", "-o", "html-out2.json", "--html", "no-such-folder/x.html"});
+  CHECK(bad.code == 1);
+  CHECK_FALSE(fs::exists("html-out2.json"));
+}
