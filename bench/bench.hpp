@@ -61,6 +61,7 @@ void bench_cluster(Figures& out, bool quick);
 void bench_multimodal(Figures& out, bool quick);
 void bench_rl(Figures& out, bool quick);
 void bench_estimate(Figures& out, bool quick);
+void bench_sweep(Figures& out, bool quick);
 double peak_rss_gb();
 
 }  // namespace orrery::bench

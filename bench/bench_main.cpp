@@ -34,6 +34,7 @@ const std::vector<GroupSpec> kGroups = {
     {"multimodal", orrery::bench::bench_multimodal, 300},
     {"rl", orrery::bench::bench_rl, 300},
     {"estimate", orrery::bench::bench_estimate, 300},
+    {"sweep", orrery::bench::bench_sweep, 600},
     {"simgrid", nullptr, 600},
 };
 

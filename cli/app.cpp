@@ -163,6 +163,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   sweep_cmd->add_option("plan", sweep_options.plan_path, "Sweep plan JSON (traces/README.md, \"Sweep plans\")")->required();
   sweep_cmd->add_option("-o,--out", sweep_options.out_path, "Results JSON (default: the plan's name with .results.json); the CSV goes beside it");
   sweep_cmd->add_option("--csv", sweep_options.csv_path, "Where the results CSV goes instead");
+  sweep_cmd->add_option("--html", sweep_options.html_path, "Write a self-contained HTML report: the best points, a heatmap, scaling curves");
   sweep_cmd->add_option("-j,--jobs", sweep_options.jobs, "Threads per process (0: every core; under mpirun: 1 per rank)")->capture_default_str();
   sweep_cmd->add_flag("--resume", sweep_options.resume, "Continue an interrupted sweep from its journal (<out>.journal), skipping finished points");
   sweep_cmd->add_option("--max-points", sweep_options.max_points, "Stop after this many new points, keeping the journal for --resume (0: all)")

@@ -151,7 +151,7 @@ void cluster(const ClusterOptions& o, std::ostream& out) {
     traces::write_file_atomically(csv.string(), traces::cluster_jobs_csv(r));
     out << fmt::format("timeline   {} (nodes, Perfetto) and {} (jobs)\n", o.timeline_path, csv.string());
   }
-  if (!o.html_path.empty()) write_cluster_html(o.html_path, "Cluster replay of " + o.scenario_path, setup, run);
+  if (!o.html_path.empty()) write_cluster_html(o.html_path, "Cluster replay of " + std::filesystem::path(o.scenario_path).filename().string(), setup, run);
 }
 
 }  // namespace orrery::cli

@@ -242,7 +242,7 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/jct_speedup", speedup);
   }
   emit_report(report, o.report_path, o.report_json);
-  if (!o.html_path.empty()) write_cluster_compare_html(o.html_path, "Schedulers on " + o.scenario_path, setup, runs);
+  if (!o.html_path.empty()) write_cluster_compare_html(o.html_path, "Schedulers on " + std::filesystem::path(o.scenario_path).filename().string(), setup, runs);
 }
 
 }  // namespace

@@ -189,6 +189,7 @@ void write_step_html(const std::string& path, const std::string& title, const mo
   Timeline tl;
   tl.id = "timeline";
   tl.title = "The simulated ranks' streams over one step";
+  tl.category_order = {"forward", "backward", "weight grad", "optimizer", "grad reduce", "param all-gather", "pipeline send", "transfer", "wait"};
   const bool ms = r.step_time.to_seconds() < 1;
   tl.x_label = ms ? "time (ms)" : "time (s)";
   const double scale = ms ? 1e3 : 1;
@@ -393,6 +394,7 @@ void write_rl_compare_html(const std::string& path, const std::string& title, co
     Timeline tl;
     tl.id = fmt::format("timeline-{}", i);
     tl.title = (i < labels.size() ? labels[i] : r.policy) + ": the last iteration";
+    tl.category_order = {"generation", "trainer", "weight sync"};
     std::map<std::string, int> lane_of;
     double origin = r.timeline.empty() ? 0 : r.timeline.front().start;
     for (const policies::RlSpan& s : r.timeline) origin = std::min(origin, s.start);

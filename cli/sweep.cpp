@@ -287,6 +287,7 @@ std::string run_command(const SweepPlan& plan, const std::string& path, const js
     o.scenario_path = path;
     o.gpus_path = file_option("gpus");
     o.no_reuse = options.value("no_reuse", false);
+    o.estimate = plan.command == "estimate";
     o.report_json = &report;
     step(o, discard);
   } else if (plan.command == "compare") {

@@ -160,7 +160,12 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
                       r.oom == e.oom ? (r.oom ? "yes (agree)" : "no (agree)") : "DISAGREE");
   }
   summary.mean_abs_error /= std::max(1, summary.cases);
-  md += fmt::format("\n{} cases: mean |error| {:.1f}%, worst {:.1f}%.\n\n", summary.cases, 100 * summary.mean_abs_error, 100 * summary.worst_abs_error);
+  md += fmt::format("\n{} cases: mean |error| {:.1f}%, worst {:.1f}%. The errors are small because both sides price the same ops;\n"
+                    "the comparison checks the closed-form assembly (bubble, sends, exposed buckets), not the op costs, which the\n"
+                    "steps section compares with measurements. The worst case, Llama 3 405B with 126 layers over 112 virtual stages,\n"
+                    "has chunks of one and two layers: the interleaved formula takes each stage's summed time, while the replay\n"
+                    "waits on the two-layer chunks in the interleaved order (the likely cause; not separated further).\n\n",
+                    summary.cases, 100 * summary.mean_abs_error, 100 * summary.worst_abs_error);
   out << fmt::format("estimate: {} cases, mean |error| {:.1f}%, worst {:.1f}% (emulator {:.2f} s, estimates {:.4f} s in all)\n", summary.cases,
                      100 * summary.mean_abs_error, 100 * summary.worst_abs_error, emu_s, est_s);
 

@@ -347,7 +347,7 @@ Figure bar_chart(const BarChart& c) {
     if (!c.series[k].name.empty()) legend.push_back({c.series[k].name, series_color("", k), 0});
     whiskers = whiskers || !c.series[k].high.empty();
   }
-  if (c.series.size() < 2 && !legend.empty()) legend.clear();  // one series: the title names it
+  if (c.series.size() < 2 && !whiskers) legend.clear();  // one series alone: the title names it
   if (whiskers) legend.push_back({c.high_label, "#333", 2});
   const double left = 18 + 8 + max_tick_width(ticks, false) + 8, right = 16;
   const double band = (kWidth - left - right) / static_cast<double>(std::max<std::size_t>(1, c.categories.size()));
@@ -464,6 +464,10 @@ Figure timeline_chart(const Timeline& c) {
   bool any = false;
   std::vector<std::string> categories;  // in order of first appearance
   std::map<std::string, std::size_t, std::less<>> category_index;
+  for (const std::string& cat : c.category_order) {
+    if (category_index.try_emplace(cat, categories.size()).second) categories.push_back(cat);
+  }
+  std::vector<bool> used(categories.size(), false);
   std::vector<std::vector<std::size_t>> by_lane(lanes);
   for (std::size_t i = 0; i < c.spans.size(); ++i) {
     const TimelineSpan& s = c.spans[i];
@@ -471,12 +475,19 @@ Figure timeline_chart(const Timeline& c) {
     t0 = any ? std::min(t0, s.start) : s.start;
     t1 = any ? std::max(t1, s.end) : s.end;
     any = true;
-    if (category_index.try_emplace(s.category, categories.size()).second) categories.push_back(s.category);
+    const auto [cat, added] = category_index.try_emplace(s.category, categories.size());
+    if (added) {
+      categories.push_back(s.category);
+      used.push_back(false);
+    }
+    used[cat->second] = true;
     by_lane[static_cast<std::size_t>(s.lane)].push_back(i);
   }
   if (!any) return empty_figure(c.id, c.title);
   std::vector<LegendItem> legend;
-  for (std::size_t k = 0; k < categories.size(); ++k) legend.push_back({categories[k], palette(k), 0});
+  for (std::size_t k = 0; k < categories.size(); ++k) {
+    if (used[k]) legend.push_back({categories[k], palette(k), 0});
+  }
   const std::vector<double> ticks = nice_ticks(t0, t1 > t0 ? t1 : t0 + 1);
   double label_w = 0;
   for (std::size_t l = 0; l < lanes; ++l) label_w = std::max(label_w, text_width(shorten(c.lanes[l], 30)));
@@ -502,12 +513,10 @@ Figure timeline_chart(const Timeline& c) {
   const auto exact = [&](double gap) {
     marks.clear();
     for (std::size_t l = 0; l < lanes; ++l) {
-      // Per category, in start order; a span within `gap` of the run before joins it.
+      // In time order; a span joins the mark before it when of the same category and within
+      // `gap` of its end (another category in between breaks the run).
       std::vector<std::size_t> idx = by_lane[l];
-      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        const std::size_t ca = category_index.find(c.spans[a].category)->second, cb = category_index.find(c.spans[b].category)->second;
-        return ca != cb ? ca < cb : c.spans[a].start < c.spans[b].start;
-      });
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return c.spans[a].start < c.spans[b].start; });
       for (const std::size_t i : idx) {
         const TimelineSpan& s = c.spans[i];
         const std::size_t cat = category_index.find(s.category)->second;
@@ -527,11 +536,11 @@ Figure timeline_chart(const Timeline& c) {
   if (total <= c.max_marks) {
     exact(-1);
   } else {
-    for (double gap = pixel; gap <= pixel * 8; gap *= 2) {
+    for (double gap = pixel / 2; gap <= pixel * 2; gap *= 2) {
       exact(gap);
       if (marks.size() <= c.max_marks) break;
     }
-    how = "spans of a category closer than a few pixels merged";
+    how = "neighbouring spans of a category less than two pixels apart merged";
     if (marks.size() > c.max_marks) {
       // Pixel bins, each painted with the category busiest in it.
       const std::size_t bins = std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(plot_w), c.max_marks / std::max<std::size_t>(1, lanes)));
@@ -641,7 +650,31 @@ Figure line_chart(const LineChart& c) {
   }
   if (finite(c.y_min)) y0 = c.y_min;
   if (finite(c.y_max)) y1 = c.y_max;
-  const std::vector<double> xt = c.log_x ? log_ticks(x0, x1) : nice_ticks(x0, x1);
+  std::vector<double> xt;
+  for (const double t : c.x_ticks) {
+    if (finite(t) && (!c.log_x || t > 0)) xt.push_back(t);
+  }
+  std::sort(xt.begin(), xt.end());
+  xt.erase(std::unique(xt.begin(), xt.end()), xt.end());
+  double xlo = 0, xhi = 0;
+  if (xt.empty()) {
+    xt = c.log_x ? log_ticks(x0, x1) : nice_ticks(x0, x1);
+    xlo = xt.front();
+    xhi = xt.back();
+  } else {
+    // Given ticks (a sweep's GPU counts): the data and the ticks, with a margin for the markers.
+    xlo = std::min(x0, xt.front());
+    xhi = std::max(x1, xt.back());
+    if (c.log_x) {
+      const double pad = xhi > xlo ? std::pow(xhi / xlo, 0.03) : 2;
+      xlo /= pad;
+      xhi *= pad;
+    } else {
+      const double pad = xhi > xlo ? (xhi - xlo) * 0.03 : 1;
+      xlo -= pad;
+      xhi += pad;
+    }
+  }
   std::vector<double> yt = c.log_y ? log_ticks(y0, y1) : value_ticks(y0, y1);
   if (!c.log_y && finite(c.y_min) && finite(c.y_max) && c.y_max > c.y_min) {
     // Pinned: keep the ticks inside the range, and the range exactly as given.
@@ -656,7 +689,7 @@ Figure line_chart(const LineChart& c) {
   if (c.series.size() > 1) svg.legend(legend, left, 26, kWidth - left - right);
   const double ylo = finite(c.y_min) && finite(c.y_max) && !c.log_y ? c.y_min : yt.front();
   const double yhi = finite(c.y_min) && finite(c.y_max) && !c.log_y ? c.y_max : yt.back();
-  const Scale x{xt.front(), xt.back(), left, kWidth - right, c.log_x};
+  const Scale x{xlo, xhi, left, kWidth - right, c.log_x};
   const Scale y{ylo, yhi, top + plot_h, top, c.log_y};
   value_axis_left(svg, y, yt, left, kWidth - right, c.y_label, 14);
   value_axis_bottom(svg, x, xt, top, top + plot_h, c.x_label);
@@ -839,6 +872,7 @@ h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding
 p.sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #eee; text-align: left; }
+td { white-space: nowrap; }
 table.grid td { text-align: right; font-variant-numeric: tabular-nums; }
 table.grid td:first-child { text-align: left; }
 table.kv th { font-weight: 600; color: #444; }

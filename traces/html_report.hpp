@@ -1,10 +1,15 @@
 // Self-contained HTML reports with inline SVG charts: no script library, no network, no
 // timestamps (the same inputs give a byte-identical file).
-//   HtmlReport page("Llama 3 8B step");
-//   page.section("Breakdown");
+//   HtmlReport page("Schedulers");
+//   page.section("Job completion time");
 //   page.figure(bar_chart({.id = "jct", .title = "JCT", .y_label = "s", .categories = {"fifo", "sjf"},
 //                          .series = {{.name = "p50", .values = {10, 8}, .high = {40, 30}}}}));
+//   page.figure(heatmap_chart({.id = "tp-pp", .title = "tokens/s", .x_label = "tp", .y_label = "pp", .x_labels = {"1", "2"},
+//                              .y_labels = {"1"}, .values = {9.5e4, kNoValue}, .notes = {"", "out of memory"}}));
+//   page.figure(line_chart({.id = "scaling", .title = "Throughput vs GPUs", .x_label = "GPUs", .y_label = "tokens/s",
+//                           .series = {{.name = "1f1b", .x = {8, 16, 32}, .y = {1e4, 1.9e4, 3.6e4}}}, .log_x = true, .markers = true}));
 //   page.write("report.html");   // atomically; an impossible path is an InputError
+// (Designated initializers as above compile warning-free: every field has a default.)
 //
 // Every chart is a `Figure`: one <svg class="orrery-plot" data-plot="ID"> with a title, axes
 // with nice ticks and labels, a legend when it has several series, and a <title> tooltip on
@@ -35,9 +40,9 @@ std::string format_value(double value);
 
 // A rendered chart. `svg` is the markup; `caption` (optional) is printed under it.
 struct Figure {
-  std::string id;
-  std::string svg;
-  std::string caption;
+  std::string id{};
+  std::string svg{};
+  std::string caption{};
 };
 
 // --- bars ---------------------------------------------------------------------------------
@@ -45,16 +50,16 @@ struct Figure {
 inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 struct BarSeries {
-  std::string name;
-  std::vector<double> values;  // one per category; NaN: no bar
-  std::vector<double> high;    // optional, one per category: a whisker from the bar's top to here (a p99)
+  std::string name{};
+  std::vector<double> values{};  // one per category; NaN: no bar
+  std::vector<double> high{};    // optional, one per category: a whisker from the bar's top to here (a p99)
 };
 
 // Grouped bars: one group per category, one bar per series (policy comparisons).
 struct BarChart {
-  std::string id, title, x_label, y_label;
-  std::vector<std::string> categories;
-  std::vector<BarSeries> series;
+  std::string id{}, title{}, x_label{}, y_label{};
+  std::vector<std::string> categories{};
+  std::vector<BarSeries> series{};
   std::string high_label = "p99";  // the whiskers' name in tooltips and the legend
 };
 Figure bar_chart(const BarChart& chart);
@@ -62,9 +67,9 @@ Figure bar_chart(const BarChart& chart);
 // Stacked bars: one bar per category, a segment per series (the step breakdown per stage).
 // Horizontal: categories down the left, values along the bottom.
 struct StackedBarChart {
-  std::string id, title, category_label, value_label;
-  std::vector<std::string> categories;
-  std::vector<BarSeries> segments;  // `high` is ignored
+  std::string id{}, title{}, category_label{}, value_label{};
+  std::vector<std::string> categories{};
+  std::vector<BarSeries> segments{};  // `high` is ignored
   bool horizontal = false;
 };
 Figure stacked_bar_chart(const StackedBarChart& chart);
@@ -74,26 +79,27 @@ Figure stacked_bar_chart(const StackedBarChart& chart);
 struct TimelineSpan {
   int lane = 0;  // index into Timeline::lanes
   double start = 0, end = 0;
-  std::string category;  // one color per category, in order of first appearance
-  std::string label;     // tooltip
+  std::string category{};  // one color per category, in order of first appearance
+  std::string label{};     // tooltip
 };
 
 // Gantt lanes. With more than `max_marks` spans, neighbouring spans of a category in a lane are
 // merged (then, if still too many, each lane is cut into pixel-wide bins painted with their
 // busiest category) so that the chart holds at most `max_marks` rectangles.
 struct Timeline {
-  std::string id, title, x_label = "time (s)";
-  std::vector<std::string> lanes;
-  std::vector<TimelineSpan> spans;
+  std::string id{}, title{}, x_label = "time (s)";
+  std::vector<std::string> lanes{};
+  std::vector<TimelineSpan> spans{};
   std::size_t max_marks = 3000;
+  std::vector<std::string> category_order{};  // optional: these categories take the first colors, in this order
 };
 Figure timeline_chart(const Timeline& chart);
 
 // --- lines --------------------------------------------------------------------------------
 
 struct LineSeries {
-  std::string name;
-  std::vector<double> x, y;  // same length; points with a NaN are left out
+  std::string name{};
+  std::vector<double> x{}, y{};  // same length; points with a NaN are left out
   bool step = false;         // horizontal then vertical segments (an empirical CDF)
 };
 
@@ -101,10 +107,11 @@ struct LineSeries {
 // positive values only; ticks at 1, 2, 5 x 10^k. y_min/y_max pin the value axis (NaN: from the data,
 // including 0 for a linear axis).
 struct LineChart {
-  std::string id, title, x_label, y_label;
-  std::vector<LineSeries> series;
+  std::string id{}, title{}, x_label{}, y_label{};
+  std::vector<LineSeries> series{};
   bool log_x = false, log_y = false;
   bool markers = false;  // a circle on every point (up to 60 points per series)
+  std::vector<double> x_ticks{};  // optional: the x ticks to label (e.g. a sweep's GPU counts); empty: nice ticks
   double y_min = kNoValue, y_max = kNoValue;
 };
 Figure line_chart(const LineChart& chart);
@@ -120,10 +127,10 @@ LineSeries cdf_series(std::string name, std::vector<double> samples, std::size_t
 // its `notes` entry (e.g. "out of memory") as tooltip. The color scale runs from the lowest to the
 // highest value; higher_is_better only flips which end is labeled "better" (nothing when unset).
 struct Heatmap {
-  std::string id, title, x_label, y_label, value_label;
-  std::vector<std::string> x_labels, y_labels;
-  std::vector<double> values;      // y_labels.size() x x_labels.size()
-  std::vector<std::string> notes;  // optional, same size: a tooltip line per cell
+  std::string id{}, title{}, x_label{}, y_label{}, value_label{};
+  std::vector<std::string> x_labels{}, y_labels{};
+  std::vector<double> values{};      // y_labels.size() x x_labels.size()
+  std::vector<std::string> notes{};  // optional, same size: a tooltip line per cell
   bool show_values = true;         // print each value in its cell when cells are wide enough
 };
 Figure heatmap_chart(const Heatmap& chart);

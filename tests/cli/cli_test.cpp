@@ -894,3 +894,60 @@ TEST_CASE("orrery plan: bad searches get one precise error") {
   CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 16, "constraints": {"schedules": ["1f1c"]}})")
             .find("bad-plan.json:/constraints/schedules/0:") != std::string::npos);
 }
+
+namespace {
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+}  // namespace
+
+// --html: one self-contained page (no script or style from elsewhere), the command's plots, the
+// same bytes for the same run; an impossible path fails before the run and leaves no file.
+TEST_CASE("--html reports: the plots of step, compare and cluster; bad paths") {
+  REQUIRE(run({"step", "--html", "step.html"}).code == 0);
+  const std::string step = slurp("step.html");
+  CHECK(occurrences(step, "class=\"orrery-plot\"") == 3);
+  for (const char* plot : {"step-breakdown", "memory", "timeline"}) {
+    CAPTURE(plot);
+    CHECK(step.find(std::string("data-plot=\"") + plot + "\"") != std::string::npos);
+  }
+  CHECK(step.find("<script src") == std::string::npos);
+  CHECK(step.find("<link") == std::string::npos);
+  CHECK(occurrences(step, "http") == occurrences(step, "http://www.w3.org/2000/svg"));
+  REQUIRE(run({"step", "--html", "step-again.html"}).code == 0);
+  CHECK(slurp("step-again.html") == step);
+
+  write("html-balance.json", balance_scenario(8, 65536));
+  REQUIRE(run({"compare", "html-balance.json", "--policies", "packing,libra", "--steps", "3", "--html", "compare.html"}).code == 0);
+  const std::string compare = slurp("compare.html");
+  CHECK(occurrences(compare, "class=\"orrery-plot\"") == 3);  // step time p50/p99, tokens/s, step-time CDF
+  CHECK(compare.find("data-plot=\"step-time\"") != std::string::npos);
+  CHECK(compare.find("<title>libra \u2014 p50: ") != std::string::npos);
+
+  write("html-jobs.csv", "name,submit,n,secs\na,0,4,100\nb,10,4,50\nc,20,8,30\nd,30,2,400\n");
+  write("html-cluster.json", R"({"cluster": {"pools": [{"gpu": "a100", "nodes": 1, "gpus_per_node": 8}]},
+      "jobs": {"format": "csv", "path": "html-jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name"}}})");
+  REQUIRE(run({"cluster", "html-cluster.json", "--html", "cluster.html"}).code == 0);
+  const std::string cluster = slurp("cluster.html");
+  CHECK(occurrences(cluster, "class=\"orrery-plot\"") == 3);  // JCT CDF, queueing CDF, utilisation
+  CHECK(cluster.find("data-plot=\"gpu-utilisation\"") != std::string::npos);
+  REQUIRE(run({"compare", "html-cluster.json", "--policies", "fifo,sjf", "--html", "cluster-compare.html"}).code == 0);
+  CHECK(occurrences(slurp("cluster-compare.html"), "class=\"orrery-plot\"") == 4);
+
+  for (const auto& args : std::vector<std::vector<std::string>>{{"step", "--html", "no-such-dir/r.html"},
+                                                                {"compare", "html-balance.json", "--steps", "2", "--html", "no-such-dir/r.html"},
+                                                                {"cluster", "html-cluster.json", "--html", "no-such-dir/r.html"}}) {
+    CAPTURE(args[0]);
+    const Result bad = run(args);
+    CHECK(bad.code == 1);
+    CHECK(bad.err == "orrery: error: <command line>:--html: cannot write \"no-such-dir/r.html\": the folder \"no-such-dir\" does not exist\n");
+    CHECK(bad.out.empty());  // nothing ran
+  }
+  CHECK(!fs::exists("no-such-dir"));
+  // A run that fails after the check leaves no page behind.
+  const Result unknown = run({"compare", "html-balance.json", "--policies", "packing,libro", "--html", "failed.html"});
+  CHECK(unknown.code == 1);
+  CHECK(!fs::exists("failed.html"));
+}

@@ -251,3 +251,22 @@ TEST_CASE("sweep --html: a heatmap over the first two axes and scaling curves ov
   CHECK(bad.code == 1);
   CHECK_FALSE(fs::exists("html-out2.json"));
 }
+
+TEST_CASE("sweep: the closed-form estimate agrees with the emulator on which points fit") {
+  std::string plan = kGridPlan;
+  write("emulated.json", plan);
+  plan.replace(plan.find("\"step\""), 6, "\"estimate\"");
+  write("estimated.json", plan);
+  REQUIRE(run({"sweep", "emulated.json", "-o", "emulated-out.json"}).code == 0);
+  REQUIRE(run({"sweep", "estimated.json", "-o", "estimated-out.json"}).code == 0);
+  const json emulated = read_json("emulated-out.json").at("rows"), estimated = read_json("estimated-out.json").at("rows");
+  REQUIRE(emulated.size() == estimated.size());
+  for (std::size_t i = 0; i < emulated.size(); ++i) {
+    CAPTURE(i);
+    CHECK(estimated[i].at("status") == emulated[i].at("status"));
+    if (emulated[i].at("status") != "ok") continue;
+    CHECK(estimated[i].at("estimate") == true);
+    const double ratio = estimated[i].at("step_time_s").get<double>() / emulated[i].at("step_time_s").get<double>();
+    CHECK(ratio == doctest::Approx(1.0).epsilon(0.1));
+  }
+}
