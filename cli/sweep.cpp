@@ -486,6 +486,10 @@ SweepPlan read_sweep_plan(std::string_view text, const std::string& source) {
   if (const auto objective = top.optional("objective")) {
     JsonObject o = objective->as_object();
     plan.objective = o.required("metric").as_string();
+    if (const auto show = o.optional("show")) {
+      for (const JsonNode& m : show->as_array()) plan.show.push_back(m.as_string());
+    }
+    if (const auto how_many = o.optional("top")) plan.top = static_cast<std::size_t>(how_many->as_int_in(1, 1000));
     if (const auto goal = o.optional("goal")) {
       const std::string g = goal->as_string();
       if (g != "max" && g != "min") goal->fail(fmt::format("found {}, expected max or min", sim::quote(g)));
@@ -756,12 +760,31 @@ void sweep(const SweepOptions& o, std::ostream& out) {
       out << fmt::format("objective  no point that ran reports {} (see the columns of {})\n", plan.objective, csv_path);
     } else {
       std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) { return plan.maximize ? a.first > b.first : a.first < b.first; });
-      out << fmt::format("best by {} ({}):\n", plan.objective, plan.maximize ? "highest" : "lowest");
-      for (std::size_t k = 0; k < std::min<std::size_t>(5, ranked.size()); ++k) {
+      out << fmt::format("best {} of {} points by {} ({}):\n", std::min<std::size_t>(plan.top, ranked.size()), ranked.size(), plan.objective,
+                         plan.maximize ? "highest" : "lowest");
+      // An aligned table: the point, its axis values, the objective, then the metrics to show.
+      std::vector<std::string> header = {"point"};
+      for (const SweepAxis& a : plan.axes) header.push_back(a.name);
+      header.push_back(plan.objective);
+      header.insert(header.end(), plan.show.begin(), plan.show.end());
+      std::vector<std::vector<std::string>> table = {header};
+      const auto cell = [](const json& v) { return v.is_number_float() ? fmt::format("{:.6g}", v.get<double>()) : csv_cell(v); };
+      for (std::size_t k = 0; k < std::min<std::size_t>(plan.top, ranked.size()); ++k) {
         const SweepRow& row = done.at(ranked[k].second);
-        std::string values;
-        for (std::size_t a = 0; a < plan.axes.size(); ++a) values += fmt::format("{}{}={}", a ? " " : "", plan.axes[a].name, csv_cell(shown(plan.axes[a], row.values[a])));
-        out << fmt::format("  point {:>5}  {:>14.6g}  {}\n", row.point, ranked[k].first, values);
+        std::vector<std::string> line = {std::to_string(row.point)};
+        for (std::size_t a = 0; a < plan.axes.size(); ++a) line.push_back(csv_cell(shown(plan.axes[a], row.values[a])));
+        line.push_back(fmt::format("{:.6g}", ranked[k].first));
+        for (const std::string& m : plan.show) line.push_back(row.metrics.contains(m) ? cell(row.metrics.at(m)) : "-");
+        table.push_back(std::move(line));
+      }
+      std::vector<std::size_t> width(header.size(), 0);
+      for (const auto& line : table) {
+        for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+      }
+      for (const auto& line : table) {
+        std::string text = " ";
+        for (std::size_t c = 0; c < line.size(); ++c) text += fmt::format(" {:>{}}", line[c], width[c]);
+        out << text << "\n";
       }
     }
   }

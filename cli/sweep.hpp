@@ -43,6 +43,8 @@ struct SweepPlan {
   std::vector<SweepAxis> axes;
   std::string objective;        // optional: a metric to rank the points by
   bool maximize = true;
+  std::vector<std::string> show;  // metrics printed beside it for the best points
+  std::size_t top = 5;            // how many best points to print
 };
 
 // Reads and checks a plan. Errors name the plan file and the JSON pointer: an unknown command,

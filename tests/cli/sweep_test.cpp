@@ -40,7 +40,7 @@ TEST_CASE("sweep: a grid runs every point in order; invalid points are rows with
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(r.out.find("6 `step` over 2 axes, grid design") != std::string::npos);
   CHECK(r.out.find("4 ok, 0 out of memory, 2 invalid, 0 internal errors") != std::string::npos);
-  CHECK(r.out.find("best by tokens_per_s (highest):") != std::string::npos);
+  CHECK(r.out.find("best 4 of 4 points by tokens_per_s (highest):") != std::string::npos);
   const json results = read_json("grid-out.json");
   REQUIRE(results.at("rows").size() == 6);
   const std::vector<std::pair<int, int>> order = {{1, 1}, {1, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}};  // the last axis fastest
