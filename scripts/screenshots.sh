@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/img/report-step.png and docs/img/report-compare.png: the `--html` reports of
-# two examples, rendered by headless Chromium (scripts/install-deps.sh installs it).
+# Regenerates docs/img/report-step.png, report-compare.png and report-sweep.png: the `--html` reports
+# of three examples, rendered by headless Chromium (scripts/install-deps.sh installs it).
 #   scripts/screenshots.sh                 # uses build/bin/orrery
 #   scripts/screenshots.sh path/to/orrery
 set -euo pipefail
@@ -17,6 +17,7 @@ mkdir -p docs/img
 
 "$orrery" step examples/scenarios/llama3-70b-h100-64.json --html "$work/step.html" >/dev/null
 "$orrery" compare examples/scenarios/qwen3-8b-256k-balance.json --steps 20 --html "$work/compare.html" >/dev/null
+"$orrery" sweep examples/sweeps/llama3-70b-capacity.json -o "$work/capacity.json" --quiet --html "$work/sweep.html" >/dev/null
 
 shot() {  # page, png, height in px (the page's length at 1200 px wide)
   HOME="$work" timeout 60 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --hide-scrollbars \
@@ -25,3 +26,4 @@ shot() {  # page, png, height in px (the page's length at 1200 px wide)
 }
 shot "$work/step.html" docs/img/report-step.png 1240
 shot "$work/compare.html" docs/img/report-compare.png 1320
+shot "$work/sweep.html" docs/img/report-sweep.png 1640

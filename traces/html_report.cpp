@@ -397,7 +397,11 @@ Figure stacked_bar_chart(const StackedBarChart& c) {
   if (!any) return empty_figure(c.id, c.title);
   const std::vector<double> ticks = value_ticks(0, *std::max_element(total.begin(), total.end()));
   std::vector<LegendItem> legend;
-  for (std::size_t k = 0; k < c.segments.size(); ++k) legend.push_back({c.segments[k].name, series_color("", k), 0});
+  for (std::size_t k = 0; k < c.segments.size(); ++k) {
+    // A segment that is zero everywhere has nothing to point at.
+    const auto& v = c.segments[k].values;
+    if (std::any_of(v.begin(), v.end(), [](double x) { return finite(x) && x > 0; })) legend.push_back({c.segments[k].name, series_color("", k), 0});
+  }
   const double right = 16;
   const auto color = [&](std::size_t k) { return series_color("", k); };
   const auto tip = [&](std::size_t i, std::size_t k, double v) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders the --html reports of `orrery step`, `orrery compare` (step, multimodal, RL and cluster
-# scenarios) and `orrery cluster` in headless Chromium and checks that every plot was laid out
+# scenarios), `orrery sweep` and `orrery cluster` in headless Chromium and checks that every plot was laid out
 # with drawn marks, and that a screenshot of each page is not blank.
 #   tests/browser/check_html.sh ORRERY_BINARY SOURCE_DIR WORK_DIR
 # Exit 77 (CTest's SKIP_RETURN_CODE) when no Chromium is installed (scripts/install-deps.sh adds it).
@@ -48,6 +48,7 @@ report step step "$src/examples/scenarios/llama3-70b-h100-64.json"
 report compare-step compare "$src/examples/scenarios/qwen3-8b-256k-balance.json" --steps 5
 report compare-multimodal compare "$src/examples/multimodal/qwen2-vl-7b-64.json" --steps 3
 report compare-rl compare "$src/examples/rl/grpo-7b-128.json" --iterations 2
+report sweep sweep "$src/examples/sweeps/llama3-8b-plans.json" -o "$work/sweep-results.json" --quiet
 # Cluster scenarios: Arena's example on its first 300 jobs when ../shared/data is there, else a
 # small cluster of its own.
 arena_jobs="$src/../shared/data/arena/simulate_trace_philly.csv"
