@@ -48,7 +48,67 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   e.oom = e.memory.total() > sc.gpu.hbm_bytes;
 
   // Per stage: one micro-batch through all its chunks.
-  const std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
+  std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
+  const int dp_group = p.dp * p.cp;
+  const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
+  // ZeRO-2 and -3 communicate every micro-batch (run_step: ZeRO-2 reduce-scatters each
+  // micro-batch's gradients after its backward; ZeRO-3 also gathers each layer before every
+  // forward and backward, prefetching one layer ahead). Per layer, an op then takes the longer
+  // of its compute and the data-parallel collectives it waits on (a gather one layer ahead
+  // hides only behind one layer); unoverlapped collectives add to the op. The extra time is
+  // counted as the op's exposed communication.
+  struct ZeroCosts {
+    double g = 0, r = 0;  // one layer's gather and reduce-scatter
+    double G = 0, R = 0;  // the whole chunk's
+  };
+  std::vector<ZeroCosts> zc(chunks.size());
+  const std::vector<ChunkOpCosts> own_chunks = chunks;  // before the collectives are added
+  const bool zero_per_mb = p.zero >= 2 && dp_group > 1;
+  const bool zero3 = p.zero >= 3 && dp_group > 1;
+  if (zero_per_mb) {
+    const CollectiveOp rs = CollectiveOp::reduce_scatter;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      ChunkOpCosts& k = chunks[i];
+      ZeroCosts& z = zc[i];
+      const int n = std::max(1, k.layers);
+      z.g = fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
+      z.r = fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
+      z.G = fabric.collective(CollectiveOp::all_gather, k.params * 2, dp_group, p.tp);
+      z.R = fabric.collective(rs, k.params * 4, dp_group, p.tp);
+      // Per layer: the op's compute d against its collectives c, over n layers.
+      const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
+      OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
+      if (zero3) {
+        if (p.overlap_param_gather) {
+          paced(k.f, z.g);
+          if (split_ops) {
+            paced(k.b, z.g);
+          } else {
+            // BW: the layer's gather and its gradient bucket.
+            OpTime bw{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
+            const double before = bw.seconds();
+            paced(bw, z.g + (p.overlap_grad_reduce ? z.r : 0.0));
+            k.b.comm += bw.seconds() - before;
+          }
+        } else {
+          k.f.comm += z.G;
+          k.b.comm += z.G;
+        }
+      }
+      // ZeRO-2's buckets hold nothing back (only the step's DP total does, below); ZeRO-3's
+      // share the stream with the next layer's gather, so they pace the op.
+      if (p.overlap_grad_reduce) {
+        if (zero3 && (split_ops || !p.overlap_param_gather)) {
+          OpTime own = split_ops ? k.w : OpTime{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
+          const double before = own.seconds();
+          paced(own, z.r);
+          grad_op.comm += own.seconds() - before;
+        }
+      } else {
+        grad_op.comm += z.R;
+      }
+    }
+  }
   const auto chunk = [&](int c, int stage) -> const ChunkOpCosts& { return chunks[static_cast<std::size_t>(c * p.pp + stage)]; };
   std::vector<StageSums> st(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
@@ -122,7 +182,6 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   const double pipe = ideal + ramp + e.pp_comm_s;
 
   // Data parallelism over dp x cp ranks `tp` apart, one bucket per layer (as run_step).
-  const int dp_group = p.dp * p.cp;
   const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
   const bool split = kind == "zb-h1";
   std::vector<double> tail(static_cast<std::size_t>(p.pp), 0.0);
@@ -140,13 +199,16 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
         const double r = fabric.collective(reduce_op, k.params / n * 4, dp_group, p.tp);
         const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
         tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
-      } else {
+      } else if (!zero_per_mb) {
         tail[static_cast<std::size_t>(s)] = fabric.collective(reduce_op, x.params * 4, dp_group, p.tp);
-      }
+      }  // ZeRO-2, -3 unoverlapped: the last reduce-scatter is in the last backward's time
       // Parameters (ZeRO >= 1): overlapped, the gathers run in order from the step's start and
       // each chunk's first forward waits for its layers' buckets; else one gather after the
-      // optimizer.
-      if (p.zero >= 1) {
+      // optimizer. ZeRO-3 gathers before every op (in the op times above); only the step's
+      // first layer waits for its gather, and nothing is gathered after the optimizer.
+      if (zero3) {
+        if (s == 0 && p.overlap_param_gather) head = zc.front().g;
+      } else if (p.zero >= 1) {
         if (p.overlap_param_gather) {
           double issued = 0, wait = 0;
           for (int cc = 0; cc < p.vp; ++cc) {
@@ -186,6 +248,73 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   e.dp_tail_s = tail.front();
   e.optimizer_s = opt.front();
   e.step_time_s = head + pipe + end;
+
+  // ZeRO-2 and -3, overlapped: the data-parallel stream's busy time over the step bounds it from
+  // below, with the edges it cannot hide. ZeRO-2: its m x n reduce-scatters per chunk start
+  // with the stage's first backward layer (the step-start gathers fill the time before) and
+  // end before the optimizer. ZeRO-3: m x n x (two gathers and a reduce-scatter) per chunk,
+  // from the stage's first forward (two gathers run ahead of it) to the last layer's backward,
+  // then its reduce-scatter, then the optimizer.
+  const bool bound_zero2 = zero_per_mb && !zero3 && p.overlap_grad_reduce;
+  const bool bound_zero3 = zero3 && p.overlap_param_gather;
+  if (bound_zero2 || bound_zero3) {
+    std::vector<double> first_grad(static_cast<std::size_t>(p.pp), 0.0);  // when the stage's first gradient bucket can go
+    if (bound_zero2) {
+      std::vector<OpSpan> spans;
+      plan_makespan(
+          order, shape,
+          [&](const PipeOp& op, int stage) {
+            const ChunkOpCosts& k = chunk(op.chunk, stage);
+            switch (op.kind) {
+              case PipeOpKind::forward: return k.f.seconds();
+              case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
+              case PipeOpKind::backward_input: return k.b.seconds();
+              case PipeOpKind::backward_weight: return k.w.seconds();
+            }
+            return 0.0;
+          },
+          &spans);
+      std::vector<bool> seen(static_cast<std::size_t>(p.pp), false);
+      for (const OpSpan& o : spans) {
+        const bool grads = o.op.kind != PipeOpKind::forward && (!split_ops || o.op.kind == PipeOpKind::backward_weight);
+        const auto st_i = static_cast<std::size_t>(o.stage);
+        if (!grads || (seen[st_i] && first_grad[st_i] <= o.start)) continue;
+        first_grad[st_i] = seen[st_i] ? std::min(first_grad[st_i], o.start) : o.start;
+        first_grad[st_i] += (o.end - o.start) / std::max(1, chunk(o.op.chunk, o.stage).layers);
+        seen[st_i] = true;
+      }
+    }
+    double ramp_in = 0, lower = 0;
+    for (int s = 0; s < p.pp; ++s) {
+      double busy = 0, gathers = 0, after_gathers = 0;
+      for (int cc = 0; cc < p.vp; ++cc) {
+        const auto i = static_cast<std::size_t>(cc * p.pp + s);
+        const int n = std::max(1, chunks[i].layers);
+        if (bound_zero3) {
+          busy += mbs * n * (2 * zc[i].g + (p.overlap_grad_reduce ? zc[i].r : 0.0)) + (p.overlap_grad_reduce ? 0.0 : mbs * zc[i].R);
+        } else {
+          busy += mbs * n * zc[i].r;
+          if (p.overlap_param_gather) {
+            gathers += n * zc[i].g;
+          } else {
+            after_gathers += zc[i].G;
+          }
+        }
+      }
+      const ChunkOpCosts& k0 = own_chunks[static_cast<std::size_t>(s)];
+      const int n0 = std::max(1, k0.layers);
+      double bound = 0;
+      if (bound_zero3) {
+        const double last_layer = (split_ops ? k0.w.seconds() : k0.b.seconds() + k0.w.seconds()) / n0;
+        bound = std::max(busy, ramp_in + k0.f.seconds() / n0 + busy - 2 * zc[static_cast<std::size_t>(s)].g) + last_layer;
+      } else {
+        bound = std::max(gathers, first_grad[static_cast<std::size_t>(s)]) + busy + after_gathers;
+      }
+      lower = std::max(lower, bound + opt[static_cast<std::size_t>(s)]);
+      ramp_in += chunk(0, s).f.seconds() + c;
+    }
+    e.step_time_s = std::max(e.step_time_s, lower);
+  }
 
   const double step = e.step_time_s;
   double bubble = 0, exposed = 0;

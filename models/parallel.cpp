@@ -128,12 +128,15 @@ namespace {
 struct StageParams {
   double dense = 0;   // parameters sharded by tp (and ZeRO over dp x cp)
   double expert = 0;  // routed-expert parameters (sharded by ep, ZeRO over dp x cp / ep)
+  double largest_chunk = 0;  // of the stage's chunks (dense + expert)
+  double largest_layer = 0;  // a chunk's parameters over its layers, the largest (run_step's gather piece)
 };
 
 StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
   StageParams s;
   for (int c = 0; c < p.vp; ++c) {
     const int vs = c * p.pp + stage;
+    const double before = s.dense + s.expert;
     const int first = first_layer_of(p, m, vs);
     for (int l = first; l < first + layers_of(p, m, vs); ++l) {
       s.dense += static_cast<double>(m.attention_params()) / p.tp;
@@ -149,6 +152,9 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
     // The output layer (tied embeddings share the first stage's copy when it is the same stage).
     if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
     if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.hidden);
+    const double chunk = s.dense + s.expert - before;
+    s.largest_chunk = std::max(s.largest_chunk, chunk);
+    s.largest_layer = std::max(s.largest_layer, chunk / std::max(1, layers_of(p, m, vs)));
   }
   return s;
 }
@@ -170,6 +176,15 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     e.params_bytes = shard(2, p.zero >= 3);
     e.grads_bytes = shard(4, p.zero >= 2);
     e.optimizer_bytes = shard(12, p.zero >= 1);
+    // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one
+    // layer piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`:
+    // "only two consecutive FSDP instances (the current instance running computation and the
+    // next instance whose all-gather is prefetched)", torch.distributed.fsdp API docs), or a
+    // whole chunk at a time without overlap. Gradients of a layer before its reduce-scatter
+    // are left out (transient, one layer).
+    if (p.zero >= 3 && dp_dense > 1) {
+      e.gathered_params_bytes = 2 * (p.overlap_param_gather ? 2 * sp.largest_layer : sp.largest_chunk);
+    }
     // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
     std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vp), 0.0);
     for (int c = 0; c < p.vp; ++c) {

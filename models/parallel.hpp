@@ -66,7 +66,8 @@ struct MemoryEstimate {
   double optimizer_bytes = 0;   // fp32 master weights + two Adam moments
   double activations_bytes = 0; // at the schedule's peak of micro-batches in flight
   double logits_bytes = 0;      // fp32 logits of one micro-batch on the last stage
-  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + logits_bytes; }
+  double gathered_params_bytes = 0;  // ZeRO-3: full bf16 parameters gathered for the ops in flight
+  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + logits_bytes + gathered_params_bytes; }
   int stage = 0;                // the pipeline stage with the peak
   double params_per_gpu = 0;    // parameters held (before ZeRO-3 sharding)
 };

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 namespace orrery::models {
@@ -577,8 +578,13 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   // A data-parallel bucket on (stage, replica): a flow through the GPU's links that, alone,
   // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
   // throughout), so that a pipeline send on the same link shares it.
+  std::vector<double> dp_bytes(static_cast<std::size_t>(p.pp), 0.0), dp_busy(static_cast<std::size_t>(p.pp), 0.0);  // the first replica's
   const auto dp_transfer = [&](std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
     const double isolated = comm.collective(op, bytes, dp_group, p.tp);
+    if (r == 0) {
+      dp_bytes[static_cast<std::size_t>(stage)] += bytes;
+      dp_busy[static_cast<std::size_t>(stage)] += isolated;
+    }
     const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
     const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
     return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
@@ -607,10 +613,12 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       rt.w = rt.f;
       rt.b_entry = rt.f;
       rt.f_entry = rt.f;
-      // Parameter all-gathers (ZeRO >= 1) overlapped with the forward: one bucket per layer,
-      // issued in order on the comm stream at the start of the step; the chunk's first forward
-      // runs layer by layer, each layer after its bucket.
-      const bool gather_buckets = p.zero >= 1 && p.overlap_param_gather && dp_group > 1;
+      // Parameter all-gathers of the updated shards (ZeRO-1 and -2) overlapped with the forward:
+      // one bucket per layer, issued in order on the comm stream at the start of the step; the
+      // chunk's first forward runs layer by layer, each layer after its bucket. ZeRO-3 gathers
+      // before every op instead (below).
+      const bool zero3 = p.zero >= 3 && dp_group > 1;
+      const bool gather_buckets = p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1;
       std::vector<std::vector<sim::TaskId>> gathers(static_cast<std::size_t>(p.vp));
       // Data-parallel transfers of a rank run one after another (NCCL's one stream).
       std::optional<sim::TaskId> last_dp;
@@ -634,12 +642,54 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       // The chunk's last backward-side op (its gradients are then complete).
       std::vector<std::size_t> last_grad_op(static_cast<std::size_t>(p.vp), 0);
       const auto& ops = order[static_cast<std::size_t>(stage)];
+      // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
+      // the schedule splits B and W.
+      const auto completes_grads = [&](const PipeOp& op) {
+        return op.kind != PipeOpKind::forward && (!split || op.kind == PipeOpKind::backward_weight);
+      };
       for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (ops[i].kind != PipeOpKind::forward && (!split || ops[i].kind == PipeOpKind::backward_weight)) {
-          last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
-        }
+        if (completes_grads(ops[i])) last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
       }
+      // ZeRO-2 and -3 partition the gradients, so each micro-batch's gradients are
+      // reduce-scattered as soon as its backward produces them (Rajbhandari et al., "ZeRO", SC'20,
+      // sec. 5.2; DeepSpeed stage 2 and 3 with gradient accumulation), not once per step from a
+      // full accumulation buffer (ZeRO-1, Megatron's distributed optimizer).
+      const bool grads_per_micro_batch = p.zero >= 2 && dp_group > 1;
+      // ZeRO-3 also partitions the parameters: every forward and every backward (B) op gathers its
+      // chunk's parameters again, for every micro-batch (ZeRO paper sec. 7.2.3; PyTorch FSDP
+      // FULL_SHARD, Zhao et al. VLDB'23, which frees them after the forward). W needs only the
+      // activations and the output gradients, not the weights, so it gathers nothing.
+      const auto gathers_params = [&](const PipeOp& op) { return zero3 && op.kind != PipeOpKind::backward_weight; };
+      const auto pieces_of = [&](std::size_t i) {
+        const PipeOp& op = ops[i];
+        const int vs = op.chunk * p.pp + stage;
+        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
+                             p.overlap_grad_reduce && dp_group > 1;
+        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+        return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
+      };
+      // ZeRO-3, overlapped: one all-gather per layer piece of each op. Prefetch is bounded one
+      // piece ahead, as FSDP's forward/backward prefetch of the next unit with
+      // `limit_all_gathers` (torch.distributed.fsdp API docs: memory of only the instance
+      // computing and the next one, whose all-gather is prefetched): the gather for the
+      // stage's j-th compute piece is issued when piece j-1 is (once piece j-2 is done), so at
+      // most two layers' full parameters are in flight (estimate_memory counts them). Issued
+      // before piece j-1's gradient bucket, so a backward's next gather is not stuck behind it.
+      std::vector<sim::TaskId> pieces_done;  // the stage's compute pieces so far, in stream order
+      std::map<std::pair<std::size_t, int>, sim::TaskId> zero3_gathers;  // (op, piece) -> its gather
+      const auto issue_gather = [&](std::size_t i, int piece, const sim::TaskId* after) {
+        if (i >= ops.size() || !gathers_params(ops[i]) || !p.overlap_param_gather || zero3_gathers.count({i, piece}) > 0) return;
+        const PipeOp& op = ops[i];
+        const int vs = op.chunk * p.pp + stage;
+        const int n = pieces_of(i);
+        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{} bucket {}", device,
+                                                             op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
+                                                 stage, r, CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2));
+        if (after != nullptr) g.add_dependency(*after, ag);
+        zero3_gathers[{i, piece}] = ag;
+      };
       std::optional<sim::TaskId> prev;
+      std::vector<sim::TaskId> blocking;  // an unoverlapped collective the next op waits for (none or one)
       std::vector<sim::TaskId> reduces;
       for (std::size_t i = 0; i < ops.size(); ++i) {
         const PipeOp& op = ops[i];
@@ -656,16 +706,39 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
         hw_flops += oc.flops;
         // The op that completes a chunk's gradients runs layer by layer when gradient reduction
         // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's
-        // bucketed overlap), so only the last bucket waits after the backward.
-        const bool buckets = op.kind != PipeOpKind::forward && i == last_grad_op[static_cast<std::size_t>(op.chunk)] &&
+        // bucketed overlap), so only the last bucket waits after the backward. ZeRO-1 does this
+        // for the chunk's last such op; ZeRO-2 and -3 for every micro-batch's.
+        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
                              p.overlap_grad_reduce && dp_group > 1;
         const bool gated = op.kind == PipeOpKind::forward && gather_buckets && !first_forward_seen[static_cast<std::size_t>(op.chunk)];
         if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
-        const int pieces = buckets || gated ? std::max(1, layers_of(p, m, vs)) : 1;
+        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+        const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
         const double bucket_params = chunk_params(m, p, vs) / pieces;
+        // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
+        // the op's critical path.
+        if (gathers_params(op) && !p.overlap_param_gather) {
+          const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), stage, r,
+                                                   CollectiveOp::all_gather, chunk_params(m, p, vs) * 2));
+          if (prev) g.add_dependency(*prev, ag);
+          for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
+          blocking = {ag};
+        }
         std::optional<sim::TaskId> entry;
         sim::TaskId t{};
         for (int piece = 0; piece < pieces; ++piece) {
+          if (zero3 && p.overlap_param_gather) {
+            // Piece j = pieces_done.size() is next: its gather (issued with piece j-1, except the
+            // stage's first) and piece j+1's, which may start once piece j-1 is done.
+            const sim::TaskId* before_prev = pieces_done.size() >= 2 ? &pieces_done[pieces_done.size() - 2] : nullptr;
+            const sim::TaskId* before = pieces_done.empty() ? nullptr : &pieces_done.back();
+            if (gated_zero3) issue_gather(i, piece, before_prev);
+            if (piece + 1 < pieces) {
+              if (gated_zero3) issue_gather(i, piece + 1, before);
+            } else {
+              issue_gather(i + 1, 0, before);
+            }
+          }
           t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs)
                                         : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
                             compute, dur(oc.seconds() / pieces));
@@ -673,13 +746,26 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
           if (!entry) entry = t;
           if (prev) g.add_dependency(*prev, t);
           prev = t;
+          for (const sim::TaskId b : blocking) g.add_dependency(b, t);
+          blocking.clear();
+          pieces_done.push_back(t);
           if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
+          if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
           if (buckets) {
             const sim::TaskId red =
                 chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), stage, r, reduce_op, bucket_params * 4));
             g.add_dependency(t, red);
             reduces.push_back(red);
           }
+        }
+        // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
+        // the op, and the next op waits for it.
+        if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
+          const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), stage, r, reduce_op,
+                                                    chunk_params(m, p, vs) * 4));
+          g.add_dependency(t, red);
+          reduces.push_back(red);
+          blocking = {red};
         }
         const std::size_t k = idx(vs, op.micro_batch);
         if (op.kind == PipeOpKind::forward) {
@@ -693,7 +779,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
         }
       }
       rt.last_op = *prev;
-      if (!p.overlap_grad_reduce && dp_group > 1) {
+      if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
         double params = 0;
         for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
         const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), stage, r, reduce_op, params * 4));
@@ -707,7 +793,9 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
       rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
       g.add_dependency(rt.last_op, rt.optimizer);
       for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
-      if (p.zero >= 1 && !p.overlap_param_gather && dp_group > 1) {
+      // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
+      // keeps its parameters sharded until the next step's first gather.
+      if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
         const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), stage, r, CollectiveOp::all_gather, params * 2));
         g.add_dependency(rt.optimizer, ag);
       }
@@ -793,6 +881,8 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
     b.exposed_comm_s += waited_dp;
     b.compute_s += b.optimizer_s;
     b.idle_s = std::max(0.0, step - (busy + b.bubble_s + b.optimizer_s + waited_dp));
+    b.dp_bytes = dp_bytes[static_cast<std::size_t>(stage)];
+    b.dp_comm_s = dp_busy[static_cast<std::size_t>(stage)];
     bubble_sum += b.bubble_s;
     exposed_sum += b.exposed_comm_s;
     result.stages.push_back(b);

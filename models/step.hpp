@@ -53,6 +53,11 @@ struct StageBreakdown {
   double bubble_s = 0;         // pipeline waits between the stage's first and last op
   double idle_s = 0;           // the rest of the step
   double optimizer_s = 0;
+  // Data-parallel collectives of one GPU of the stage over the step: their sizes summed (bf16
+  // parameter gathers, fp32 gradient reductions) and their simulated times alone, summed (the
+  // DP stream's busy time without contention).
+  double dp_bytes = 0;
+  double dp_comm_s = 0;
 };
 
 struct StepResult {

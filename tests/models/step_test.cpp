@@ -274,7 +274,15 @@ TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported")
   const StepResult z0 = step(sc);
   CHECK(z0.memory.optimizer_bytes == doctest::Approx(8 * z1.memory.optimizer_bytes));
   sc.plan.zero = 3;
-  CHECK(step(sc).memory.params_bytes == doctest::Approx(z1.memory.params_bytes / 8));
+  const StepResult z3 = step(sc);
+  CHECK(z3.memory.params_bytes == doctest::Approx(z1.memory.params_bytes / 8));
+  // ZeRO-3 holds full bf16 parameters of the layer computing and the one prefetched: two of the
+  // 32 layer pieces run_step gathers (one stage: its parameters over its layers).
+  CHECK(z1.memory.gathered_params_bytes == 0);
+  CHECK(z3.memory.gathered_params_bytes == doctest::Approx(2 * 2 * z3.memory.params_per_gpu / 32).epsilon(1e-12));
+  sc.plan.overlap_param_gather = false;  // a whole chunk at a time
+  CHECK(step(sc).memory.gathered_params_bytes == doctest::Approx(2 * z3.memory.params_per_gpu).epsilon(1e-12));
+  sc.plan.overlap_param_gather = true;
   sc.plan.zero = 1;
   sc.plan.recompute = Recompute::full;
   CHECK(step(sc).memory.activations_bytes < z1.memory.activations_bytes / 5);
@@ -284,4 +292,113 @@ TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported")
   const StepResult big = step(sc);
   CHECK(big.oom);
   CHECK(big.memory.total() > 80e9);
+}
+
+namespace {
+
+// Llama 3 8B (8 layers) on dp GPUs, m micro-batches per rank, at a ZeRO stage.
+StepScenario zero_case(int zero, int dp, int m, std::int64_t seq, const std::string& topology, int pp = 1, const char* schedule = "1f1b") {
+  StepScenario sc = small(1, pp, dp, m, schedule);
+  sc.plan.zero = zero;
+  sc.plan.seq_len = seq;
+  sc.topology = topology;
+  return sc;
+}
+
+}  // namespace
+
+// ZeRO-1 (Megatron's distributed optimizer) accumulates the full gradients over the m
+// micro-batches and reduce-scatters them once per step, then gathers the updated parameters
+// once. ZeRO-2 partitions the gradients: each micro-batch's are reduce-scattered after its
+// backward, m times ZeRO-1's gradient traffic (Rajbhandari et al., "ZeRO", SC'20, sec. 5.2).
+// ZeRO-3 also partitions the parameters: each layer is gathered before its forward and again
+// before its backward, every micro-batch (sec. 7.2.3; FSDP FULL_SHARD), and no gather follows
+// the optimizer: m x (2 x P x 2 bytes + P x 4 bytes) per GPU.
+TEST_CASE("ZeRO-2 and -3 move their data-parallel bytes every micro-batch") {
+  const int m = 4;
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    const int pp = std::string(schedule) == "zb-h1" ? 2 : 1;
+    const StepScenario base = zero_case(1, 16 / pp, m, 2048, "dgx-h100:nodes=2", pp, schedule);
+    std::vector<StepResult> r;
+    for (int zero = 0; zero <= 3; ++zero) {
+      StepScenario sc = base;
+      sc.plan.zero = zero;
+      r.push_back(step(sc));
+    }
+    for (int stage = 0; stage < pp; ++stage) {
+      CAPTURE(stage);
+      const double params = chunk_params(base.model, base.plan, stage);
+      const auto bytes = [&](int zero) { return r[static_cast<std::size_t>(zero)].stages[static_cast<std::size_t>(stage)].dp_bytes; };
+      CHECK(bytes(0) == doctest::Approx(params * 4).epsilon(1e-12));  // one all-reduce
+      CHECK(bytes(1) == doctest::Approx(params * 2 + params * 4).epsilon(1e-12));
+      CHECK(bytes(2) == doctest::Approx(params * 2 + m * params * 4).epsilon(1e-12));
+      CHECK(bytes(3) == doctest::Approx(m * (2 * params * 2 + params * 4)).epsilon(1e-12));
+      // The DP stream's busy time grows with it.
+      CHECK(r[2].stages[static_cast<std::size_t>(stage)].dp_comm_s > r[1].stages[static_cast<std::size_t>(stage)].dp_comm_s * 2);
+      CHECK(r[3].stages[static_cast<std::size_t>(stage)].dp_comm_s > r[2].stages[static_cast<std::size_t>(stage)].dp_comm_s);
+    }
+    // The same bytes without overlap (one collective per op instead of one per layer).
+    StepScenario sc = base;
+    sc.plan.zero = 3;
+    sc.plan.overlap_grad_reduce = false;
+    sc.plan.overlap_param_gather = false;
+    const StepResult plain = step(sc);
+    CHECK(plain.stages[0].dp_bytes == doctest::Approx(r[3].stages[0].dp_bytes).epsilon(1e-12));
+    // Unoverlapped, every collective sits on the critical path.
+    CHECK(plain.step_time > r[3].step_time);
+  }
+}
+
+// A slow network (25 Gb/s NICs), short sequences and many micro-batches: the step is bound by
+// the data-parallel traffic, so it orders by the bytes above.
+TEST_CASE("ZeRO stages on a communication-bound step: 3 slower than 2 slower than 1") {
+  std::vector<double> t;
+  for (int zero = 1; zero <= 3; ++zero) t.push_back(step(zero_case(zero, 16, 8, 1024, "dgx-h100:nodes=2,nic=25Gb/s")).step_time.to_seconds());
+  CHECK(t[1] > t[0] * 2);
+  CHECK(t[2] > t[1]);
+}
+
+// Long sequences on one server (NVLink): a layer's gather (and reduce-scatter) takes a fraction
+// of its forward (backward), so prefetching one layer ahead hides it; ZeRO-3 pays one layer's
+// gather before the first forward, as ZeRO-1 does.
+TEST_CASE("ZeRO stages on a compute-bound step: the extra traffic hides") {
+  std::vector<StepResult> r;
+  for (int zero = 1; zero <= 3; ++zero) r.push_back(step(zero_case(zero, 8, 8, 8192, "dgx-h100:nodes=1")));
+  const double z1 = r[0].step_time.to_seconds();
+  CHECK(r[1].step_time.to_seconds() == doctest::Approx(z1).epsilon(0.03));
+  CHECK(r[2].step_time.to_seconds() == doctest::Approx(z1).epsilon(0.03));
+  CHECK(r[2].step_time >= r[1].step_time);
+}
+
+// Reuse stands for every rank under ZeRO-2 and -3 too.
+TEST_CASE("ZeRO-2 and -3: reuse equals every rank") {
+  for (int zero = 2; zero <= 3; ++zero) {
+    StepScenario sc = small(2, 2, 2, 4, "zb-h1");
+    sc.plan.zero = zero;
+    CAPTURE(zero);
+    CHECK(step(sc, true).step_time == step(sc, false).step_time);
+  }
+}
+
+// ZeRO-0 and -1 step times are those from before ZeRO-2 and -3 communicated every micro-batch
+// (this scenario through `orrery step --report` on the earlier build): ZeRO-1's parameter
+// gathers still gate its first forward layer by layer, on a network slow enough to show it.
+TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
+  StepScenario sc;
+  sc.model = model("llama3-8b");
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.pp = 2;
+  sc.plan.dp = 8;
+  sc.plan.global_batch = 64;
+  sc.plan.seq_len = 2048;
+  sc.topology = "dgx-h100:nodes=2,nic=25Gb/s";
+  const auto nanoseconds = [&](int zero) {
+    sc.plan.zero = zero;
+    const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"test", "/plan/schedule"});
+    const RooflineCostModel cost(sc.gpu, training_roofline_params(sc.gpu));  // as `orrery step`
+    return std::llround(run_step(sc, cost, *schedule).step_time.to_seconds() * 1e9);
+  };
+  CHECK(nanoseconds(0) == 1122078073);
+  CHECK(nanoseconds(1) == 1059803324);
 }
