@@ -75,7 +75,11 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
   s.memory_limit = s.gpu.hbm_bytes;
   if (auto v = top.optional("memory_limit")) {
     s.memory_limit = v->as_bytes().value();
-    if (!(s.memory_limit > 0)) v->fail_expected("a positive size such as \"80 GiB\"");
+    if (!(s.memory_limit > 0)) v->fail_expected("a positive size such as \"70 GiB\"");
+    if (s.memory_limit > s.gpu.hbm_bytes) {
+      v->fail(fmt::format("found {}, expected at most the {}'s memory ({}): a plan above it runs out of memory", sim::to_string(sim::Bytes(s.memory_limit)),
+                          s.gpu.name, sim::to_string(s.gpu.hbm())));
+    }
   }
   if (auto c = top.optional("constraints")) {
     traces::JsonObject o = c->as_object();
