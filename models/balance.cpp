@@ -29,6 +29,16 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
   const double act = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp * static_cast<double>(m.hidden) * 2 /
                      (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
   p2p_s_ = p.pp > 1 ? act / rates_.nic : 0.0;
+  // ZeRO-3 gathers each layer before its forward and backward, every micro-batch, on the DP
+  // stream that also carries the gradient reduce-scatters, and the op waits for its gathers
+  // (run_step). ZeRO-2's reduce-scatters never hold up compute: what they leave unfinished is in
+  // the uniform step's tail already.
+  const int dp_group = p.dp * p.cp;
+  if (p.zero >= 3 && dp_group > 1) {
+    const double layer_params = chunk_params(m, p, 0) / std::max(1, layers_of(p, m, 0));
+    layer_reduce_s_ = collective_seconds(sc_.topology, CollectiveOp::reduce_scatter, layer_params * 4, dp_group, p.tp);
+    layer_gather_s_ = collective_seconds(sc_.topology, CollectiveOp::all_gather, layer_params * 2, dp_group, p.tp);
+  }
   shape_.dp = p.dp;
   shape_.cp = p.cp;
   shape_.micro_batches = p.micro_batches() * p.micro_batch;
@@ -122,14 +132,17 @@ BalanceStep StepBalancer::run(const BatchPlacement& placement, std::uint64_t ste
         plan_, pipe_,
         [&](const PipeOp& op, int stage) {
           const auto mb = static_cast<std::size_t>(op.micro_batch);
-          double t = 0;
+          // Per layer: the compute, or the DP collectives it waits on when they are longer (ZeRO-2/3
+          // prefetch the next layer's gather and reduce the last layer's gradients beside it).
+          double t = 0, dp = 0;
+          const double scale = factor[static_cast<std::size_t>(stage)];
           switch (op.kind) {
-            case PipeOpKind::forward: t = f[mb]; break;
-            case PipeOpKind::backward: t = b[mb] + w[mb]; break;
-            case PipeOpKind::backward_input: t = b[mb]; break;
-            case PipeOpKind::backward_weight: t = w[mb]; break;
+            case PipeOpKind::forward: t = f[mb], dp = layer_gather_s_; break;
+            case PipeOpKind::backward: t = b[mb] + w[mb], dp = layer_gather_s_ + layer_reduce_s_; break;
+            case PipeOpKind::backward_input: t = b[mb], dp = layer_gather_s_; break;
+            case PipeOpKind::backward_weight: t = w[mb], dp = layer_reduce_s_; break;
           }
-          return t * per_chunk * factor[static_cast<std::size_t>(stage)] + p2p_s_;
+          return std::max(t * per_chunk * scale, dp * per_chunk) + p2p_s_;
         },
         &spans);
     out.rank_s.push_back(end);

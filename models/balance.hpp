@@ -58,6 +58,10 @@ class StepBalancer {
   MemoryEstimate memory_;
   bool oom_ = false;
   double p2p_s_ = 0;
+  // ZeRO-3's per-micro-batch data-parallel collectives of one layer (as run_step issues them):
+  // the parameter all-gather before each forward and backward, and the gradient reduce-scatter
+  // after each backward, on one DP stream beside the compute.
+  double layer_gather_s_ = 0, layer_reduce_s_ = 0;
   LinkRates rates_;
   // Per pool size (ranks): the bandwidth a rank gets in the pool's all-to-all, from a flow
   // simulation of one on the fabric.

@@ -1,3 +1,4 @@
+#include "models/balance.hpp"
 #include "models/cost.hpp"
 #include "models/llm.hpp"
 #include "models/parallel.hpp"
@@ -401,4 +402,32 @@ TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
   };
   CHECK(nanoseconds(0) == 1122078073);
   CHECK(nanoseconds(1) == 1059803324);
+}
+
+// The step balancer (uneven micro-batches, used by `orrery compare` and the RL trainer) prices
+// each op from its compute, so it must add ZeRO-3's per-micro-batch gathers itself (ZeRO-2's
+// backlog is in the uniform step's tail): on the communication-bound case its uniform step
+// orders 3 > 2 > 1 and tracks the emulator; on the compute-bound one the traffic hides.
+TEST_CASE("the step balancer charges ZeRO-2 and -3 their per-micro-batch traffic") {
+  const auto balanced = [](const StepScenario& sc) {
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+    const RooflineCostModel cost(sc.gpu);
+    const StepBalancer b(sc, cost, *schedule);
+    BatchPlacement uniform;
+    uniform.ranks.assign(static_cast<std::size_t>(sc.plan.dp),
+                         std::vector<MicroBatchPlan>(static_cast<std::size_t>(sc.plan.micro_batches()), MicroBatchPlan{{sc.plan.seq_len}}));
+    return b.run(uniform, 0).step_s;
+  };
+  std::vector<double> slow, fast;
+  for (int zero = 1; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    const StepScenario bound = zero_case(zero, 16, 8, 1024, "dgx-h100:nodes=2,nic=25Gb/s");
+    slow.push_back(balanced(bound));
+    CHECK(slow.back() == doctest::Approx(step(bound).step_time.to_seconds()).epsilon(0.15));
+    fast.push_back(balanced(zero_case(zero, 8, 8, 8192, "dgx-h100:nodes=1")));
+  }
+  CHECK(slow[1] > slow[0] * 2);
+  CHECK(slow[2] > slow[1]);
+  CHECK(fast[1] == doctest::Approx(fast[0]).epsilon(0.03));
+  CHECK(fast[2] == doctest::Approx(fast[0]).epsilon(0.03));
 }
