@@ -28,6 +28,41 @@ std::unique_ptr<models::CostModel> step_cost_model(const traces::StepScenarioFil
   return std::make_unique<models::RooflineCostModel>(gpu, models::training_roofline_params(gpu));
 }
 
+void check_fail_on_oom(const traces::StepScenarioFile& file, const std::string& source, const models::MemoryEstimate& memory, bool oom) {
+  if (!oom || !file.fail_on_oom) return;
+  const models::GpuSpec& gpu = file.scenario.gpu;
+  throw sim::InputError(source, "/plan",
+                        fmt::format("out of memory: stage {} needs {} per GPU, the {} has {} (fail_on_oom is set)", memory.stage,
+                                    sim::to_string(sim::Bytes(memory.total())), gpu.name, sim::to_string(gpu.hbm())));
+}
+
+void set_step_headline(traces::Report& rep, const std::string& scenario_name, const models::StepScenario& sc, const StepHeadline& h) {
+  rep.set("/scenario", scenario_name);
+  rep.set("/model", sc.model.name);
+  rep.set("/gpu", sc.gpu.name);
+  rep.set("/gpus", static_cast<std::int64_t>(sc.plan.gpus()));
+  rep.set("/step_time_s", h.step_time_s);
+  rep.set("/tokens_per_s", h.tokens_per_s);
+  rep.set("/tflops_per_gpu", h.tflops_per_gpu);
+  rep.set("/mfu", h.mfu);
+  rep.set("/bubble_fraction", h.bubble_fraction);
+  rep.set("/exposed_comm_fraction", h.exposed_comm_fraction);
+  rep.set("/peak_memory_bytes", h.memory.total());
+  rep.set("/oom", h.oom);
+  rep.set("/memory/stage", static_cast<std::int64_t>(h.memory.stage));
+  rep.set("/memory/params_bytes", h.memory.params_bytes);
+  rep.set("/memory/grads_bytes", h.memory.grads_bytes);
+  rep.set("/memory/optimizer_bytes", h.memory.optimizer_bytes);
+  rep.set("/memory/activations_bytes", h.memory.activations_bytes);
+  rep.set("/memory/logits_bytes", h.memory.logits_bytes);
+  rep.set("/micro_batches", static_cast<std::int64_t>(h.micro_batches));
+}
+
+std::string plan_line(const models::ParallelPlan& p) {
+  return fmt::format("tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}", p.tp, p.pp, p.vp, p.dp,
+                     p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+}
+
 std::string default_step_scenario() {
   return R"json({
   "name": "Llama 3 8B on 2 DGX H100 (TP 2, PP 2, DP 4, 1F1B)",
@@ -59,11 +94,7 @@ void step(const StepOptions& o, std::ostream& out) {
   options.reuse = !o.no_reuse;
   options.keep_graph = !o.trace_path.empty() || !o.html_path.empty();
   const models::StepResult r = models::run_step(sc, cost, *schedule, options);
-  if (r.oom && file.fail_on_oom) {
-    throw sim::InputError(source, "/plan",
-                          fmt::format("out of memory: stage {} needs {} per GPU, the {} has {} (fail_on_oom is set)", r.memory.stage,
-                                      sim::to_string(sim::Bytes(r.memory.total())), sc.gpu.name, sim::to_string(sc.gpu.hbm())));
-  }
+  check_fail_on_oom(file, source, r.memory, r.oom);
 
   const models::ParallelPlan& p = sc.plan;
   const auto gib = [](double b) { return b / 1073741824.0; };
@@ -71,8 +102,7 @@ void step(const StepOptions& o, std::ostream& out) {
   out << fmt::format("model      {} ({:.1f}B parameters, {:.1f}B active)\n", sc.model.name, static_cast<double>(sc.model.params()) / 1e9,
                      static_cast<double>(sc.model.active_params()) / 1e9);
   out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
-  out << fmt::format("plan       tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}\n", p.tp,
-                     p.pp, p.vp, p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {}  ({} micro-batches)\n", sim::to_string(r.step_time), r.micro_batches);
   out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}% (HFU {:.1f}%)\n", r.tokens_per_s, r.tflops_per_gpu, 100 * r.mfu,
                      100 * r.hfu);
@@ -91,27 +121,11 @@ void step(const StepOptions& o, std::ostream& out) {
 
   if (report_wanted(o.report_path, o.report_json)) {
     traces::Report rep;
-    rep.set("/scenario", file.name.empty() ? source : file.name);
-    rep.set("/model", sc.model.name);
-    rep.set("/gpu", sc.gpu.name);
-    rep.set("/gpus", static_cast<std::int64_t>(p.gpus()));
-    rep.set("/step_time_s", r.step_time.to_seconds());
-    rep.set("/tokens_per_s", r.tokens_per_s);
-    rep.set("/tflops_per_gpu", r.tflops_per_gpu);
-    rep.set("/mfu", r.mfu);
+    set_step_headline(rep, file.name.empty() ? source : file.name, sc,
+                      {r.step_time.to_seconds(), r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.bubble_fraction, r.exposed_comm_fraction, r.micro_batches,
+                       r.memory, r.oom});
     rep.set("/hfu", r.hfu);
     rep.set("/model_flops", r.model_flops);
-    rep.set("/bubble_fraction", r.bubble_fraction);
-    rep.set("/exposed_comm_fraction", r.exposed_comm_fraction);
-    rep.set("/peak_memory_bytes", r.memory.total());
-    rep.set("/oom", r.oom);
-    rep.set("/memory/stage", static_cast<std::int64_t>(r.memory.stage));
-    rep.set("/memory/params_bytes", r.memory.params_bytes);
-    rep.set("/memory/grads_bytes", r.memory.grads_bytes);
-    rep.set("/memory/optimizer_bytes", r.memory.optimizer_bytes);
-    rep.set("/memory/activations_bytes", r.memory.activations_bytes);
-    rep.set("/memory/logits_bytes", r.memory.logits_bytes);
-    rep.set("/micro_batches", static_cast<std::int64_t>(r.micro_batches));
     rep.set("/simulated/tasks", static_cast<std::int64_t>(r.tasks));
     rep.set("/simulated/flows", static_cast<std::int64_t>(r.flows));
     rep.set("/simulated/ranks", static_cast<std::int64_t>(r.ranks_simulated));

@@ -1,6 +1,7 @@
 // `orrery step --estimate`: the closed-form step time of a scenario (models/estimate.hpp).
 #include "cli/plan_search.hpp"
 #include "cli/report_out.hpp"
+#include "cli/step_cost.hpp"
 
 #include "models/estimate.hpp"
 #include "sim/error.hpp"
@@ -16,18 +17,13 @@ void step_estimate(const traces::StepScenarioFile& file, const std::string& sour
                    const models::PipelineSchedule& schedule, const StepOptions& o, std::ostream& out) {
   const models::StepScenario& sc = file.scenario;
   const models::StepEstimate e = models::estimate_step(sc, cost, schedule);
-  if (e.oom && file.fail_on_oom) {
-    throw sim::InputError(source, "/plan",
-                          fmt::format("out of memory: stage {} needs {} per GPU, the {} has {} (fail_on_oom is set)", e.memory.stage,
-                                      sim::to_string(sim::Bytes(e.memory.total())), sc.gpu.name, sim::to_string(sc.gpu.hbm())));
-  }
+  check_fail_on_oom(file, source, e.memory, e.oom);
   const models::ParallelPlan& p = sc.plan;
   const auto gib = [](double b) { return b / 1073741824.0; };
   out << fmt::format("scenario   {}  (closed-form estimate, not emulated)\n", file.name.empty() ? source : file.name);
   out << fmt::format("model      {}\n", sc.model.name);
   out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
-  out << fmt::format("plan       tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}\n", p.tp,
-                     p.pp, p.vp, p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {:.4f} s  ({} micro-batches)\n", e.step_time_s, e.micro_batches);
   out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}%\n", e.tokens_per_s, e.tflops_per_gpu, 100 * e.mfu);
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
@@ -37,20 +33,10 @@ void step_estimate(const traces::StepScenarioFile& file, const std::string& sour
                      e.oom ? "  ** OUT OF MEMORY **" : "");
   if (report_wanted(o.report_path, o.report_json)) {
     traces::Report rep;
-    rep.set("/scenario", file.name.empty() ? source : file.name);
-    rep.set("/model", sc.model.name);
-    rep.set("/gpu", sc.gpu.name);
-    rep.set("/gpus", static_cast<std::int64_t>(p.gpus()));
+    set_step_headline(rep, file.name.empty() ? source : file.name, sc,
+                      {e.step_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.bubble_fraction, e.exposed_comm_fraction, e.micro_batches, e.memory,
+                       e.oom});
     rep.set("/estimate", true);
-    rep.set("/step_time_s", e.step_time_s);
-    rep.set("/tokens_per_s", e.tokens_per_s);
-    rep.set("/tflops_per_gpu", e.tflops_per_gpu);
-    rep.set("/mfu", e.mfu);
-    rep.set("/bubble_fraction", e.bubble_fraction);
-    rep.set("/exposed_comm_fraction", e.exposed_comm_fraction);
-    rep.set("/peak_memory_bytes", e.memory.total());
-    rep.set("/oom", e.oom);
-    rep.set("/micro_batches", static_cast<std::int64_t>(e.micro_batches));
     emit_report(rep, o.report_path, o.report_json);
   }
 }

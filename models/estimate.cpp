@@ -136,6 +136,17 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   //    Pipeline Parallelism", sec. 3.1).
   // Other schedules: their plan replayed with these op times (plan_makespan).
   const std::string_view kind = schedule.name();
+  // One op's time on a stage: its chunk's F, B + W, B or W.
+  const auto op_seconds = [&](const PipeOp& op, int stage) {
+    const ChunkOpCosts& k = chunk(op.chunk, stage);
+    switch (op.kind) {
+      case PipeOpKind::forward: return k.f.seconds();
+      case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
+      case PipeOpKind::backward_input: return k.b.seconds();
+      case PipeOpKind::backward_weight: return k.w.seconds();
+    }
+    return 0.0;
+  };
   const double ideal = mbs * t_max;
   double ramp = 0;
   if (kind == "gpipe" || kind == "1f1b") {
@@ -151,16 +162,7 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
     }
     ramp = sum - worst;
   } else {
-    const double span = plan_makespan(order, shape, [&](const PipeOp& op, int stage) {
-      const ChunkOpCosts& k = chunk(op.chunk, stage);
-      switch (op.kind) {
-        case PipeOpKind::forward: return k.f.seconds();
-        case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
-        case PipeOpKind::backward_input: return k.b.seconds();
-        case PipeOpKind::backward_weight: return k.w.seconds();
-      }
-      return 0.0;
-    });
+    const double span = plan_makespan(order, shape, op_seconds);
     ramp = std::max(0.0, span - ideal);
   }
   e.pipeline_compute_s = ideal;
@@ -263,16 +265,7 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
       std::vector<OpSpan> spans;
       plan_makespan(
           order, shape,
-          [&](const PipeOp& op, int stage) {
-            const ChunkOpCosts& k = chunk(op.chunk, stage);
-            switch (op.kind) {
-              case PipeOpKind::forward: return k.f.seconds();
-              case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
-              case PipeOpKind::backward_input: return k.b.seconds();
-              case PipeOpKind::backward_weight: return k.w.seconds();
-            }
-            return 0.0;
-          },
+          op_seconds,
           &spans);
       std::vector<bool> seen(static_cast<std::size_t>(p.pp), false);
       for (const OpSpan& o : spans) {
