@@ -4,11 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 using namespace orrery::traces;
 
@@ -23,19 +25,33 @@ std::size_t count(const std::string& text, const std::string& what) {
 // Data marks: elements of class "mark" (legend swatches are "key").
 std::size_t marks(const std::string& svg) { return count(svg, "class=\"mark"); }
 
+// The elements that open with `open` (e.g. `<rect class="mark`), each up to its '>'.
+std::vector<std::string> elements(const std::string& svg, const std::string& open) {
+  std::vector<std::string> out;
+  for (std::size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + open.size())) {
+    out.push_back(svg.substr(at, svg.find('>', at) - at));
+  }
+  return out;
+}
+
+// An attribute's value inside one element's text ("" when absent).
+std::string attribute(const std::string& element, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const std::size_t at = element.find(key);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + key.size();
+  return element.substr(begin, element.find('"', begin) - begin);
+}
+
 // Every data mark has a positive width and height, or a non-empty path, or a positive radius.
+// (Scanned by hand: libstdc++'s <regex> trips GCC 12's -Wmaybe-uninitialized under ASan.)
 void check_marks_have_geometry(const std::string& svg) {
-  static const std::regex rect(R"re(<rect class="mark[^"]*" x="[-0-9.]+" y="[-0-9.]+" width="([-0-9.]+)" height="([-0-9.]+)")re");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator(); ++it) {
-    CHECK(std::stod((*it)[1]) > 0);
-    CHECK(std::stod((*it)[2]) > 0);
+  for (const std::string& rect : elements(svg, "<rect class=\"mark")) {
+    CHECK(std::stod(attribute(rect, "width")) > 0);
+    CHECK(std::stod(attribute(rect, "height")) > 0);
   }
-  static const std::regex path(R"re(<path class="mark" d="([^"]*)")re");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path); it != std::sregex_iterator(); ++it) {
-    CHECK((*it)[1].length() > 3);
-  }
-  static const std::regex circle(R"re(<circle class="mark" cx="[-0-9.]+" cy="[-0-9.]+" r="([-0-9.]+)")re");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle); it != std::sregex_iterator(); ++it) CHECK(std::stod((*it)[1]) > 0);
+  for (const std::string& path : elements(svg, "<path class=\"mark\"")) CHECK(attribute(path, "d").length() > 3);
+  for (const std::string& circle : elements(svg, "<circle class=\"mark\"")) CHECK(std::stod(attribute(circle, "r")) > 0);
 }
 
 void check_plot(const Figure& f, const std::string& id) {
