@@ -192,7 +192,7 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
   md += "For rows of megatron_core_h100_weak_scaling_2024.csv, `orrery plan`'s search (cli/plan_cmd.cpp) runs at the row's GPU\n"
         "count, batch and sequence length (4096) with the row's assumptions from the steps section (overlap of TP\n"
         "communication, sequence parallelism, flash attention): TP up to 8, PP up to 64, CP 1, micro-batches 1 and 2,\n"
-        "every schedule, recompute none/selective/full, ZeRO 0 and 1, 80 GiB. Its best plan by the estimate is confirmed\n"
+        "every schedule, recompute none/selective/full, ZeRO 0 and 1, the H100's 80 GB of memory. Its best plan by the estimate is confirmed\n"
         "with the emulator and compared with the published plan run through the emulator (the steps section's rule for\n"
         "micro-batch and interleaving), both converted to TFLOP/s with Megatron's FLOP formula, and with the published\n"
         "TFLOP/s, for every row of the table. ZeRO is limited to 0 and 1 here, as in the published runs (Megatron's\n"
