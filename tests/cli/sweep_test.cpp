@@ -186,7 +186,7 @@ TEST_CASE("sweep: report flattening keys policies by name") {
   CHECK(flat.at("memory.params_bytes") == 10);
 }
 
-TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, sequence and RL scenarios)") {
+TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, sequence, multimodal and RL scenarios)") {
   const auto sweep = [](const std::string& name, const std::string& plan) {
     write(name + ".json", plan);
     const Result r = run({"sweep", name + ".json", "-o", name + "-out.json"});
@@ -227,6 +227,14 @@ TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, 
     CHECK(row.at("policies.wlb-llm.tokens_per_s").get<double>() > 0);
   }
   CHECK(seq[0].at("policies.packing.tokens_per_s") != seq[1].at("policies.packing.tokens_per_s"));
+
+  // Multimodal pipelines: the TP x DP split moves the step time.
+  const json mm = sweep("mm", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
+                                  R"json(/examples/multimodal/qwen2-vl-7b-64.json", "options": {"policies": "pipeweaver", "steps": 1},
+    "axes": [{"pointers": ["/multimodal/tp", "/multimodal/dp"], "values": [[2, 8], [4, 4]]}]})json");
+  REQUIRE(mm.size() == 2);
+  for (const json& row : mm) CHECK(row.at("status") == "ok");
+  CHECK(mm[0].at("policies.pipeweaver.step_time_p50_s") != mm[1].at("policies.pipeweaver.step_time_p50_s"));
 
   // RL: a policy per point, two iterations each.
   const json rl = sweep("rl", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
