@@ -668,12 +668,12 @@ void sweep(const SweepOptions& o, std::ostream& out) {
     progress->advance();
   };
   const auto prepare = [&] {
-    std::vector<int> todo;
+    std::vector<int> pending;
     if (o.resume) done = read_journal(journal_path, print, points.size());
     for (int i = 0; i < static_cast<int>(points.size()); ++i) {
-      if (!done.contains(i)) todo.push_back(i);
+      if (!done.contains(i)) pending.push_back(i);
     }
-    if (o.max_points > 0 && todo.size() > static_cast<std::size_t>(o.max_points)) todo.resize(static_cast<std::size_t>(o.max_points));
+    if (o.max_points > 0 && pending.size() > static_cast<std::size_t>(o.max_points)) pending.resize(static_cast<std::size_t>(o.max_points));
     journal = std::make_unique<std::ofstream>(journal_path, o.resume ? std::ios::app : std::ios::trunc);
     if (!*journal) throw InputError(journal_path, "", "cannot write the sweep's journal here (the results' folder must exist and be writable)");
     if (!o.resume || done.empty()) {
@@ -682,8 +682,8 @@ void sweep(const SweepOptions& o, std::ostream& out) {
       *journal << json{{"fingerprint", print}, {"plan", plan.source}, {"points", points.size()}}.dump() << '\n';
     }
     progress = std::make_unique<Progress>(static_cast<int>(points.size()), static_cast<int>(done.size()), !o.quiet && isatty(fileno(stderr)) != 0);
-    ran = todo.size();
-    return todo;
+    ran = pending.size();
+    return pending;
   };
   if (mpi) {
     root = sweep_run_mpi(prepare, threads, evaluate, record, per_rank);
@@ -791,20 +791,20 @@ void sweep(const SweepOptions& o, std::ostream& out) {
   if (errors > 0) throw sim::InternalError(fmt::format("{} points hit an internal error; their rows in {} say which", errors, out_path));
 }
 
-void sweep_run_local(const std::vector<int>& todo, int threads, const SweepEvaluate& evaluate, const SweepRecord& record) {
+void sweep_run_local(const std::vector<int>& pending, int threads, const SweepEvaluate& evaluate, const SweepRecord& record) {
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_lock;
   const auto work = [&] {
     try {
-      for (std::size_t k = next++; k < todo.size(); k = next++) record(todo[k], evaluate(todo[k]));
+      for (std::size_t k = next++; k < pending.size(); k = next++) record(pending[k], evaluate(pending[k]));
     } catch (...) {
       const std::lock_guard<std::mutex> guard(failure_lock);
       if (!failure) failure = std::current_exception();
-      next = todo.size();  // the others stop at their next point
+      next = pending.size();  // the others stop at their next point
     }
   };
-  const int n = std::max(1, std::min(threads, static_cast<int>(todo.size())));
+  const int n = std::max(1, std::min(threads, static_cast<int>(pending.size())));
   std::vector<std::thread> pool;
   for (int t = 1; t < n; ++t) pool.emplace_back(work);
   work();

@@ -98,11 +98,11 @@ void write_sweep_html(const std::string& path, const SweepPlan& plan, const std:
 bool sweep_mpi_built();
 bool sweep_mpi_launched();
 
-// Runs `todo` point indices: `evaluate(i)` gives a row's JSON text, `record(i, text)` takes it
+// Runs `pending` point indices: `evaluate(i)` gives a row's JSON text, `record(i, text)` takes it
 // (calls are serialised). Local: `threads` workers pull the next index as they free up.
 using SweepEvaluate = std::function<std::string(int)>;
 using SweepRecord = std::function<void(int, const std::string&)>;
-void sweep_run_local(const std::vector<int>& todo, int threads, const SweepEvaluate& evaluate, const SweepRecord& record);
+void sweep_run_local(const std::vector<int>& pending, int threads, const SweepEvaluate& evaluate, const SweepRecord& record);
 // Over MPI (master/worker, since points differ in cost): rank 0 calls `prepare` for the indices
 // to run, hands them out one at a time to the other ranks as they ask and runs `threads` local
 // workers on the same queue, and records every row. Returns true on rank 0 only, which gets

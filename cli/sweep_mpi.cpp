@@ -114,17 +114,17 @@ bool sweep_run_mpi(const std::function<std::vector<int>()>& prepare, int threads
   }
   // Rank 0: prepare (a bad journal throws); the workers are then told to stop before it rethrows.
   std::exception_ptr failure;
-  std::vector<int> todo;
+  std::vector<int> pending;
   try {
-    todo = prepare();
+    pending = prepare();
   } catch (...) {
     failure = std::current_exception();
   }
-  std::atomic<std::size_t> next{failure ? todo.size() : 0};
+  std::atomic<std::size_t> next{failure ? pending.size() : 0};
   std::mutex failure_lock;
   const auto take = [&]() -> int {
     const std::size_t k = next++;
-    return k < todo.size() ? todo[k] : -1;
+    return k < pending.size() ? pending[k] : -1;
   };
   // Local workers on rank 0 (none when the job has other ranks and asked for one thread: the
   // main thread serves them instead).
@@ -142,7 +142,7 @@ bool sweep_run_mpi(const std::function<std::vector<int>()>& prepare, int threads
       } catch (...) {
         const std::lock_guard<std::mutex> guard(failure_lock);
         if (!failure) failure = std::current_exception();
-        next = todo.size();
+        next = pending.size();
       }
     });
   }
@@ -158,7 +158,7 @@ bool sweep_run_mpi(const std::function<std::vector<int>()>& prepare, int threads
       } catch (...) {
         const std::lock_guard<std::mutex> guard(failure_lock);
         if (!failure) failure = std::current_exception();
-        next = todo.size();
+        next = pending.size();
       }
     }
     const int index = take();
