@@ -109,14 +109,37 @@ std::string keys_at(const json& base, const std::string& pointer) {
   }
 }
 
+// Whether any string in `j` holds `text`.
+bool mentions(const json& j, const std::string& text) {
+  if (j.is_string()) return j.get_ref<const std::string&>().find(text) != std::string::npos;
+  if (j.is_structured()) {
+    for (const auto& child : j) {
+      if (mentions(child, text)) return true;
+    }
+  }
+  return false;
+}
+
 SweepAxis read_axis(const JsonNode& node, const SweepPlan& plan) {
   JsonObject o = node.as_object();
   SweepAxis axis;
   const auto pointer = o.optional("pointer");
   const auto pointers = o.optional("pointers");
   const auto option = o.optional("option");
-  if ((pointer ? 1 : 0) + (pointers ? 1 : 0) + (option ? 1 : 0) != 1) {
-    node.fail("expected exactly one of \"pointer\" (a scenario field), \"pointers\" (fields varied together) or \"option\" (a command option)");
+  const auto variable = o.optional("variable");
+  if ((pointer ? 1 : 0) + (pointers ? 1 : 0) + (option ? 1 : 0) + (variable ? 1 : 0) != 1) {
+    node.fail("expected exactly one of \"pointer\" (a scenario field), \"pointers\" (fields varied together), \"option\" (a command option) "
+              "or \"variable\" (a ${name} written into the base's strings)");
+  }
+  if (variable) {
+    axis.variable = variable->as_string();
+    if (axis.variable.empty() || axis.variable.find_first_of("${}") != std::string::npos) {
+      variable->fail(fmt::format("found {}, expected a name such as \"nic\" (the base then holds ${{nic}})", sim::quote(axis.variable)));
+    }
+    if (!mentions(plan.base, "${" + axis.variable + "}") && !mentions(plan.options, "${" + axis.variable + "}")) {
+      variable->fail(fmt::format("the base scenario and the options hold no ${{{}}}; write it into a string, e.g. \"dgx-h100:nodes=8,nic=${{{}}}\"",
+                                 axis.variable, axis.variable));
+    }
   }
   if (pointer) axis.pointers.push_back(pointer->as_string());
   if (pointers) {
@@ -125,7 +148,7 @@ SweepAxis read_axis(const JsonNode& node, const SweepPlan& plan) {
   }
   if (option) axis.option = option->as_string();
   const auto name = o.optional("name");
-  axis.name = name ? name->as_string() : !axis.option.empty() ? axis.option : axis.pointers.front();
+  axis.name = name ? name->as_string() : !axis.option.empty() ? axis.option : !axis.variable.empty() ? axis.variable : axis.pointers.front();
   for (std::size_t i = 0; i < axis.pointers.size(); ++i) {
     const std::string& p = axis.pointers[i];
     const JsonNode& where = pointer ? *pointer : pointers->as_array()[i];
@@ -158,6 +181,10 @@ SweepAxis read_axis(const JsonNode& node, const SweepPlan& plan) {
   if ((values ? 1 : 0) + (range ? 1 : 0) != 1) node.fail("expected exactly one of \"values\" (a list) or \"range\" ({\"min\", \"max\", ...})");
   // The field (or option) each value must match in type.
   const auto check_value = [&](const json& v, const JsonNode& at, std::size_t k) {
+    if (!axis.variable.empty()) {
+      if (!v.is_string() && !v.is_number() && !v.is_boolean()) at.fail(fmt::format("found {}, expected a string, number or boolean to write in", describe(v)));
+      return;
+    }
     if (spec != nullptr) {
       const json prototype = spec->type == json::value_t::string ? json("") : spec->type == json::value_t::boolean ? json(false) : json(0);
       if (!same_kind(v, prototype)) at.fail(fmt::format("found {}, expected {} for option {} ({})", describe(v), type_name(prototype), axis.option, spec->help));
@@ -247,10 +274,36 @@ std::vector<json> grid_values(const SweepAxis& axis) {
   return out;
 }
 
+// Writes `value` wherever `${name}` stands in a string of `j`: a string that is only the
+// placeholder takes the value itself (a number stays a number); elsewhere its text is spliced in.
+void substitute(json& j, const std::string& placeholder, const json& value) {
+  if (j.is_string()) {
+    const std::string& text = j.get_ref<const std::string&>();
+    if (text == placeholder) {
+      j = value;
+      return;
+    }
+    if (text.find(placeholder) == std::string::npos) return;
+    const std::string with = value.is_string() ? value.get<std::string>() : value.dump();
+    std::string out;
+    std::size_t at = 0;
+    for (std::size_t hit = text.find(placeholder); hit != std::string::npos; hit = text.find(placeholder, at)) {
+      out += text.substr(at, hit - at) + with;
+      at = hit + placeholder.size();
+    }
+    j = out + text.substr(at);
+  } else if (j.is_structured()) {
+    for (auto& child : j) substitute(child, placeholder, value);
+  }
+}
+
 void set_values(json& scenario, json& options, const std::vector<SweepAxis>& axes, const std::vector<json>& values) {
   for (std::size_t a = 0; a < axes.size(); ++a) {
     const SweepAxis& axis = axes[a];
-    if (!axis.option.empty()) {
+    if (!axis.variable.empty()) {
+      substitute(scenario, "${" + axis.variable + "}", values[a]);
+      substitute(options, "${" + axis.variable + "}", values[a]);
+    } else if (!axis.option.empty()) {
       options[axis.option] = values[a];
     } else if (axis.pointers.size() == 1) {
       scenario[json::json_pointer(axis.pointers[0])] = values[a];

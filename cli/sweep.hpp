@@ -16,11 +16,13 @@
 namespace orrery::cli {
 
 // One varied quantity. It sets one or several scenario fields (pointers; with several, each
-// value is an array with one entry per pointer) or one command option.
+// value is an array with one entry per pointer), one command option, or a variable: every
+// `${name}` in the base's strings ("dgx-h100:nodes=${nodes},nic=${nic}").
 struct SweepAxis {
   std::string name;                   // the results column
   std::vector<std::string> pointers;  // RFC 6901, into the base scenario
   std::string option;                 // or: a command option ("policies", "steps", ...)
+  std::string variable;               // or: a ${name} in the base scenario's (and options') strings
   std::vector<nlohmann::json> values;  // discrete values; empty for a range
   std::vector<std::string> labels;     // optional, one per value: what the results show instead
   // A numeric range: a grid takes `steps` values from min to max (evenly, or evenly in log

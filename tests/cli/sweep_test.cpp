@@ -278,3 +278,25 @@ TEST_CASE("sweep: the closed-form estimate agrees with the emulator on which poi
     CHECK(ratio == doctest::Approx(1.0).epsilon(0.1));
   }
 }
+
+TEST_CASE("sweep: a variable axis writes its value wherever ${name} stands in the base's strings") {
+  write("variables.json", R"json({"command": "collective",
+    "base": {"topology": "dgx-h100:nodes=2,nic=${nic}", "op": "all-reduce", "algo": "ring", "size": "1GiB", "ranks": "${ranks}"},
+    "axes": [{"variable": "nic", "values": ["100Gb/s", "400Gb/s"]}, {"variable": "ranks", "values": [16]}]})json");
+  const Result r = run({"sweep", "variables.json", "-o", "variables-out.json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json rows = read_json("variables-out.json").at("rows");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("nic") == "100Gb/s");
+  CHECK(rows[0].at("ranks") == 16);  // a string that is only the placeholder takes the number
+  CHECK(rows[0].at("topology") == "dgx-h100:nodes=2,nic=100Gb/s");
+  // A ring across two servers is bound by the NICs: four times their rate, about four times the bandwidth.
+  CHECK(rows[1].at("busbw_GBps").get<double>() > 3 * rows[0].at("busbw_GBps").get<double>());
+
+  write("variables-bad.json", R"json({"command": "collective", "base": {"topology": "dgx-h100:nodes=2", "size": "1GiB"},
+    "axes": [{"variable": "nic", "values": ["100Gb/s"]}]})json");
+  const Result bad = run({"sweep", "variables-bad.json"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("variables-bad.json:/axes/0/variable: the base scenario and the options hold no ${nic}; write it into a string") !=
+        std::string::npos);
+}
