@@ -300,3 +300,17 @@ TEST_CASE("sweep: a variable axis writes its value wherever ${name} stands in th
   CHECK(bad.err.find("variables-bad.json:/axes/0/variable: the base scenario and the options hold no ${nic}; write it into a string") !=
         std::string::npos);
 }
+
+TEST_CASE("every example sweep plan runs, with points that ran, deterministically") {
+  for (const auto& entry : fs::directory_iterator(fs::path(ORRERY_SOURCE_DIR) / "examples" / "sweeps")) {
+    const std::string plan = entry.path().string(), name = entry.path().stem().string();
+    CAPTURE(plan);
+    const Result first = run({"sweep", plan, "-o", name + "-1.json", "--html", name + ".html"});
+    REQUIRE_MESSAGE(first.code == 0, first.err);
+    REQUIRE(run({"sweep", plan, "-o", name + "-2.json", "--jobs", "1"}).code == 0);
+    CHECK(slurp(name + "-1.json") == slurp(name + "-2.json"));
+    const json rows = read_json(name + "-1.json").at("rows");
+    CHECK(std::any_of(rows.begin(), rows.end(), [](const json& r) { return r.at("status") == "ok"; }));
+    CHECK(slurp(name + ".html").find("data-plot=\"sweep-heatmap\"") != std::string::npos);
+  }
+}
