@@ -275,25 +275,25 @@ std::vector<json> grid_values(const SweepAxis& axis) {
 }
 
 // Writes `value` wherever `${name}` stands in a string of `j`: a string that is only the
-// placeholder takes the value itself (a number stays a number); elsewhere its text is spliced in.
-void substitute(json& j, const std::string& placeholder, const json& value) {
+// reference takes the value itself (a number stays a number); elsewhere its text is spliced in.
+void substitute(json& j, const std::string& reference, const json& value) {
   if (j.is_string()) {
     const std::string& text = j.get_ref<const std::string&>();
-    if (text == placeholder) {
+    if (text == reference) {
       j = value;
       return;
     }
-    if (text.find(placeholder) == std::string::npos) return;
+    if (text.find(reference) == std::string::npos) return;
     const std::string with = value.is_string() ? value.get<std::string>() : value.dump();
     std::string out;
     std::size_t at = 0;
-    for (std::size_t hit = text.find(placeholder); hit != std::string::npos; hit = text.find(placeholder, at)) {
+    for (std::size_t hit = text.find(reference); hit != std::string::npos; hit = text.find(reference, at)) {
       out += text.substr(at, hit - at) + with;
-      at = hit + placeholder.size();
+      at = hit + reference.size();
     }
     j = out + text.substr(at);
   } else if (j.is_structured()) {
-    for (auto& child : j) substitute(child, placeholder, value);
+    for (auto& child : j) substitute(child, reference, value);
   }
 }
 

@@ -288,7 +288,7 @@ TEST_CASE("sweep: a variable axis writes its value wherever ${name} stands in th
   const json rows = read_json("variables-out.json").at("rows");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].at("nic") == "100Gb/s");
-  CHECK(rows[0].at("ranks") == 16);  // a string that is only the placeholder takes the number
+  CHECK(rows[0].at("ranks") == 16);  // a string that is only "${ranks}" takes the number
   CHECK(rows[0].at("topology") == "dgx-h100:nodes=2,nic=100Gb/s");
   // A ring across two servers is bound by the NICs: four times their rate, about four times the bandwidth.
   CHECK(rows[1].at("busbw_GBps").get<double>() > 3 * rows[0].at("busbw_GBps").get<double>());
