@@ -7,22 +7,54 @@
 
 namespace orrery::sim {
 
+// How rates are kept.
+//  - Every sharing flow belongs to the group of its bottleneck link: the link it froze on in
+//    the last progressive filling. A group's flows share one level (rate per unit weight), so
+//    a group keeps one virtual clock, the bytes per unit weight each of its flows has sent
+//    since the group formed, and a heap of its flows by the clock reading at which each is
+//    done (generalized processor sharing's virtual finish time). One engine event per group
+//    stands for its next completion; when a re-solve changes a group's level, that one event
+//    moves, not one per flow. In a large all-to-all with per-flow ECMP, a departure changes
+//    the rates of thousands of flows but the bottleneck of only a handful.
+//  - Each link keeps the sum of its flows' rates in fixed point (exact, so that it never
+//    drifts however many times rates change), which gives the capacity that flows outside a
+//    re-solve hold without visiting them.
+namespace {
+constexpr double kLoadScale = 1024.0;  // fixed-point units per B/s
+std::int64_t to_fixed(double rate) { return std::llround(rate * kLoadScale); }
+}  // namespace
+
 LinkId FlowNetwork::add_link(BytesPerSecond capacity, Duration latency) {
   ORRERY_CHECK(capacity.value() > 0 && std::isfinite(capacity.value()), "link capacity {} B/s is not positive",
                capacity.value());
+  ORRERY_CHECK(capacity.value() < 1e15, "link capacity {} B/s is out of range (at most 1e15)", capacity.value());
   ORRERY_CHECK(latency >= Duration::zero(), "negative link latency");
+  const auto id = static_cast<std::uint32_t>(capacity_.size());
   capacity_.push_back(capacity.value());
   latency_ns_.push_back(latency.ns());
   on_link_.emplace_back();
+  load_fx_.push_back(0);
+  members_.emplace_back();
+  group_level_.push_back(0);
+  clock_.push_back(0);
+  clock_ns_.push_back(0);
+  group_event_.emplace_back();
+  active_slot_.push_back(kNone);
   link_dirty_.push_back(0);
   link_mark_.push_back(0);
+  local_.push_back(0);
+  parent_.push_back(id);
+  uf_mark_.push_back(0);
   touched_mark_.push_back(0);
   residual_.push_back(0);
   weight_left_.push_back(0);
+  in_component_fx_.push_back(0);
   level_.push_back(0);
   unfrozen_.push_back(0);
+  old_level_.push_back(0);
+  heap_slot_.push_back(kNone);
   reported_load_.push_back(0);
-  return LinkId(static_cast<std::uint32_t>(capacity_.size() - 1));
+  return LinkId(id);
 }
 
 FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64_t tag, double weight,
@@ -45,15 +77,19 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
     state_.push_back(State::free);
     remaining_.push_back(0);
     rate_.push_back(0);
+    rate_fx_.push_back(0);
     weight_.push_back(0);
-    updated_ns_.push_back(0);
     tag_.push_back(0);
     event_.emplace_back();
     route_begin_.push_back(0);
     route_size_.push_back(0);
     route_capacity_.push_back(0);
+    group_.push_back(kNone);
+    finish_.push_back(0);
+    heap_pos_.push_back(0);
     flow_mark_.push_back(0);
     new_rate_.push_back(0);
+    new_group_.push_back(kNone);
   }
   // The route goes to the pool; a reused id keeps its old space when the new route fits.
   const auto n = static_cast<std::uint32_t>(route.size());
@@ -69,9 +105,10 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
   state_[f] = State::latency;
   remaining_[f] = size.value();
   rate_[f] = 0;
+  rate_fx_[f] = 0;
   weight_[f] = weight;
-  updated_ns_[f] = engine_.now().ns();
   tag_[f] = tag;
+  group_[f] = kNone;
   ++active_count_;
   ++started_;
   if (latency_ns == 0) {
@@ -89,8 +126,10 @@ std::span<const LinkId> FlowNetwork::route(FlowId flow) const {
 
 Bytes FlowNetwork::remaining(FlowId flow) const {
   const std::uint32_t f = index_of(flow);
-  const double elapsed_s = static_cast<double>(engine_.now().ns() - updated_ns_[f]) * 1e-9;
-  return Bytes(std::max(0.0, remaining_[f] - rate_[f] * elapsed_s));
+  const std::uint32_t g = group_[f];
+  if (state_[f] != State::sharing || g == kNone) return Bytes(remaining_[f]);
+  const double elapsed_s = static_cast<double>(engine_.now().ns() - clock_ns_[g]) * 1e-9;
+  return Bytes(std::max(0.0, (finish_[f] - clock_[g] - group_level_[g] * elapsed_s) * weight_[f]));
 }
 
 BytesPerSecond FlowNetwork::link_load(LinkId l) const {
@@ -100,7 +139,6 @@ BytesPerSecond FlowNetwork::link_load(LinkId l) const {
 }
 
 void FlowNetwork::activate(std::uint32_t f) {
-  updated_ns_[f] = engine_.now().ns();
   if (route_size_[f] == 0 || remaining_[f] == 0) {
     // Nothing to share: done as soon as the latency is over (as an event, so that observers
     // never run inside start()).
@@ -145,19 +183,31 @@ void FlowNetwork::detach(std::uint32_t f) {
 
 void FlowNetwork::complete(std::uint32_t f) {
   if (state_[f] == State::sharing) {
-    const double level = rate_[f] / weight_[f];
+    const std::uint32_t g = group_[f];
+    // A flow leaves between solves only through its group's completion event, so it has one.
+    const double level = g == kNone ? rate_[f] / weight_[f] : group_level_[g];
     departure_floor_ = departures_ ? std::min(departure_floor_, level) : level;
     departures_ = true;
+    if (g != kNone) group_erase(f);
+    set_rate(f, 0);
     detach(f);
     request_solve();
   }
   state_[f] = State::free;
   remaining_[f] = 0;
-  rate_[f] = 0;
-  updated_ns_[f] = engine_.now().ns();
   --active_count_;
   free_flows_.push_back(f);
   if (observer_ != nullptr) observer_->on_flow_complete(FlowId(f), tag_[f], engine_.now());
+}
+
+void FlowNetwork::set_rate(std::uint32_t f, double rate) {
+  const std::int64_t fx = to_fixed(rate);
+  const std::int64_t delta = fx - rate_fx_[f];
+  rate_[f] = rate;
+  rate_fx_[f] = fx;
+  if (delta == 0) return;
+  const std::uint32_t begin = route_begin_[f];
+  for (std::uint32_t i = 0; i < route_size_[f]; ++i) load_fx_[index_of(route_pool_[begin + i])] += delta;
 }
 
 void FlowNetwork::mark_dirty(std::uint32_t link) {
@@ -178,28 +228,135 @@ void FlowNetwork::request_solve() {
   });
 }
 
+// ---- groups ----
+
+void FlowNetwork::advance(std::uint32_t g) {
+  const std::int64_t now = engine_.now().ns();
+  if (clock_ns_[g] == now) return;
+  clock_[g] += group_level_[g] * static_cast<double>(now - clock_ns_[g]) * 1e-9;
+  clock_ns_[g] = now;
+}
+
+std::int64_t FlowNetwork::due_ns(std::uint32_t g, std::uint32_t f) const {
+  const double ns = std::max(0.0, (finish_[f] - clock_[g]) / group_level_[g] * 1e9);
+  return clock_ns_[g] + ceil_duration_ns(ns).ns();
+}
+
+void FlowNetwork::schedule_group(std::uint32_t g) {
+  engine_.cancel(group_event_[g]);
+  group_event_[g] = EventId();
+  if (members_[g].empty()) return;
+  const std::int64_t at = std::max(engine_.now().ns(), due_ns(g, members_[g].front()));
+  group_event_[g] = engine_.schedule_at(Time::from_ns(at), [this, g] { complete_due(g); });
+}
+
+void FlowNetwork::complete_due(std::uint32_t g) {
+  group_event_[g] = EventId();
+  const std::int64_t now = engine_.now().ns();
+  // Every member due by now finishes now, in heap order (deterministic: ties break by id).
+  while (!members_[g].empty() && due_ns(g, members_[g].front()) <= now) complete(members_[g].front());
+  if (!members_[g].empty()) schedule_group(g);
+}
+
+void FlowNetwork::sift_up(std::uint32_t g, std::uint32_t pos) {
+  std::vector<std::uint32_t>& h = members_[g];
+  const std::uint32_t f = h[pos];
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (!finishes_before(f, h[parent])) break;
+    h[pos] = h[parent];
+    heap_pos_[h[pos]] = pos;
+    pos = parent;
+  }
+  h[pos] = f;
+  heap_pos_[f] = pos;
+}
+
+void FlowNetwork::sift_down(std::uint32_t g, std::uint32_t pos) {
+  std::vector<std::uint32_t>& h = members_[g];
+  const auto n = static_cast<std::uint32_t>(h.size());
+  const std::uint32_t f = h[pos];
+  for (;;) {
+    std::uint32_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && finishes_before(h[child + 1], h[child])) ++child;
+    if (!finishes_before(h[child], f)) break;
+    h[pos] = h[child];
+    heap_pos_[h[pos]] = pos;
+    pos = child;
+  }
+  h[pos] = f;
+  heap_pos_[f] = pos;
+}
+
+void FlowNetwork::group_insert(std::uint32_t g, std::uint32_t f) {
+  if (members_[g].empty()) {
+    active_slot_[g] = static_cast<std::uint32_t>(active_groups_.size());
+    active_groups_.push_back(g);
+  }
+  group_[f] = g;
+  members_[g].push_back(f);
+  sift_up(g, static_cast<std::uint32_t>(members_[g].size() - 1));
+}
+
+void FlowNetwork::group_erase(std::uint32_t f) {
+  const std::uint32_t g = group_[f];
+  group_[f] = kNone;
+  std::vector<std::uint32_t>& h = members_[g];
+  const std::uint32_t pos = heap_pos_[f];
+  const std::uint32_t last = h.back();
+  h.pop_back();
+  if (last != f) {
+    h[pos] = last;
+    heap_pos_[last] = pos;
+    sift_down(g, pos);
+    sift_up(g, heap_pos_[last]);
+  }
+  if (!h.empty()) return;
+  // The group is gone: its clock starts again from zero if it forms anew.
+  engine_.cancel(group_event_[g]);
+  group_event_[g] = EventId();
+  clock_[g] = 0;
+  const std::uint32_t slot = active_slot_[g];
+  const std::uint32_t moved = active_groups_.back();
+  active_groups_[slot] = moved;
+  active_slot_[moved] = slot;
+  active_groups_.pop_back();
+  active_slot_[g] = kNone;
+}
+
+// ---- the solve ----
+
+std::uint32_t FlowNetwork::find(std::uint32_t link) {
+  if (uf_mark_[link] != solve_epoch_) {
+    uf_mark_[link] = solve_epoch_;
+    parent_[link] = link;
+    return link;
+  }
+  while (parent_[link] != link) {
+    parent_[link] = parent_[parent_[link]];
+    link = parent_[link];
+  }
+  return link;
+}
+
 void FlowNetwork::solve() {
   ++solves_;
   ++solve_epoch_;
-  const std::uint64_t in_component = 2 * solve_epoch_;
-  const std::uint64_t frozen = in_component + 1;
 
   // When flows only left, the flows whose level (rate / weight) is below the lowest level of
   // those that left keep their rates: in progressive filling every link a departed flow
   // crossed saturated at or above its level, so nothing that froze below it can change. Only
-  // flows at or above that floor are re-solved, with the others' rates held on their links,
-  // and changes do not propagate through the held flows. An arrival re-solves everything
-  // connected to it (its level is not known in advance).
+  // flows at or above that floor are re-solved, with the others' rates held on their links.
+  // An arrival re-solves everything connected to it (its level is not known in advance).
   // The floor is lowered by a millionth: a flow that shared the departed flow's bottleneck has
   // level (w x level) / w, which rounding can put a hair below it; re-solving a flow that did
   // not need it is only work, never an error.
-  const double floor = (arrivals_ || !departures_ || always_full_) ? 0.0 : departure_floor_ * (1 - 1e-6);
+  const bool partial = !arrivals_ && departures_ && !always_full_;
+  const double floor = departure_floor_ * (1 - 1e-6);
   arrivals_ = false;
   departures_ = false;
-  const auto held = [&](std::uint32_t f) { return rate_[f] < floor * weight_[f]; };
 
-  // The affected part: every link and flow connected to a changed link through shared flows
-  // (that are not held). Flows outside it keep their rates.
   component_links_.clear();
   component_flows_.clear();
   for (const std::uint32_t l : dirty_links_) {
@@ -210,19 +367,22 @@ void FlowNetwork::solve() {
     }
   }
   dirty_links_.clear();
-  // One pass over each link's flows gathers what the filling needs: the rate of the held flows
-  // (their capacity is taken), and the weight and count of the others (all in the component).
+  if (partial) {
+    gather_above_floor(floor);
+  } else {
+    gather_component();
+  }
+  fill();
+  apply();
+}
+
+// Everything connected to a changed link: breadth first over links and their flows.
+void FlowNetwork::gather_component() {
+  const std::uint64_t in_component = 2 * solve_epoch_;
   for (std::size_t next = 0; next < component_links_.size(); ++next) {
     const std::uint32_t l = component_links_[next];
-    double weight = 0, held_rate = 0;
-    std::uint32_t count = 0;
+    solve_work_ += on_link_[l].size();
     for (const std::uint32_t f : on_link_[l]) {
-      if (held(f)) {
-        held_rate += rate_[f];
-        continue;
-      }
-      weight += weight_[f];
-      ++count;
       if (flow_mark_[f] >= in_component) continue;
       flow_mark_[f] = in_component;
       component_flows_.push_back(f);
@@ -235,44 +395,118 @@ void FlowNetwork::solve() {
         }
       }
     }
-    solve_work_ += on_link_[l].size();
-    residual_[l] = capacity_[l] - held_rate;
-    weight_left_[l] = weight;
-    unfrozen_[l] = count;
+  }
+}
+
+// The flows at or above `floor` that connect to a changed link through each other. They are
+// found through the groups (a group's flows all share its level), without visiting the held
+// flows on the links; a union-find over the candidates' links keeps the connected ones.
+void FlowNetwork::gather_above_floor(double floor) {
+  const std::uint64_t in_component = 2 * solve_epoch_;
+  candidates_.clear();
+  for (const std::uint32_t g : active_groups_) {
+    if (group_level_[g] < floor) continue;
+    for (const std::uint32_t f : members_[g]) candidates_.push_back(f);
+  }
+  for (const std::uint32_t f : candidates_) {
+    const std::uint32_t begin = route_begin_[f];
+    std::uint32_t root = find(index_of(route_pool_[begin]));
+    for (std::uint32_t i = 1; i < route_size_[f]; ++i) {
+      const std::uint32_t other = find(index_of(route_pool_[begin + i]));
+      if (other == root) continue;
+      if (other < root) {
+        parent_[root] = other;
+        root = other;
+      } else {
+        parent_[other] = root;
+      }
+    }
+    solve_work_ += route_size_[f];
+  }
+  // The sets the changed links belong to; the candidates in them are the component.
+  ++touched_epoch_;
+  const std::size_t changed = component_links_.size();
+  for (std::size_t i = 0; i < changed; ++i) touched_mark_[find(component_links_[i])] = touched_epoch_;
+  for (const std::uint32_t f : candidates_) {
+    const std::uint32_t begin = route_begin_[f];
+    if (touched_mark_[find(index_of(route_pool_[begin]))] != touched_epoch_) continue;
+    flow_mark_[f] = in_component;
+    component_flows_.push_back(f);
+    for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
+      const std::uint32_t m = index_of(route_pool_[begin + i]);
+      if (link_mark_[m] != solve_epoch_) {
+        link_mark_[m] = solve_epoch_;
+        component_links_.push_back(m);
+      }
+    }
+  }
+  ++touched_epoch_;
+}
+
+// Weighted progressive filling over the component. A link's level is the rate per unit weight
+// its unfrozen flows would get if it were the bottleneck: residual capacity over unfrozen
+// weight. The least level saturates first; its flows freeze at it. Freezing flows below
+// another link's level raises that level, so a pushed key is either current or stale, never
+// too high: stale keys (level_ differs) are skipped. Ties break by link index: deterministic.
+// The capacity held by flows outside the component is the link's load less the component's.
+void FlowNetwork::fill() {
+  const std::uint64_t in_component = 2 * solve_epoch_;
+  const std::uint64_t frozen = in_component + 1;
+  const auto links = static_cast<std::uint32_t>(component_links_.size());
+  // Each component link's flows in the component, as one compressed array.
+  csr_begin_.assign(links + 1, 0);
+  for (std::uint32_t i = 0; i < links; ++i) {
+    const std::uint32_t l = component_links_[i];
+    local_[l] = i;
+    weight_left_[l] = 0;
+    unfrozen_[l] = 0;
+    in_component_fx_[l] = 0;
+  }
+  for (const std::uint32_t f : component_flows_) {
+    const std::uint32_t begin = route_begin_[f];
+    for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
+      const std::uint32_t m = index_of(route_pool_[begin + i]);
+      ++csr_begin_[local_[m] + 1];
+      weight_left_[m] += weight_[f];
+      ++unfrozen_[m];
+      in_component_fx_[m] += rate_fx_[f];
+    }
+  }
+  for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] += csr_begin_[i];
+  csr_flows_.resize(csr_begin_[links]);
+  csr_cursor_.assign(csr_begin_.begin(), csr_begin_.end() - 1);
+  for (const std::uint32_t f : component_flows_) {
+    const std::uint32_t begin = route_begin_[f];
+    for (std::uint32_t i = 0; i < route_size_[f]; ++i) csr_flows_[csr_cursor_[local_[index_of(route_pool_[begin + i])]]++] = f;
   }
 
-  // Weighted progressive filling. A link's level is the rate per unit weight its unfrozen
-  // flows would get if it were the bottleneck: residual capacity over unfrozen weight. The
-  // least level saturates first; its flows freeze at it. Freezing flows below another link's
-  // level raises that level, so a pushed key is either current or stale, never too high:
-  // stale keys (level_ differs) are skipped. Ties break by link index: deterministic.
   heap_.clear();
-  const auto later = [](const Level& a, const Level& b) {
-    return a.level > b.level || (a.level == b.level && a.link > b.link);
-  };
   for (const std::uint32_t l : component_links_) {
+    residual_[l] = capacity_[l] - static_cast<double>(load_fx_[l] - in_component_fx_[l]) / kLoadScale;
     if (unfrozen_[l] == 0) continue;
     level_[l] = std::max(residual_[l], 0.0) / weight_left_[l];
-    heap_.push_back({level_[l], l});
+    heap_slot_[l] = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(l);
   }
-  std::make_heap(heap_.begin(), heap_.end(), later);
+  for (auto pos = static_cast<std::uint32_t>(heap_.size() / 2); pos-- > 0;) heap_down(pos);
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    const Level top = heap_.back();
-    heap_.pop_back();
-    const std::uint32_t l = top.link;
-    if (unfrozen_[l] == 0 || top.level != level_[l]) continue;  // done, or a stale key
+    const std::uint32_t l = heap_.front();
+    heap_remove(l);
+    const double level = level_[l];
     // Freeze every unfrozen flow of the bottleneck at its level; the links they also cross
-    // lose capacity and weight. Each touched link gets one new key per round, not one per flow.
+    // lose capacity and weight, and each such link moves in the heap once per round.
     touched_.clear();
-    for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] != in_component) continue;  // frozen already, or held outside the solve
+    const std::uint32_t i = local_[l];
+    for (std::uint32_t k = csr_begin_[i]; k < csr_begin_[i + 1]; ++k) {
+      const std::uint32_t f = csr_flows_[k];
+      if (flow_mark_[f] != in_component) continue;  // frozen already
       flow_mark_[f] = frozen;
-      const double r = weight_[f] * top.level;
+      const double r = weight_[f] * level;
       new_rate_[f] = r;
+      new_group_[f] = l;
       const std::uint32_t begin = route_begin_[f];
-      for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-        const std::uint32_t m = index_of(route_pool_[begin + i]);
+      for (std::uint32_t j = 0; j < route_size_[f]; ++j) {
+        const std::uint32_t m = index_of(route_pool_[begin + j]);
         residual_[m] -= r;
         weight_left_[m] -= weight_[f];
         --unfrozen_[m];
@@ -284,17 +518,108 @@ void FlowNetwork::solve() {
     }
     ++touched_epoch_;
     for (const std::uint32_t m : touched_) {
-      if (unfrozen_[m] == 0) continue;
+      if (heap_slot_[m] == kNone) continue;  // frozen already
+      if (unfrozen_[m] == 0) {
+        heap_remove(m);
+        continue;
+      }
+      // Freezing flows below a link's level raises it (up to rounding, hence both ways).
       level_[m] = std::max(residual_[m], 0.0) / weight_left_[m];
-      heap_.push_back({level_[m], m});
-      std::push_heap(heap_.begin(), heap_.end(), later);
+      heap_up(heap_slot_[m]);
+      heap_down(heap_slot_[m]);
     }
   }
+}
 
+void FlowNetwork::heap_up(std::uint32_t pos) {
+  const std::uint32_t l = heap_[pos];
+  while (pos > 0) {
+    const std::uint32_t parent = (pos - 1) / 2;
+    if (!lower(l, heap_[parent])) break;
+    heap_[pos] = heap_[parent];
+    heap_slot_[heap_[pos]] = pos;
+    pos = parent;
+  }
+  heap_[pos] = l;
+  heap_slot_[l] = pos;
+}
+
+void FlowNetwork::heap_down(std::uint32_t pos) {
+  const auto n = static_cast<std::uint32_t>(heap_.size());
+  const std::uint32_t l = heap_[pos];
+  for (;;) {
+    std::uint32_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && lower(heap_[child + 1], heap_[child])) ++child;
+    if (!lower(heap_[child], l)) break;
+    heap_[pos] = heap_[child];
+    heap_slot_[heap_[pos]] = pos;
+    pos = child;
+  }
+  heap_[pos] = l;
+  heap_slot_[l] = pos;
+}
+
+void FlowNetwork::heap_remove(std::uint32_t link) {
+  const std::uint32_t pos = heap_slot_[link];
+  heap_slot_[link] = kNone;
+  const std::uint32_t last = heap_.back();
+  heap_.pop_back();
+  if (last == link) return;
+  heap_[pos] = last;
+  heap_slot_[last] = pos;
+  heap_up(pos);
+  heap_down(heap_slot_[last]);
+}
+
+// Moves the solved flows into their new groups, sets the groups' levels (each group's clock
+// first advanced at its old level), moves the groups' completion events, and updates rates and
+// link loads.
+void FlowNetwork::apply() {
+  changed_groups_.clear();
+  ++touched_epoch_;
+  const auto involve = [&](std::uint32_t g) {
+    if (g == kNone || touched_mark_[g] == touched_epoch_) return;
+    touched_mark_[g] = touched_epoch_;
+    changed_groups_.push_back(g);
+    old_level_[g] = members_[g].empty() ? -1.0 : group_level_[g];
+    if (!members_[g].empty()) advance(g);
+  };
+  for (const std::uint32_t f : component_flows_) {
+    involve(group_[f]);
+    involve(new_group_[f]);
+  }
+  ++touched_epoch_;
+  const std::int64_t now = engine_.now().ns();
+  for (const std::uint32_t f : component_flows_) {
+    const std::uint32_t g = group_[f];
+    const std::uint32_t h = new_group_[f];
+    if (g == h) continue;
+    double left = remaining_[f];  // bytes; a flow new to sharing has sent nothing
+    old_level_[h] = -1;           // membership changed: the next completion may have too
+    if (g != kNone) {
+      old_level_[g] = -1;
+      left = std::max(0.0, finish_[f] - clock_[g]) * weight_[f];
+      group_erase(f);
+    }
+    if (members_[h].empty()) {
+      clock_[h] = 0;
+      clock_ns_[h] = now;
+    }
+    finish_[f] = clock_[h] + left / weight_[f];
+    group_insert(h, f);
+  }
+  for (const std::uint32_t g : changed_groups_) {
+    if (members_[g].empty()) continue;
+    ORRERY_CHECK(level_[g] > 0, "link {} got level {} from the max-min solve", g, level_[g]);
+    if (old_level_[g] == level_[g]) continue;  // same members, same level: same event
+    group_level_[g] = level_[g];
+    schedule_group(g);
+  }
   bool changed = false;
   for (const std::uint32_t f : component_flows_) {
     if (new_rate_[f] != rate_[f]) {
-      reschedule(f, new_rate_[f]);
+      set_rate(f, new_rate_[f]);
       changed = true;
     }
   }
@@ -309,16 +634,6 @@ void FlowNetwork::solve() {
     }
   }
   if (changed) observer_->on_rates_changed(engine_.now());
-}
-
-void FlowNetwork::reschedule(std::uint32_t f, double new_rate) {
-  ORRERY_CHECK(new_rate > 0, "flow {} got rate {} from the max-min solve", f, new_rate);
-  const std::int64_t now = engine_.now().ns();
-  remaining_[f] = std::max(0.0, remaining_[f] - rate_[f] * static_cast<double>(now - updated_ns_[f]) * 1e-9);
-  updated_ns_[f] = now;
-  rate_[f] = new_rate;
-  engine_.cancel(event_[f]);
-  event_[f] = engine_.schedule_after(ceil_duration_ns(remaining_[f] / new_rate * 1e9), [this, f] { complete(f); });
 }
 
 }  // namespace orrery::sim

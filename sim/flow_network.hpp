@@ -1,8 +1,11 @@
 // Flow-level network: links are resources with a capacity; a flow crosses a route of links,
 // waits out its latency, then shares bandwidth max-min fairly (weighted progressive filling)
 // until its bytes are through. Arrivals and departures at one instant are batched into one
-// re-solve of only the affected part (the links and flows connected to the change); flows
-// whose rate changed get their completion event rescheduled. Knows nothing of GPUs.
+// re-solve of only the affected part: after an arrival, everything connected to it; after
+// departures only, the flows at or above the departing flows' level that connect to them.
+// Flows are kept in groups by bottleneck link, each group with one level, one virtual clock
+// and one completion event, so a re-solve that changes many flows' rates but few bottlenecks
+// moves few events. Knows nothing of GPUs.
 //   FlowNetwork net(engine);
 //   LinkId l = net.add_link(BytesPerSecond(50e9), 1_us);
 //   net.set_observer(&me);                      // hears completions
@@ -82,6 +85,7 @@ class FlowNetwork {
   // latency: waiting out its latency; sharing: on its links; finishing: nothing to share
   // (empty route or no bytes), its completion is due now.
   enum class State : std::uint8_t { free, latency, sharing, finishing };
+  static constexpr std::uint32_t kNone = 0xffffffffu;
 
   void activate(std::uint32_t f);
   void complete(std::uint32_t f);
@@ -89,7 +93,24 @@ class FlowNetwork {
   void mark_dirty(std::uint32_t link);
   void request_solve();
   void solve();
-  void reschedule(std::uint32_t f, double new_rate);
+  void gather_component();
+  void gather_above_floor(double floor);
+  void fill();
+  void apply();
+  // Groups: the sharing flows whose bottleneck is one link (see flow_network.cpp).
+  void advance(std::uint32_t g);
+  std::int64_t due_ns(std::uint32_t g, std::uint32_t f) const;
+  void schedule_group(std::uint32_t g);
+  void complete_due(std::uint32_t g);
+  void group_insert(std::uint32_t g, std::uint32_t f);
+  void group_erase(std::uint32_t f);
+  void sift_up(std::uint32_t g, std::uint32_t pos);
+  void sift_down(std::uint32_t g, std::uint32_t pos);
+  bool finishes_before(std::uint32_t a, std::uint32_t b) const {
+    return finish_[a] < finish_[b] || (finish_[a] == finish_[b] && a < b);
+  }
+  void set_rate(std::uint32_t f, double rate);
+  std::uint32_t find(std::uint32_t link);
 
   Engine& engine_;
   FlowObserver* observer_ = nullptr;
@@ -99,15 +120,16 @@ class FlowNetwork {
   std::vector<double> capacity_;              // bytes/s
   std::vector<std::int64_t> latency_ns_;
   std::vector<std::vector<std::uint32_t>> on_link_;  // sharing flows per link
+  std::vector<std::int64_t> load_fx_;         // sum of the sharing flows' rate_fx_
 
   // Flows, struct of arrays; ids are reused through free_flows_.
   std::vector<State> state_;
-  std::vector<double> remaining_;             // bytes, as of updated_ns_
+  std::vector<double> remaining_;             // bytes, until the flow starts sharing
   std::vector<double> rate_;                  // bytes/s
+  std::vector<std::int64_t> rate_fx_;         // rate_ in fixed point (kLoadScale per B/s)
   std::vector<double> weight_;
-  std::vector<std::int64_t> updated_ns_;
   std::vector<std::uint64_t> tag_;
-  std::vector<EventId> event_;                // activation or completion
+  std::vector<EventId> event_;                // activation, or a finishing flow's completion
   std::vector<std::uint32_t> route_begin_;    // into route_pool_ and slot_pool_
   std::vector<std::uint32_t> route_size_;
   std::vector<std::uint32_t> route_capacity_;
@@ -117,27 +139,56 @@ class FlowNetwork {
   std::size_t active_count_ = 0;
   std::uint64_t started_ = 0;
 
+  // Groups, one per link (a group is the set of sharing flows that link bottlenecks): a
+  // shared level (rate per unit weight), a virtual clock (bytes per unit weight served since
+  // the group formed) and a heap of its flows by the clock reading at which each finishes.
+  std::vector<std::uint32_t> group_;          // per flow: its bottleneck link, or kNone
+  std::vector<double> finish_;                // per flow: its group's clock when it is done
+  std::vector<std::uint32_t> heap_pos_;       // per flow: its index in its group's heap
+  std::vector<std::vector<std::uint32_t>> members_;  // per link: a heap of flows
+  std::vector<double> group_level_;
+  std::vector<double> clock_;                 // per link, as of clock_ns_
+  std::vector<std::int64_t> clock_ns_;
+  std::vector<EventId> group_event_;          // the next completion among the members
+  std::vector<std::uint32_t> active_groups_;  // links that have members
+  std::vector<std::uint32_t> active_slot_;
+
   // Re-solve state: links touched since the last solve, and scratch space reused by solve().
   std::vector<std::uint32_t> dirty_links_;
   std::vector<std::uint8_t> link_dirty_;
-  std::vector<std::uint64_t> link_mark_;      // == solve_epoch_ when visited in this solve
+  std::vector<std::uint64_t> link_mark_;      // == solve_epoch_ when in the component
+  std::vector<std::uint32_t> local_;          // a component link's index in component_links_
   std::vector<std::uint64_t> flow_mark_;      // 2*epoch: in the component; 2*epoch+1: frozen
+  std::vector<std::uint32_t> parent_;         // union-find over links, valid when uf_mark_ is current
+  std::vector<std::uint64_t> uf_mark_;
   std::vector<double> level_;                 // residual / unfrozen weight, per link
   std::vector<std::uint32_t> unfrozen_;       // unfrozen flows per link, during a solve
   std::vector<double> new_rate_;              // per flow, during a solve
+  std::vector<std::uint32_t> new_group_;      // per flow, during a solve
   std::vector<double> reported_load_;         // per link, for on_link_load
-  struct Level {
-    double level;
-    std::uint32_t link;
-  };
-  std::vector<Level> heap_;
+  // The filling's links by level (an indexed binary heap: one entry per link, moved in place).
+  std::vector<std::uint32_t> heap_;
+  std::vector<std::uint32_t> heap_slot_;      // per link: its index in heap_, or kNone
+  bool lower(std::uint32_t a, std::uint32_t b) const {
+    return level_[a] < level_[b] || (level_[a] == level_[b] && a < b);
+  }
+  void heap_up(std::uint32_t pos);
+  void heap_down(std::uint32_t pos);
+  void heap_remove(std::uint32_t link);
   std::vector<std::uint64_t> touched_mark_;   // == touched_epoch_: already in touched_
   std::vector<std::uint32_t> touched_;        // links whose level changed in this round
   std::uint64_t touched_epoch_ = 1;
   std::vector<double> residual_;              // capacity left, per link, during a solve
   std::vector<double> weight_left_;           // unfrozen weight, per link, during a solve
+  std::vector<std::int64_t> in_component_fx_; // the component's rate_fx_, per link
   std::vector<std::uint32_t> component_links_;
   std::vector<std::uint32_t> component_flows_;
+  std::vector<std::uint32_t> csr_begin_;      // per component link: its flows in csr_flows_
+  std::vector<std::uint32_t> csr_flows_;
+  std::vector<std::uint32_t> csr_cursor_;
+  std::vector<std::uint32_t> candidates_;     // flows at or above a departure's floor
+  std::vector<std::uint32_t> changed_groups_;
+  std::vector<double> old_level_;             // per link, for changed_groups_
   std::uint64_t solve_epoch_ = 0;
   bool solve_pending_ = false;
   bool arrivals_ = false;          // a flow joined since the last solve
