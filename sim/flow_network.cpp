@@ -45,14 +45,9 @@ LinkId FlowNetwork::add_link(BytesPerSecond capacity, Duration latency) {
   local_.push_back(0);
   parent_.push_back(id);
   uf_mark_.push_back(0);
+  root_mark_.push_back(0);
   touched_mark_.push_back(0);
-  residual_.push_back(0);
-  weight_left_.push_back(0);
-  in_component_fx_.push_back(0);
-  level_.push_back(0);
-  unfrozen_.push_back(0);
   old_level_.push_back(0);
-  heap_slot_.push_back(kNone);
   reported_load_.push_back(0);
   return LinkId(id);
 }
@@ -88,8 +83,6 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
     finish_.push_back(0);
     heap_pos_.push_back(0);
     flow_mark_.push_back(0);
-    new_rate_.push_back(0);
-    new_group_.push_back(kNone);
   }
   // The route goes to the pool; a reused id keeps its old space when the new route fits.
   const auto n = static_cast<std::uint32_t>(route.size());
@@ -340,6 +333,24 @@ std::uint32_t FlowNetwork::find(std::uint32_t link) {
   return link;
 }
 
+std::uint32_t FlowNetwork::local_link(std::uint32_t link) {
+  if (link_mark_[link] == solve_epoch_) return local_[link];
+  link_mark_[link] = solve_epoch_;
+  const auto i = static_cast<std::uint32_t>(cl_link_.size());
+  local_[link] = i;
+  cl_link_.push_back(link);
+  return i;
+}
+
+void FlowNetwork::add_to_component(std::uint32_t f) {
+  flow_mark_[f] = solve_epoch_;
+  cf_flow_.push_back(f);
+  cf_weight_.push_back(weight_[f]);
+  cf_route_.push_back(static_cast<std::uint32_t>(cr_link_.size()));
+  const std::uint32_t begin = route_begin_[f];
+  for (std::uint32_t i = 0; i < route_size_[f]; ++i) cr_link_.push_back(local_link(index_of(route_pool_[begin + i])));
+}
+
 void FlowNetwork::solve() {
   ++solves_;
   ++solve_epoch_;
@@ -357,14 +368,14 @@ void FlowNetwork::solve() {
   arrivals_ = false;
   departures_ = false;
 
-  component_links_.clear();
-  component_flows_.clear();
+  cf_flow_.clear();
+  cf_weight_.clear();
+  cf_route_.clear();
+  cr_link_.clear();
+  cl_link_.clear();
   for (const std::uint32_t l : dirty_links_) {
     link_dirty_[l] = 0;
-    if (link_mark_[l] != solve_epoch_) {
-      link_mark_[l] = solve_epoch_;
-      component_links_.push_back(l);
-    }
+    local_link(l);
   }
   dirty_links_.clear();
   if (partial) {
@@ -372,28 +383,18 @@ void FlowNetwork::solve() {
   } else {
     gather_component();
   }
+  cf_route_.push_back(static_cast<std::uint32_t>(cr_link_.size()));
   fill();
   apply();
 }
 
 // Everything connected to a changed link: breadth first over links and their flows.
 void FlowNetwork::gather_component() {
-  const std::uint64_t in_component = 2 * solve_epoch_;
-  for (std::size_t next = 0; next < component_links_.size(); ++next) {
-    const std::uint32_t l = component_links_[next];
+  for (std::size_t next = 0; next < cl_link_.size(); ++next) {
+    const std::uint32_t l = cl_link_[next];
     solve_work_ += on_link_[l].size();
     for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] >= in_component) continue;
-      flow_mark_[f] = in_component;
-      component_flows_.push_back(f);
-      const std::uint32_t begin = route_begin_[f];
-      for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-        const std::uint32_t m = index_of(route_pool_[begin + i]);
-        if (link_mark_[m] != solve_epoch_) {
-          link_mark_[m] = solve_epoch_;
-          component_links_.push_back(m);
-        }
-      }
+      if (flow_mark_[f] != solve_epoch_) add_to_component(f);
     }
   }
 }
@@ -402,7 +403,6 @@ void FlowNetwork::gather_component() {
 // found through the groups (a group's flows all share its level), without visiting the held
 // flows on the links; a union-find over the candidates' links keeps the connected ones.
 void FlowNetwork::gather_above_floor(double floor) {
-  const std::uint64_t in_component = 2 * solve_epoch_;
   candidates_.clear();
   for (const std::uint32_t g : active_groups_) {
     if (group_level_[g] < floor) continue;
@@ -424,158 +424,100 @@ void FlowNetwork::gather_above_floor(double floor) {
     solve_work_ += route_size_[f];
   }
   // The sets the changed links belong to; the candidates in them are the component.
-  ++touched_epoch_;
-  const std::size_t changed = component_links_.size();
-  for (std::size_t i = 0; i < changed; ++i) touched_mark_[find(component_links_[i])] = touched_epoch_;
+  for (const std::uint32_t l : cl_link_) root_mark_[find(l)] = solve_epoch_;
   for (const std::uint32_t f : candidates_) {
-    const std::uint32_t begin = route_begin_[f];
-    if (touched_mark_[find(index_of(route_pool_[begin]))] != touched_epoch_) continue;
-    flow_mark_[f] = in_component;
-    component_flows_.push_back(f);
-    for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-      const std::uint32_t m = index_of(route_pool_[begin + i]);
-      if (link_mark_[m] != solve_epoch_) {
-        link_mark_[m] = solve_epoch_;
-        component_links_.push_back(m);
-      }
-    }
+    if (root_mark_[find(index_of(route_pool_[route_begin_[f]]))] == solve_epoch_) add_to_component(f);
   }
-  ++touched_epoch_;
 }
 
 // Weighted progressive filling over the component. A link's level is the rate per unit weight
 // its unfrozen flows would get if it were the bottleneck: residual capacity over unfrozen
 // weight. The least level saturates first; its flows freeze at it. Freezing flows below
-// another link's level raises that level, so a pushed key is either current or stale, never
-// too high: stale keys (level_ differs) are skipped. Ties break by link index: deterministic.
+// another link's level raises that level, so a key in the heap is current or too low, never
+// too high: the top's key is refreshed before it is taken. Ties break by link id.
 // The capacity held by flows outside the component is the link's load less the component's.
 void FlowNetwork::fill() {
-  const std::uint64_t in_component = 2 * solve_epoch_;
-  const std::uint64_t frozen = in_component + 1;
-  const auto links = static_cast<std::uint32_t>(component_links_.size());
-  // Each component link's flows in the component, as one compressed array.
+  const auto links = static_cast<std::uint32_t>(cl_link_.size());
+  const auto flows = static_cast<std::uint32_t>(cf_flow_.size());
+  cl_weight_.assign(links, 0.0);
+  cl_unfrozen_.assign(links, 0);
+  cl_in_fx_.assign(links, 0);
+  cl_residual_.resize(links);
+  cl_level_.resize(links);
   csr_begin_.assign(links + 1, 0);
-  for (std::uint32_t i = 0; i < links; ++i) {
-    const std::uint32_t l = component_links_[i];
-    local_[l] = i;
-    weight_left_[l] = 0;
-    unfrozen_[l] = 0;
-    in_component_fx_[l] = 0;
-  }
-  for (const std::uint32_t f : component_flows_) {
-    const std::uint32_t begin = route_begin_[f];
-    for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-      const std::uint32_t m = index_of(route_pool_[begin + i]);
-      ++csr_begin_[local_[m] + 1];
-      weight_left_[m] += weight_[f];
-      ++unfrozen_[m];
-      in_component_fx_[m] += rate_fx_[f];
+  cf_rate_.resize(flows);
+  cf_group_.resize(flows);
+  cf_frozen_.assign(flows, 0);
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    const double w = cf_weight_[k];
+    const std::int64_t fx = rate_fx_[cf_flow_[k]];
+    for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) {
+      const std::uint32_t i = cr_link_[j];
+      ++csr_begin_[i + 1];
+      cl_weight_[i] += w;
+      ++cl_unfrozen_[i];
+      cl_in_fx_[i] += fx;
     }
   }
   for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] += csr_begin_[i];
   csr_flows_.resize(csr_begin_[links]);
   csr_cursor_.assign(csr_begin_.begin(), csr_begin_.end() - 1);
-  for (const std::uint32_t f : component_flows_) {
-    const std::uint32_t begin = route_begin_[f];
-    for (std::uint32_t i = 0; i < route_size_[f]; ++i) csr_flows_[csr_cursor_[local_[index_of(route_pool_[begin + i])]]++] = f;
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) csr_flows_[csr_cursor_[cr_link_[j]]++] = k;
   }
 
+  const auto later = [](const Key& a, const Key& b) {
+    return a.level > b.level || (a.level == b.level && a.link > b.link);
+  };
+  const auto level_of = [&](std::uint32_t i) { return std::max(cl_residual_[i], 0.0) / cl_weight_[i]; };
   heap_.clear();
-  for (const std::uint32_t l : component_links_) {
-    residual_[l] = capacity_[l] - static_cast<double>(load_fx_[l] - in_component_fx_[l]) / kLoadScale;
-    if (unfrozen_[l] == 0) continue;
-    level_[l] = std::max(residual_[l], 0.0) / weight_left_[l];
-    heap_slot_[l] = static_cast<std::uint32_t>(heap_.size());
-    heap_.push_back(l);
+  for (std::uint32_t i = 0; i < links; ++i) {
+    const std::uint32_t l = cl_link_[i];
+    cl_residual_[i] = capacity_[l] - static_cast<double>(load_fx_[l] - cl_in_fx_[i]) / kLoadScale;
+    if (cl_unfrozen_[i] > 0) heap_.push_back({level_of(i), l, i});
   }
-  for (auto pos = static_cast<std::uint32_t>(heap_.size() / 2); pos-- > 0;) heap_down(pos);
+  std::make_heap(heap_.begin(), heap_.end(), later);
   while (!heap_.empty()) {
-    const std::uint32_t l = heap_.front();
-    heap_remove(l);
-    const double level = level_[l];
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    Key& top = heap_.back();
+    const std::uint32_t i = top.local;
+    if (cl_unfrozen_[i] == 0) {  // its flows froze elsewhere: never a bottleneck
+      heap_.pop_back();
+      continue;
+    }
+    const double level = level_of(i);
+    if (later(Key{level, top.link, i}, top)) {  // risen since keyed: back in with the new key
+      top.level = level;
+      std::push_heap(heap_.begin(), heap_.end(), later);
+      continue;
+    }
+    heap_.pop_back();
     // Freeze every unfrozen flow of the bottleneck at its level; the links they also cross
-    // lose capacity and weight, and each such link moves in the heap once per round.
-    touched_.clear();
-    const std::uint32_t i = local_[l];
-    for (std::uint32_t k = csr_begin_[i]; k < csr_begin_[i + 1]; ++k) {
-      const std::uint32_t f = csr_flows_[k];
-      if (flow_mark_[f] != in_component) continue;  // frozen already
-      flow_mark_[f] = frozen;
-      const double r = weight_[f] * level;
-      new_rate_[f] = r;
-      new_group_[f] = l;
-      const std::uint32_t begin = route_begin_[f];
-      for (std::uint32_t j = 0; j < route_size_[f]; ++j) {
-        const std::uint32_t m = index_of(route_pool_[begin + j]);
-        residual_[m] -= r;
-        weight_left_[m] -= weight_[f];
-        --unfrozen_[m];
-        if (m != l && touched_mark_[m] != touched_epoch_) {
-          touched_mark_[m] = touched_epoch_;
-          touched_.push_back(m);
-        }
+    // lose capacity and weight.
+    cl_level_[i] = level;
+    for (std::uint32_t c = csr_begin_[i]; c < csr_begin_[i + 1]; ++c) {
+      const std::uint32_t k = csr_flows_[c];
+      if (cf_frozen_[k] != 0) continue;
+      cf_frozen_[k] = 1;
+      const double w = cf_weight_[k];
+      const double r = w * level;
+      cf_rate_[k] = r;
+      cf_group_[k] = i;
+      for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) {
+        const std::uint32_t m = cr_link_[j];
+        cl_residual_[m] -= r;
+        cl_weight_[m] -= w;
+        --cl_unfrozen_[m];
       }
     }
-    ++touched_epoch_;
-    for (const std::uint32_t m : touched_) {
-      if (heap_slot_[m] == kNone) continue;  // frozen already
-      if (unfrozen_[m] == 0) {
-        heap_remove(m);
-        continue;
-      }
-      // Freezing flows below a link's level raises it (up to rounding, hence both ways).
-      level_[m] = std::max(residual_[m], 0.0) / weight_left_[m];
-      heap_up(heap_slot_[m]);
-      heap_down(heap_slot_[m]);
-    }
   }
-}
-
-void FlowNetwork::heap_up(std::uint32_t pos) {
-  const std::uint32_t l = heap_[pos];
-  while (pos > 0) {
-    const std::uint32_t parent = (pos - 1) / 2;
-    if (!lower(l, heap_[parent])) break;
-    heap_[pos] = heap_[parent];
-    heap_slot_[heap_[pos]] = pos;
-    pos = parent;
-  }
-  heap_[pos] = l;
-  heap_slot_[l] = pos;
-}
-
-void FlowNetwork::heap_down(std::uint32_t pos) {
-  const auto n = static_cast<std::uint32_t>(heap_.size());
-  const std::uint32_t l = heap_[pos];
-  for (;;) {
-    std::uint32_t child = 2 * pos + 1;
-    if (child >= n) break;
-    if (child + 1 < n && lower(heap_[child + 1], heap_[child])) ++child;
-    if (!lower(heap_[child], l)) break;
-    heap_[pos] = heap_[child];
-    heap_slot_[heap_[pos]] = pos;
-    pos = child;
-  }
-  heap_[pos] = l;
-  heap_slot_[l] = pos;
-}
-
-void FlowNetwork::heap_remove(std::uint32_t link) {
-  const std::uint32_t pos = heap_slot_[link];
-  heap_slot_[link] = kNone;
-  const std::uint32_t last = heap_.back();
-  heap_.pop_back();
-  if (last == link) return;
-  heap_[pos] = last;
-  heap_slot_[last] = pos;
-  heap_up(pos);
-  heap_down(heap_slot_[last]);
 }
 
 // Moves the solved flows into their new groups, sets the groups' levels (each group's clock
 // first advanced at its old level), moves the groups' completion events, and updates rates and
 // link loads.
 void FlowNetwork::apply() {
+  const auto flows = static_cast<std::uint32_t>(cf_flow_.size());
   changed_groups_.clear();
   ++touched_epoch_;
   const auto involve = [&](std::uint32_t g) {
@@ -585,15 +527,15 @@ void FlowNetwork::apply() {
     old_level_[g] = members_[g].empty() ? -1.0 : group_level_[g];
     if (!members_[g].empty()) advance(g);
   };
-  for (const std::uint32_t f : component_flows_) {
-    involve(group_[f]);
-    involve(new_group_[f]);
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    involve(group_[cf_flow_[k]]);
+    involve(cl_link_[cf_group_[k]]);
   }
-  ++touched_epoch_;
   const std::int64_t now = engine_.now().ns();
-  for (const std::uint32_t f : component_flows_) {
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    const std::uint32_t f = cf_flow_[k];
     const std::uint32_t g = group_[f];
-    const std::uint32_t h = new_group_[f];
+    const std::uint32_t h = cl_link_[cf_group_[k]];
     if (g == h) continue;
     double left = remaining_[f];  // bytes; a flow new to sharing has sent nothing
     old_level_[h] = -1;           // membership changed: the next completion may have too
@@ -611,21 +553,23 @@ void FlowNetwork::apply() {
   }
   for (const std::uint32_t g : changed_groups_) {
     if (members_[g].empty()) continue;
-    ORRERY_CHECK(level_[g] > 0, "link {} got level {} from the max-min solve", g, level_[g]);
-    if (old_level_[g] == level_[g]) continue;  // same members, same level: same event
-    group_level_[g] = level_[g];
+    const double level = cl_level_[local_[g]];
+    ORRERY_CHECK(level > 0, "link {} got level {} from the max-min solve", g, level);
+    if (old_level_[g] == level) continue;  // same members, same level: same event
+    group_level_[g] = level;
     schedule_group(g);
   }
   bool changed = false;
-  for (const std::uint32_t f : component_flows_) {
-    if (new_rate_[f] != rate_[f]) {
-      set_rate(f, new_rate_[f]);
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    const std::uint32_t f = cf_flow_[k];
+    if (cf_rate_[k] != rate_[f]) {
+      set_rate(f, cf_rate_[k]);
       changed = true;
     }
   }
   if (observer_ == nullptr) return;
   if (report_link_loads_) {
-    for (const std::uint32_t l : component_links_) {
+    for (const std::uint32_t l : cl_link_) {
       const double load = link_load(LinkId(l)).value();
       if (load != reported_load_[l]) {
         reported_load_[l] = load;

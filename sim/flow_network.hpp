@@ -95,6 +95,9 @@ class FlowNetwork {
   void solve();
   void gather_component();
   void gather_above_floor(double floor);
+  void add_to_component(std::uint32_t f);
+  std::uint32_t local_link(std::uint32_t link);
+  std::uint32_t find(std::uint32_t link);
   void fill();
   void apply();
   // Groups: the sharing flows whose bottleneck is one link (see flow_network.cpp).
@@ -110,7 +113,6 @@ class FlowNetwork {
     return finish_[a] < finish_[b] || (finish_[a] == finish_[b] && a < b);
   }
   void set_rate(std::uint32_t f, double rate);
-  std::uint32_t find(std::uint32_t link);
 
   Engine& engine_;
   FlowObserver* observer_ = nullptr;
@@ -154,41 +156,49 @@ class FlowNetwork {
   std::vector<std::uint32_t> active_slot_;
 
   // Re-solve state: links touched since the last solve, and scratch space reused by solve().
+  // A solve copies its component into dense arrays (flows and links numbered from zero in the
+  // order found, each flow's route as local link numbers) so that the filling's passes read
+  // memory in order rather than all over the network's per-flow arrays.
   std::vector<std::uint32_t> dirty_links_;
   std::vector<std::uint8_t> link_dirty_;
   std::vector<std::uint64_t> link_mark_;      // == solve_epoch_ when in the component
-  std::vector<std::uint32_t> local_;          // a component link's index in component_links_
-  std::vector<std::uint64_t> flow_mark_;      // 2*epoch: in the component; 2*epoch+1: frozen
+  std::vector<std::uint32_t> local_;          // then: its local number
+  std::vector<std::uint64_t> flow_mark_;      // == solve_epoch_ when in the component
   std::vector<std::uint32_t> parent_;         // union-find over links, valid when uf_mark_ is current
   std::vector<std::uint64_t> uf_mark_;
-  std::vector<double> level_;                 // residual / unfrozen weight, per link
-  std::vector<std::uint32_t> unfrozen_;       // unfrozen flows per link, during a solve
-  std::vector<double> new_rate_;              // per flow, during a solve
-  std::vector<std::uint32_t> new_group_;      // per flow, during a solve
-  std::vector<double> reported_load_;         // per link, for on_link_load
-  // The filling's links by level (an indexed binary heap: one entry per link, moved in place).
-  std::vector<std::uint32_t> heap_;
-  std::vector<std::uint32_t> heap_slot_;      // per link: its index in heap_, or kNone
-  bool lower(std::uint32_t a, std::uint32_t b) const {
-    return level_[a] < level_[b] || (level_[a] == level_[b] && a < b);
-  }
-  void heap_up(std::uint32_t pos);
-  void heap_down(std::uint32_t pos);
-  void heap_remove(std::uint32_t link);
-  std::vector<std::uint64_t> touched_mark_;   // == touched_epoch_: already in touched_
-  std::vector<std::uint32_t> touched_;        // links whose level changed in this round
-  std::uint64_t touched_epoch_ = 1;
-  std::vector<double> residual_;              // capacity left, per link, during a solve
-  std::vector<double> weight_left_;           // unfrozen weight, per link, during a solve
-  std::vector<std::int64_t> in_component_fx_; // the component's rate_fx_, per link
-  std::vector<std::uint32_t> component_links_;
-  std::vector<std::uint32_t> component_flows_;
-  std::vector<std::uint32_t> csr_begin_;      // per component link: its flows in csr_flows_
-  std::vector<std::uint32_t> csr_flows_;
-  std::vector<std::uint32_t> csr_cursor_;
+  std::vector<std::uint64_t> root_mark_;      // == solve_epoch_: a changed link's set
   std::vector<std::uint32_t> candidates_;     // flows at or above a departure's floor
+  // Component flows, local numbering.
+  std::vector<std::uint32_t> cf_flow_;        // the flow's id
+  std::vector<double> cf_weight_;
+  std::vector<std::uint32_t> cf_route_;       // start of its route in cr_link_
+  std::vector<std::uint32_t> cr_link_;        // routes, as local link numbers
+  std::vector<double> cf_rate_;               // the new rate
+  std::vector<std::uint32_t> cf_group_;       // the new bottleneck, a local link number
+  std::vector<std::uint8_t> cf_frozen_;
+  // Component links, local numbering.
+  std::vector<std::uint32_t> cl_link_;        // the link's id
+  std::vector<double> cl_residual_;           // capacity left
+  std::vector<double> cl_weight_;             // unfrozen weight
+  std::vector<std::uint32_t> cl_unfrozen_;    // unfrozen flows
+  std::vector<std::int64_t> cl_in_fx_;        // the component's rate_fx_ on it
+  std::vector<double> cl_level_;              // the level it froze at
+  std::vector<std::uint32_t> csr_begin_;      // per local link: its flows in csr_flows_
+  std::vector<std::uint32_t> csr_flows_;      // local flow numbers
+  std::vector<std::uint32_t> csr_cursor_;
+  // The filling's links by level, keyed lazily: a link's level only rises as flows freeze
+  // (up to rounding), so a key is refreshed only when it reaches the top.
+  struct Key {
+    double level;
+    std::uint32_t link;   // the link's id: ties break by it, deterministically
+    std::uint32_t local;
+  };
+  std::vector<Key> heap_;
+  std::vector<std::uint64_t> touched_mark_;   // per link, for apply()
+  std::uint64_t touched_epoch_ = 1;
   std::vector<std::uint32_t> changed_groups_;
   std::vector<double> old_level_;             // per link, for changed_groups_
+  std::vector<double> reported_load_;         // per link, for on_link_load
   std::uint64_t solve_epoch_ = 0;
   bool solve_pending_ = false;
   bool arrivals_ = false;          // a flow joined since the last solve
