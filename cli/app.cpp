@@ -43,6 +43,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   coll_cmd->add_option("--peer", coll.peer, "send-recv: rank 0 sends to this rank")->capture_default_str();
   coll_cmd->add_option("--alltoallv", coll.alltoallv_path,
                        "CSV with columns from,to,bytes (ranks; a size such as 64MiB): per-pair sizes for --op all-to-all");
+  coll_cmd->add_option("--quantum", coll.quantum,
+                       "re-solve bandwidth after departures only on this time grid, e.g. 20us (0: at once, exact); "
+                       "trades accuracy for speed on very many flows")
+      ->capture_default_str();
   coll_cmd->add_option("--trace", coll.trace_path, "Write link-utilisation counters as Chrome trace-event JSON");
   coll_cmd->add_option("--report", coll.report_path, "Write time_s, algbw_GBps, busbw_GBps and more as JSON");
 

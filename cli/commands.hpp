@@ -29,6 +29,7 @@ struct CollectiveOptions {
   int root = 0;
   int peer = 1;
   std::string alltoallv_path;  // CSV of from,to,bytes rows: all-to-allv
+  std::string quantum = "0";   // departures' re-solve grid (a duration; 0: exact)
   std::string trace_path;
   std::string report_path;
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too

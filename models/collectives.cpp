@@ -484,8 +484,9 @@ double efficiency_of(const LinkEfficiency& e, LinkKind kind) {
 
 class Runner : public sim::FlowObserver {
  public:
-  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads)
+  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum)
       : topology_(t), plan_(plan), net_(engine_), record_loads_(loads) {
+    net_.set_departure_quantum(quantum);
     // Topology links first (same indices), then one NVLS reduction port per GPU-switch link.
     for (const TopoLink& link : t.links()) net_.add_link(link.bandwidth * efficiency_of(e, link.kind), link.latency);
     nvls_port_.assign(t.links().size(), kNone);
@@ -592,7 +593,7 @@ class Runner : public sim::FlowObserver {
 
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
   const CollectivePlan plan = plan_collective(t, spec);
-  Runner runner(t, plan, e, record_link_loads);
+  Runner runner(t, plan, e, record_link_loads, spec.quantum);
   CollectiveResult r = runner.run();
   double size = spec.size.value();
   if (!spec.pair_bytes.empty()) {

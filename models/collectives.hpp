@@ -55,6 +55,9 @@ struct CollectiveSpec {
   // All-to-allv: bytes from rank a to rank b at [a * ranks + b] (the diagonal is ignored);
   // empty for a uniform all-to-all. `size` is then the largest amount one rank sends.
   std::vector<double> pair_bytes;
+  // The flow network re-solves departures on this grid (sim::FlowNetwork::set_departure_quantum);
+  // zero: at once, exact.
+  sim::Duration quantum = sim::Duration::zero();
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.

@@ -184,7 +184,7 @@ void FlowNetwork::complete(std::uint32_t f) {
     if (g != kNone) group_erase(f);
     set_rate(f, 0);
     detach(f);
-    request_solve();
+    request_solve(/*departure=*/true);
   }
   state_[f] = State::free;
   remaining_[f] = 0;
@@ -210,9 +210,19 @@ void FlowNetwork::mark_dirty(std::uint32_t link) {
   }
 }
 
-void FlowNetwork::request_solve() {
+void FlowNetwork::request_solve(bool departure) {
   // One re-solve per instant: it runs after the events already due now, which batches the
   // arrivals and departures of flows that start or end together.
+  if (departure && quantum_ns_ > 0) {
+    if (solve_pending_ || deferred_pending_) return;
+    deferred_pending_ = true;
+    const std::int64_t now = engine_.now().ns();
+    engine_.schedule_at(Time::from_ns((now / quantum_ns_ + 1) * quantum_ns_), [this] {
+      deferred_pending_ = false;
+      solve();
+    });
+    return;
+  }
   if (solve_pending_) return;
   solve_pending_ = true;
   engine_.schedule_after(Duration::zero(), [this] {
@@ -352,6 +362,8 @@ void FlowNetwork::add_to_component(std::uint32_t f) {
 }
 
 void FlowNetwork::solve() {
+  // A deferred re-solve whose work an arrival's re-solve has done since.
+  if (dirty_links_.empty() && !arrivals_ && !departures_) return;
   ++solves_;
   ++solve_epoch_;
 
