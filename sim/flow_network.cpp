@@ -390,25 +390,58 @@ void FlowNetwork::solve() {
     local_link(l);
   }
   dirty_links_.clear();
-  if (partial) {
-    gather_above_floor(floor);
+  if (!partial) {
+    gather_component(0.0, 0);
   } else {
-    gather_component();
+    // Two ways to find the flows at or above the floor that connect to the change: breadth
+    // first from the changed links, which also visits the held flows on every link it reaches
+    // (cheap when the change touches a small part, such as one ring among many), or through
+    // the groups (cheap when the floor is high). The first runs on a budget, a sixteenth of
+    // the flows sharing, and gives way to the second when the budget runs out; after it has
+    // given way, it sits out a number of solves that doubles with each failure (up to 256).
+    const std::size_t budget = std::max<std::size_t>(64, active_count_ / 16);
+    changed_links_.assign(cl_link_.begin(), cl_link_.end());
+    bool found = false;
+    if (breadth_first_wait_ > 0) {
+      --breadth_first_wait_;
+    } else {
+      found = gather_component(floor, budget);
+      breadth_first_backoff_ = found ? 0 : std::min<std::uint32_t>(256, 2 * breadth_first_backoff_ + 1);
+      breadth_first_wait_ = breadth_first_backoff_;
+    }
+    if (!found) {
+      ++solve_epoch_;  // forget the marks of the attempt
+      cf_flow_.clear();
+      cf_weight_.clear();
+      cf_route_.clear();
+      cr_link_.clear();
+      cl_link_.clear();
+      for (const std::uint32_t l : changed_links_) local_link(l);
+      gather_above_floor(floor);
+    }
   }
   cf_route_.push_back(static_cast<std::uint32_t>(cr_link_.size()));
   fill();
   apply();
 }
 
-// Everything connected to a changed link: breadth first over links and their flows.
-void FlowNetwork::gather_component() {
+// The flows at or above `floor` connected to a changed link through each other (floor 0:
+// everything connected): breadth first over links and their flows. Gives up (false) once it
+// has visited more than `budget` flow-link incidences, when a budget is given.
+bool FlowNetwork::gather_component(double floor, std::size_t budget) {
+  std::size_t visited = 0;
   for (std::size_t next = 0; next < cl_link_.size(); ++next) {
     const std::uint32_t l = cl_link_[next];
+    visited += on_link_[l].size();
     solve_work_ += on_link_[l].size();
+    if (budget > 0 && visited > budget) return false;
     for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] != solve_epoch_) add_to_component(f);
+      if (flow_mark_[f] == solve_epoch_) continue;
+      if (floor > 0 && group_level_[group_[f]] < floor) continue;  // held
+      add_to_component(f);
     }
   }
+  return true;
 }
 
 // The flows at or above `floor` that connect to a changed link through each other. They are

@@ -102,7 +102,7 @@ class FlowNetwork {
   void mark_dirty(std::uint32_t link);
   void request_solve(bool departure = false);
   void solve();
-  void gather_component();
+  bool gather_component(double floor, std::size_t budget);
   void gather_above_floor(double floor);
   void add_to_component(std::uint32_t f);
   std::uint32_t local_link(std::uint32_t link);
@@ -177,6 +177,9 @@ class FlowNetwork {
   std::vector<std::uint64_t> uf_mark_;
   std::vector<std::uint64_t> root_mark_;      // == solve_epoch_: a changed link's set
   std::vector<std::uint32_t> candidates_;     // flows at or above a departure's floor
+  std::vector<std::uint32_t> changed_links_;  // the links a solve started from
+  std::uint32_t breadth_first_backoff_ = 0;   // solves to skip the breadth-first try after a failure
+  std::uint32_t breadth_first_wait_ = 0;      // of which this many are left
   // Component flows, local numbering.
   std::vector<std::uint32_t> cf_flow_;        // the flow's id
   std::vector<double> cf_weight_;
