@@ -1,6 +1,7 @@
 #include "models/topology.hpp"
 
 #include "sim/error.hpp"
+#include "sim/flow_network.hpp"
 #include "sim/registry.hpp"
 #include "sim/unit_parse.hpp"
 
@@ -102,6 +103,11 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   ORRERY_CHECK(latency_a_to_b >= sim::Duration::zero() && latency_b_to_a >= sim::Duration::zero(), "negative latency");
   ORRERY_CHECK(a_to_b.value() > 0 && b_to_a.value() > 0, "link {} - {} has no bandwidth", nodes_[a].name,
                nodes_[b].name);
+  if (std::max(a_to_b.value(), b_to_a.value()) > sim::FlowNetwork::kMaxCapacity) {
+    // Builders derive some links (a leaf's uplinks from its ports): check what they made.
+    throw sim::InputError("topology", fmt::format("link {} - {}", nodes_[a].name, nodes_[b].name),
+                          fmt::format("bandwidth {:.3g} B/s is beyond any link; expected at most 1 PB/s", std::max(a_to_b.value(), b_to_a.value())));
+  }
   const auto first = static_cast<LinkIndex>(links_.size());
   links_.push_back(TopoLink{a, b, a_to_b, latency_a_to_b, kind});
   links_.push_back(TopoLink{b, a, b_to_a, latency_b_to_a, kind});

@@ -27,7 +27,7 @@ std::int64_t to_fixed(double rate) { return std::llround(rate * kLoadScale); }
 LinkId FlowNetwork::add_link(BytesPerSecond capacity, Duration latency) {
   ORRERY_CHECK(capacity.value() > 0 && std::isfinite(capacity.value()), "link capacity {} B/s is not positive",
                capacity.value());
-  ORRERY_CHECK(capacity.value() < 1e15, "link capacity {} B/s is out of range (at most 1e15)", capacity.value());
+  ORRERY_CHECK(capacity.value() <= kMaxCapacity, "link capacity {} B/s is out of range (at most {})", capacity.value(), kMaxCapacity);
   ORRERY_CHECK(latency >= Duration::zero(), "negative link latency");
   const auto id = static_cast<std::uint32_t>(capacity_.size());
   capacity_.push_back(capacity.value());

@@ -43,6 +43,9 @@ class FlowNetwork {
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
+  // The largest capacity a link may have (1 PB/s, far beyond any real link): loads are kept in
+  // 64-bit fixed point. Inputs are checked against it where they are read.
+  static constexpr double kMaxCapacity = 1e15;
   LinkId add_link(BytesPerSecond capacity, Duration latency);
   std::size_t link_count() const { return capacity_.size(); }
   BytesPerSecond capacity(LinkId l) const { return BytesPerSecond(capacity_[index_of(l)]); }

@@ -1,6 +1,7 @@
 #include "traces/topology_json.hpp"
 
 #include "sim/error.hpp"
+#include "sim/flow_network.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/json_input.hpp"
 
@@ -32,6 +33,9 @@ Kind parse_kind(const JsonNode& node, const std::array<Kind, N>& kinds) {
 sim::BytesPerSecond positive_bandwidth(const JsonNode& node) {
   const sim::BytesPerSecond bw = node.as_bandwidth();
   if (bw.value() <= 0) node.fail(fmt::format("found {}, expected a positive bandwidth", sim::quote(node.as_string())));
+  if (bw.value() > sim::FlowNetwork::kMaxCapacity) {
+    node.fail(fmt::format("found {}, expected a bandwidth of at most 1 PB/s", sim::quote(node.as_string())));
+  }
   return bw;
 }
 

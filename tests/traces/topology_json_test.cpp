@@ -67,6 +67,10 @@ TEST_CASE("bad topology files get precise errors") {
   CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
                      "links": [{"between": ["a", "b"], "bandwidth": "-5 GB/s", "kind": "nvlink"}]})")
             .find("fabric.json:/links/0/bandwidth: bad bandwidth \"-5 GB/s\": it is negative") == 0);
+  // a bandwidth beyond what the flow network holds
+  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
+                     "links": [{"between": ["a", "b"], "bandwidth": "1e17 B/s", "kind": "nvlink"}]})") ==
+        "fabric.json:/links/0/bandwidth: found \"1e17 B/s\", expected a bandwidth of at most 1 PB/s");
   // a disconnected GPU, named at its place in the file
   CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}, {"name": "c", "kind": "gpu"},
                                {"name": "sw", "kind": "nvswitch"}],
