@@ -261,35 +261,26 @@ void FlowNetwork::complete_due(std::uint32_t g) {
   if (!members_[g].empty()) schedule_group(g);
 }
 
+// A group's heap of flows by finish tag, each flow knowing its index (heap_pos_) so that it
+// can leave from the middle when its bottleneck moves.
 void FlowNetwork::sift_up(std::uint32_t g, std::uint32_t pos) {
   std::vector<std::uint32_t>& h = members_[g];
   const std::uint32_t f = h[pos];
-  while (pos > 0) {
-    const std::uint32_t parent = (pos - 1) / 2;
-    if (!finishes_before(f, h[parent])) break;
-    h[pos] = h[parent];
-    heap_pos_[h[pos]] = pos;
-    pos = parent;
-  }
-  h[pos] = f;
-  heap_pos_[f] = pos;
+  for (std::uint32_t parent; pos > 0 && finishes_before(f, h[parent = (pos - 1) / 2]); pos = parent) place(h, pos, h[parent]);
+  place(h, pos, f);
 }
 
 void FlowNetwork::sift_down(std::uint32_t g, std::uint32_t pos) {
   std::vector<std::uint32_t>& h = members_[g];
   const auto n = static_cast<std::uint32_t>(h.size());
   const std::uint32_t f = h[pos];
-  for (;;) {
-    std::uint32_t child = 2 * pos + 1;
-    if (child >= n) break;
+  for (std::uint32_t child = 2 * pos + 1; child < n; child = 2 * pos + 1) {
     if (child + 1 < n && finishes_before(h[child + 1], h[child])) ++child;
     if (!finishes_before(h[child], f)) break;
-    h[pos] = h[child];
-    heap_pos_[h[pos]] = pos;
+    place(h, pos, h[child]);
     pos = child;
   }
-  h[pos] = f;
-  heap_pos_[f] = pos;
+  place(h, pos, f);
 }
 
 void FlowNetwork::group_insert(std::uint32_t g, std::uint32_t f) {

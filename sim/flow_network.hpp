@@ -121,6 +121,10 @@ class FlowNetwork {
   void group_erase(std::uint32_t f);
   void sift_up(std::uint32_t g, std::uint32_t pos);
   void sift_down(std::uint32_t g, std::uint32_t pos);
+  void place(std::vector<std::uint32_t>& heap, std::uint32_t pos, std::uint32_t f) {
+    heap[pos] = f;
+    heap_pos_[f] = pos;
+  }
   bool finishes_before(std::uint32_t a, std::uint32_t b) const {
     return finish_[a] < finish_[b] || (finish_[a] == finish_[b] && a < b);
   }

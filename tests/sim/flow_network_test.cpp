@@ -15,6 +15,39 @@ struct Completions : FlowObserver {
   void on_flow_complete(FlowId, std::uint64_t tag, Time now) override { at[tag] = now; }
 };
 
+// Integrates every flow's rate over time; at completion the bytes must be the flow's size, and
+// at every rate change no link may be over capacity.
+struct Ledger : FlowObserver {
+  FlowNetwork* net = nullptr;
+  std::map<std::uint32_t, double> sent, rate;
+  Time last = Time::zero();
+  void integrate(Time now) {
+    const double dt = static_cast<double>((now - last).ns()) * 1e-9;
+    for (auto& [f, r] : rate) sent[f] += r * dt;
+    last = now;
+  }
+  void started(FlowId f) {
+    rate[index_of(f)] = 0;
+    sent[index_of(f)] = 0;
+  }
+  void check_done(FlowId flow, double want, Time now) {
+    integrate(now);
+    const std::uint32_t f = index_of(flow);
+    // Completion is rounded up to the next nanosecond: at most one ns of extra sending.
+    CHECK(sent[f] >= want * (1 - 1e-9));
+    CHECK(sent[f] <= want * (1 + 1e-9) + rate[f] * 1e-9 + 1e-6);
+    sent.erase(f);
+    rate.erase(f);
+  }
+  void check_loads_and_read_rates(Time now) {
+    integrate(now);
+    for (std::uint32_t l = 0; l < net->link_count(); ++l) {
+      CHECK(net->link_load(LinkId(l)).value() <= net->capacity(LinkId(l)).value() * (1 + 1e-9));
+    }
+    for (auto& [f, r] : rate) r = net->active(FlowId(f)) ? net->rate(FlowId(f)).value() : 0.0;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a lone flow takes its latency plus size over capacity") {
@@ -125,36 +158,16 @@ TEST_CASE("flows that start together are solved once; flows elsewhere are not to
 // bottleneck link: saturated, and on it no flow gets a larger share per unit weight; (3) at
 // completion, the bytes integrated over the flow's piecewise rates equal its size.
 TEST_CASE("max-min properties hold on random networks") {
-  struct Checker : FlowObserver {
-    Engine* engine;
-    FlowNetwork* net;
-    std::map<std::uint32_t, double> sent, rate;
+  struct Checker : Ledger {
     std::map<std::uint64_t, double> expected_size_by_tag;
-    Time last = Time::zero();
     int checks = 0;
     int completions = 0;
-    void integrate(Time now) {
-      const double dt = static_cast<double>((now - last).ns()) * 1e-9;
-      for (auto& [f, r] : rate) sent[f] += r * dt;
-      last = now;
-    }
     void on_flow_complete(FlowId flow, std::uint64_t tag, Time now) override {
-      integrate(now);
-      const std::uint32_t f = index_of(flow);
-      const double want = expected_size_by_tag.at(tag);
-      // Completion is rounded up to the next nanosecond: at most one ns of extra sending.
-      CHECK(sent[f] >= want * (1 - 1e-9));
-      CHECK(sent[f] <= want * (1 + 1e-9) + rate[f] * 1e-9 + 1e-6);
-      sent.erase(f);
-      rate.erase(f);
+      check_done(flow, expected_size_by_tag.at(tag), now);
       ++completions;
     }
     void on_rates_changed(Time now) override {
-      integrate(now);
-      for (std::uint32_t l = 0; l < net->link_count(); ++l) {
-        CHECK(net->link_load(LinkId(l)).value() <= net->capacity(LinkId(l)).value() * (1 + 1e-9));
-      }
-      for (auto& [f, r] : rate) r = net->active(FlowId(f)) ? net->rate(FlowId(f)).value() : 0.0;
+      check_loads_and_read_rates(now);
       for (const auto& [f, r] : rate) {
         if (r == 0) continue;  // still in its latency phase
         bool has_bottleneck = false;
@@ -179,7 +192,6 @@ TEST_CASE("max-min properties hold on random networks") {
     Engine engine;
     FlowNetwork net(engine);
     Checker checker;
-    checker.engine = &engine;
     checker.net = &net;
     net.set_observer(&checker);
     const int links = 24;
@@ -205,9 +217,7 @@ TEST_CASE("max-min properties hold on random networks") {
       checker.expected_size_by_tag[tag] = specs[tag].size;
       engine.schedule_at(start, [&net, &checker, &specs, tag] {
         const Spec& spec = specs[tag];
-        const FlowId f = net.start(spec.route, Bytes(spec.size), tag, spec.weight);
-        checker.rate[index_of(f)] = 0;
-        checker.sent[index_of(f)] = 0;
+        checker.started(net.start(spec.route, Bytes(spec.size), tag, spec.weight));
       });
     }
     engine.run();
@@ -303,33 +313,13 @@ TEST_CASE("a departure quantum defers departures' re-solves to its grid") {
 // Under a quantum the rates are no longer max-min between re-solves, but still feasible, and
 // every flow's bytes still add up; completion times stay within a few quanta of exact.
 TEST_CASE("a departure quantum keeps links within capacity and bytes conserved") {
-  struct Checker : FlowObserver {
-    FlowNetwork* net = nullptr;
-    std::map<std::uint32_t, double> sent, rate;
+  struct Checker : Ledger {
     std::map<std::uint64_t, Time> at;
-    Time last = Time::zero();
-    void integrate(Time now) {
-      const double dt = static_cast<double>((now - last).ns()) * 1e-9;
-      for (auto& [f, r] : rate) sent[f] += r * dt;
-      last = now;
-    }
     void on_flow_complete(FlowId flow, std::uint64_t tag, Time now) override {
-      integrate(now);
-      const std::uint32_t f = index_of(flow);
-      const double want = 1e3 * static_cast<double>(1 + tag % 1000);
-      CHECK(sent[f] >= want * (1 - 1e-9));
-      CHECK(sent[f] <= want * (1 + 1e-9) + rate[f] * 1e-9 + 1e-6);
-      sent.erase(f);
-      rate.erase(f);
+      check_done(flow, 1e3 * static_cast<double>(1 + tag % 1000), now);
       at[tag] = now;
     }
-    void on_rates_changed(Time now) override {
-      integrate(now);
-      for (std::uint32_t l = 0; l < net->link_count(); ++l) {
-        CHECK(net->link_load(LinkId(l)).value() <= net->capacity(LinkId(l)).value() * (1 + 1e-9));
-      }
-      for (auto& [f, r] : rate) r = net->active(FlowId(f)) ? net->rate(FlowId(f)).value() : 0.0;
-    }
+    void on_rates_changed(Time now) override { check_loads_and_read_rates(now); }
   };
   const auto run = [](Duration quantum) {
     std::mt19937_64 rng(5);
@@ -349,9 +339,7 @@ TEST_CASE("a departure quantum keeps links within capacity and bytes conserved")
       }
       const auto start = Time::from_ns(tag % 2 == 0 ? 0 : static_cast<std::int64_t>(rng() % 1'000'000));
       engine.schedule_at(start, [&net, &checker, &routes, tag] {
-        const FlowId f = net.start(routes[tag], Bytes(1e3 * static_cast<double>(1 + tag % 1000)), tag);
-        checker.rate[index_of(f)] = 0;
-        checker.sent[index_of(f)] = 0;
+        checker.started(net.start(routes[tag], Bytes(1e3 * static_cast<double>(1 + tag % 1000)), tag));
       });
     }
     engine.run();
