@@ -68,7 +68,7 @@ const std::map<std::string, std::vector<OptionSpec>>& command_options() {
 }
 
 // The fields of a collective "scenario" (the options of `orrery collective`).
-const std::vector<std::string> kCollectiveFields = {"topology", "op", "algo", "size", "ranks", "channels", "chunks", "root", "peer", "alltoallv"};
+const std::vector<std::string> kCollectiveFields = {"topology", "op", "algo", "size", "ranks", "channels", "chunks", "root", "peer", "alltoallv", "quantum"};
 
 std::string type_name(const json& v) {
   if (v.is_number()) return "a number";
@@ -379,6 +379,7 @@ std::string run_command(const SweepPlan& plan, const std::string& path, const js
     if (const auto v = s.optional("root")) o.root = v->as_int_in(0, 1 << 24);
     if (const auto v = s.optional("peer")) o.peer = v->as_int_in(0, 1 << 24);
     if (const auto v = s.optional("alltoallv")) o.alltoallv_path = resolve_beside(path, v->as_string());
+    if (const auto v = s.optional("quantum")) o.quantum = v->as_string();
     s.finish();
     o.report_json = &report;
     collective(o, discard);
@@ -495,7 +496,7 @@ SweepPlan read_sweep_plan(std::string_view text, const std::string& source) {
   if (plan.command == "collective") {
     for (const auto& [key, value] : plan.base.items()) {
       if (std::find(kCollectiveFields.begin(), kCollectiveFields.end(), key) == kCollectiveFields.end()) {
-        base.fail(fmt::format("the collective base has an unknown field {}; expected: topology, op, algo, size, ranks, channels, chunks, root, peer, alltoallv",
+        base.fail(fmt::format("the collective base has an unknown field {}; expected: topology, op, algo, size, ranks, channels, chunks, root, peer, alltoallv, quantum",
                               sim::quote(key)));
       }
     }
