@@ -200,6 +200,14 @@ TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, 
   for (const json& row : coll) CHECK(row.at("status") == "ok");
   CHECK(coll[1].at("busbw_GBps").get<double>() > coll[0].at("busbw_GBps").get<double>());
   CHECK(coll[3].at("busbw_GBps").get<double>() > coll[1].at("busbw_GBps").get<double>());  // NVLS beats the ring at 1 GiB
+  // The flow network's departure quantum is a field of the base like the others.
+  const json quanta = sweep("quanta", R"json({"command": "collective", "base": {"topology": "dgx-h100:nodes=2", "op": "all-to-all",
+    "algo": "direct", "size": "1MiB", "quantum": "0"}, "axes": [{"pointer": "/quantum", "values": ["0", "1us", "soon"]}]})json");
+  REQUIRE(quanta.size() == 3);
+  CHECK(quanta[0].at("quantum_s").get<double>() == 0);
+  CHECK(quanta[1].at("quantum_s").get<double>() == doctest::Approx(1e-6));
+  CHECK(quanta[2].at("status") == "invalid");
+  CHECK(quanta[2].at("reason").get<std::string>().find("--quantum: bad duration \"soon\"") != std::string::npos);
 
   // A cluster scenario in a file whose trace path is relative to it: the points still find it.
   fs::create_directories("sweep-cluster");
