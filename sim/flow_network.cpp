@@ -83,6 +83,7 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
     finish_.push_back(0);
     heap_pos_.push_back(0);
     flow_mark_.push_back(0);
+    flow_local_.push_back(0);
   }
   // The route goes to the pool; a reused id keeps its old space when the new route fits.
   const auto n = static_cast<std::uint32_t>(route.size());
@@ -345,6 +346,7 @@ std::uint32_t FlowNetwork::local_link(std::uint32_t link) {
 
 void FlowNetwork::add_to_component(std::uint32_t f) {
   flow_mark_[f] = solve_epoch_;
+  flow_local_[f] = static_cast<std::uint32_t>(cf_flow_.size());
   cf_flow_.push_back(f);
   cf_weight_.push_back(weight_[f]);
   cf_route_.push_back(static_cast<std::uint32_t>(cr_link_.size()));
@@ -381,6 +383,7 @@ void FlowNetwork::solve() {
     local_link(l);
   }
   dirty_links_.clear();
+  by_links_ = true;
   if (!partial) {
     gather_component(0.0, 0);
   } else {
@@ -408,6 +411,7 @@ void FlowNetwork::solve() {
       cr_link_.clear();
       cl_link_.clear();
       for (const std::uint32_t l : changed_links_) local_link(l);
+      by_links_ = false;
       gather_above_floor(floor);
     }
   }
@@ -428,7 +432,7 @@ bool FlowNetwork::gather_component(double floor, std::size_t budget) {
     if (budget > 0 && visited > budget) return false;
     for (const std::uint32_t f : on_link_[l]) {
       if (flow_mark_[f] == solve_epoch_) continue;
-      if (floor > 0 && group_level_[group_[f]] < floor) continue;  // held
+      if (floor > 0 && group_[f] != kNone && group_level_[group_[f]] < floor) continue;  // held
       add_to_component(f);
     }
   }
@@ -495,11 +499,16 @@ void FlowNetwork::fill() {
       cl_in_fx_[i] += fx;
     }
   }
-  for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] += csr_begin_[i];
-  csr_flows_.resize(csr_begin_[links]);
-  csr_cursor_.assign(csr_begin_.begin(), csr_begin_.end() - 1);
-  for (std::uint32_t k = 0; k < flows; ++k) {
-    for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) csr_flows_[csr_cursor_[cr_link_[j]]++] = k;
+  // A component found breadth first holds every flow on its links that the filling needs (the
+  // others are held), so the filling reads the links' own lists; one found through the groups
+  // gets a compressed list of its flows per link, its links' lists being mostly held flows.
+  if (!by_links_) {
+    for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] += csr_begin_[i];
+    csr_flows_.resize(csr_begin_[links]);
+    csr_cursor_.assign(csr_begin_.begin(), csr_begin_.end() - 1);
+    for (std::uint32_t k = 0; k < flows; ++k) {
+      for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) csr_flows_[csr_cursor_[cr_link_[j]]++] = k;
+    }
   }
 
   const auto later = [](const Key& a, const Key& b) {
@@ -527,13 +536,13 @@ void FlowNetwork::fill() {
       std::push_heap(heap_.begin(), heap_.end(), later);
       continue;
     }
+    const std::uint32_t link = top.link;
     heap_.pop_back();
     // Freeze every unfrozen flow of the bottleneck at its level; the links they also cross
     // lose capacity and weight.
     cl_level_[i] = level;
-    for (std::uint32_t c = csr_begin_[i]; c < csr_begin_[i + 1]; ++c) {
-      const std::uint32_t k = csr_flows_[c];
-      if (cf_frozen_[k] != 0) continue;
+    const auto freeze = [&](std::uint32_t k) {
+      if (cf_frozen_[k] != 0) return;
       cf_frozen_[k] = 1;
       const double w = cf_weight_[k];
       const double r = w * level;
@@ -545,6 +554,13 @@ void FlowNetwork::fill() {
         cl_weight_[m] -= w;
         --cl_unfrozen_[m];
       }
+    };
+    if (by_links_) {
+      for (const std::uint32_t f : on_link_[link]) {
+        if (flow_mark_[f] == solve_epoch_) freeze(flow_local_[f]);
+      }
+    } else {
+      for (std::uint32_t c = csr_begin_[i]; c < csr_begin_[i + 1]; ++c) freeze(csr_flows_[c]);
     }
   }
 }

@@ -205,6 +205,8 @@ class FlowNetwork {
   std::vector<std::uint32_t> csr_begin_;      // per local link: its flows in csr_flows_
   std::vector<std::uint32_t> csr_flows_;      // local flow numbers
   std::vector<std::uint32_t> csr_cursor_;
+  std::vector<std::uint32_t> flow_local_;     // per flow: its local number, when in the component
+  bool by_links_ = true;                      // the component was found breadth first
   // The filling's links by level, keyed lazily: a link's level only rises as flows freeze
   // (up to rounding), so a key is refreshed only when it reaches the top.
   struct Key {
