@@ -519,7 +519,20 @@ void FlowNetwork::fill() {
   for (std::uint32_t i = 0; i < links; ++i) {
     const std::uint32_t l = cl_link_[i];
     cl_residual_[i] = capacity_[l] - static_cast<double>(load_fx_[l] - cl_in_fx_[i]) / kLoadScale;
-    if (cl_unfrozen_[i] > 0) heap_.push_back({level_of(i), l, i});
+    if (cl_unfrozen_[i] > 1) heap_.push_back({level_of(i), l, i});
+  }
+  // A link that only one flow of the component crosses keeps its level until that flow
+  // freezes, so of a flow's such links only the least (by level, then id) can be its
+  // bottleneck: one key per flow for them rather than one per link.
+  for (std::uint32_t k = 0; k < flows; ++k) {
+    Key best{0, kNone, 0};
+    for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) {
+      const std::uint32_t i = cr_link_[j];
+      if (cl_unfrozen_[i] != 1) continue;
+      const Key key{level_of(i), cl_link_[i], i};
+      if (best.link == kNone || later(best, key)) best = key;
+    }
+    if (best.link != kNone) heap_.push_back(best);
   }
   std::make_heap(heap_.begin(), heap_.end(), later);
   while (!heap_.empty()) {
