@@ -354,6 +354,16 @@ void FlowNetwork::add_to_component(std::uint32_t f) {
   for (std::uint32_t i = 0; i < route_size_[f]; ++i) cr_link_.push_back(local_link(index_of(route_pool_[begin + i])));
 }
 
+// An empty component that holds the changed links (numbered first).
+void FlowNetwork::start_component() {
+  cf_flow_.clear();
+  cf_weight_.clear();
+  cf_route_.clear();
+  cr_link_.clear();
+  cl_link_.clear();
+  for (const std::uint32_t l : changed_links_) local_link(l);
+}
+
 void FlowNetwork::solve() {
   // A deferred re-solve whose work an arrival's re-solve has done since.
   if (dirty_links_.empty() && !arrivals_ && !departures_) return;
@@ -373,16 +383,10 @@ void FlowNetwork::solve() {
   arrivals_ = false;
   departures_ = false;
 
-  cf_flow_.clear();
-  cf_weight_.clear();
-  cf_route_.clear();
-  cr_link_.clear();
-  cl_link_.clear();
-  for (const std::uint32_t l : dirty_links_) {
-    link_dirty_[l] = 0;
-    local_link(l);
-  }
+  for (const std::uint32_t l : dirty_links_) link_dirty_[l] = 0;
+  changed_links_.swap(dirty_links_);
   dirty_links_.clear();
+  start_component();
   by_links_ = true;
   if (!partial) {
     gather_component(0.0, 0);
@@ -394,7 +398,6 @@ void FlowNetwork::solve() {
     // the flows sharing, and gives way to the second when the budget runs out; after it has
     // given way, it sits out a number of solves that doubles with each failure (up to 256).
     const std::size_t budget = std::max<std::size_t>(64, active_count_ / 16);
-    changed_links_.assign(cl_link_.begin(), cl_link_.end());
     bool found = false;
     if (breadth_first_wait_ > 0) {
       --breadth_first_wait_;
@@ -405,12 +408,7 @@ void FlowNetwork::solve() {
     }
     if (!found) {
       ++solve_epoch_;  // forget the marks of the attempt
-      cf_flow_.clear();
-      cf_weight_.clear();
-      cf_route_.clear();
-      cr_link_.clear();
-      cl_link_.clear();
-      for (const std::uint32_t l : changed_links_) local_link(l);
+      start_component();
       by_links_ = false;
       gather_above_floor(floor);
     }
@@ -484,7 +482,6 @@ void FlowNetwork::fill() {
   cl_in_fx_.assign(links, 0);
   cl_residual_.resize(links);
   cl_level_.resize(links);
-  csr_begin_.assign(links + 1, 0);
   cf_rate_.resize(flows);
   cf_group_.resize(flows);
   cf_frozen_.assign(flows, 0);
@@ -493,7 +490,6 @@ void FlowNetwork::fill() {
     const std::int64_t fx = rate_fx_[cf_flow_[k]];
     for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) {
       const std::uint32_t i = cr_link_[j];
-      ++csr_begin_[i + 1];
       cl_weight_[i] += w;
       ++cl_unfrozen_[i];
       cl_in_fx_[i] += fx;
@@ -503,7 +499,9 @@ void FlowNetwork::fill() {
   // others are held), so the filling reads the links' own lists; one found through the groups
   // gets a compressed list of its flows per link, its links' lists being mostly held flows.
   if (!by_links_) {
-    for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] += csr_begin_[i];
+    csr_begin_.resize(links + 1);
+    csr_begin_[0] = 0;
+    for (std::uint32_t i = 0; i < links; ++i) csr_begin_[i + 1] = csr_begin_[i] + cl_unfrozen_[i];
     csr_flows_.resize(csr_begin_[links]);
     csr_cursor_.assign(csr_begin_.begin(), csr_begin_.end() - 1);
     for (std::uint32_t k = 0; k < flows; ++k) {

@@ -107,6 +107,7 @@ class FlowNetwork {
   void solve();
   bool gather_component(double floor, std::size_t budget);
   void gather_above_floor(double floor);
+  void start_component();
   void add_to_component(std::uint32_t f);
   std::uint32_t local_link(std::uint32_t link);
   std::uint32_t find(std::uint32_t link);
