@@ -2,6 +2,8 @@
 # file run under a scratch working directory.
 add_library(orrery_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp)
 target_link_libraries(orrery_doctest_main PUBLIC doctest::doctest orrery_sanitizers)
+target_include_directories(orrery_doctest_main PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+target_compile_definitions(orrery_doctest_main PRIVATE ORRERY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 function(orrery_add_test folder)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
