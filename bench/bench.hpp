@@ -58,6 +58,8 @@ void bench_step_llama405b(Figures& out, bool quick);
 void bench_step_gpt3(Figures& out, bool quick);
 void bench_balance(Figures& out, bool quick);
 void bench_cluster(Figures& out, bool quick);
+void bench_calibration(Figures& out, bool quick);
+void bench_replay(Figures& out, bool quick);
 void bench_multimodal(Figures& out, bool quick);
 void bench_rl(Figures& out, bool quick);
 void bench_estimate(Figures& out, bool quick);

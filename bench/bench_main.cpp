@@ -35,6 +35,8 @@ const std::vector<GroupSpec> kGroups = {
     {"rl", orrery::bench::bench_rl, 300},
     {"estimate", orrery::bench::bench_estimate, 300},
     {"sweep", orrery::bench::bench_sweep, 600},
+    {"calibration", orrery::bench::bench_calibration, 600},
+    {"replay", orrery::bench::bench_replay, 600},
     {"simgrid", nullptr, 600},
 };
 

@@ -177,6 +177,41 @@ Measurement measure_cpu_kernel(const models::Kernel& k, int repetitions, std::ui
   }
 }
 
+std::vector<models::Kernel> cpu_grid(const CpuHarnessOptions& o) {
+  std::vector<models::Kernel> grid;
+  const std::vector<std::int64_t> sizes = o.quick ? std::vector<std::int64_t>{128, 256, 512}
+                                                  : std::vector<std::int64_t>{64, 128, 256, 512, 1024};
+  for (const std::int64_t m : sizes) {
+    for (const std::int64_t n : sizes) {
+      for (const std::int64_t k : sizes) grid.push_back(models::Kernel::gemm(m, n, k, models::DType::fp32));
+    }
+  }
+  // Sizes beyond the last-level cache (a copy of 32 MiB half fits in some), where bandwidth is flat.
+  const std::vector<double> mib = o.quick ? std::vector<double>{64, 128, 256} : std::vector<double>{64, 128, 256, 512};
+  for (const models::KernelKind kind : {models::KernelKind::copy, models::KernelKind::elementwise, models::KernelKind::norm}) {
+    for (const double m : mib) grid.push_back(models::Kernel::memory_bound(kind, sim::Bytes(m * 1048576), models::DType::fp32));
+  }
+  const std::vector<std::int64_t> token_counts = o.quick ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{1024, 4096};
+  const std::vector<std::int64_t> lengths = o.quick ? std::vector<std::int64_t>{128, 256, 512}
+                                                    : std::vector<std::int64_t>{128, 256, 512, 1024};
+  for (const bool causal : o.quick ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+    for (const std::int64_t t : token_counts) {
+      for (const std::int64_t l : lengths) {
+        grid.push_back(models::Kernel::attention(models::Pass::forward, std::vector<std::int64_t>(static_cast<std::size_t>(t / l), l),
+                                                 2, 2, 64, causal, models::DType::fp32));
+      }
+    }
+  }
+  return grid;
+}
+
+Profile measure_grid(Profile header, const std::vector<models::Kernel>& grid, const KernelTimer& timer,
+                     const CpuHarnessOptions& o) {
+  std::uint64_t seed = o.seed;
+  for (const models::Kernel& k : grid) header.points.push_back(timer(k, o.repetitions, seed++));
+  return header;
+}
+
 Profile measure_cpu(const CpuHarnessOptions& o) {
   Profile p;
   p.harness = "cpu";
@@ -186,33 +221,7 @@ Profile measure_cpu(const CpuHarnessOptions& o) {
                 {"eigen", fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION)}};
   p.clocks = {{"cpu_mhz", first_cpuinfo("cpu MHz")}};
   p.date = utc_now_iso8601();
-  std::uint64_t seed = o.seed;
-  const auto add = [&](const models::Kernel& k) { p.points.push_back(measure_cpu_kernel(k, o.repetitions, seed++)); };
-
-  const std::vector<std::int64_t> sizes = o.quick ? std::vector<std::int64_t>{128, 256, 512}
-                                                  : std::vector<std::int64_t>{64, 128, 256, 512, 1024};
-  for (const std::int64_t m : sizes) {
-    for (const std::int64_t n : sizes) {
-      for (const std::int64_t k : sizes) add(models::Kernel::gemm(m, n, k, models::DType::fp32));
-    }
-  }
-  // Sizes beyond the last-level cache (a copy of 32 MiB half fits in some), where bandwidth is flat.
-  const std::vector<double> mib = o.quick ? std::vector<double>{64, 128, 256} : std::vector<double>{64, 128, 256, 512};
-  for (const models::KernelKind kind : {models::KernelKind::copy, models::KernelKind::elementwise, models::KernelKind::norm}) {
-    for (const double m : mib) add(models::Kernel::memory_bound(kind, sim::Bytes(m * 1048576), models::DType::fp32));
-  }
-  const std::vector<std::int64_t> token_counts = o.quick ? std::vector<std::int64_t>{1024, 2048} : std::vector<std::int64_t>{1024, 4096};
-  const std::vector<std::int64_t> lengths = o.quick ? std::vector<std::int64_t>{128, 256, 512}
-                                                    : std::vector<std::int64_t>{128, 256, 512, 1024};
-  for (const bool causal : o.quick ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
-    for (const std::int64_t t : token_counts) {
-      for (const std::int64_t l : lengths) {
-        add(models::Kernel::attention(models::Pass::forward, std::vector<std::int64_t>(static_cast<std::size_t>(t / l), l), 2, 2, 64,
-                                      causal, models::DType::fp32));
-      }
-    }
-  }
-  return p;
+  return measure_grid(std::move(p), cpu_grid(o), &measure_cpu_kernel, o);
 }
 
 }  // namespace orrery::calibration

@@ -151,7 +151,7 @@ SweepAxis read_axis(const JsonNode& node, const SweepPlan& plan) {
   axis.name = name ? name->as_string() : !axis.option.empty() ? axis.option : !axis.variable.empty() ? axis.variable : axis.pointers.front();
   for (std::size_t i = 0; i < axis.pointers.size(); ++i) {
     const std::string& p = axis.pointers[i];
-    const JsonNode& where = pointer ? *pointer : pointers->as_array()[i];
+    const JsonNode where = pointer ? *pointer : pointers->as_array()[i];  // a copy: as_array() is a temporary
     if (p.empty() || p.front() != '/') where.fail(fmt::format("found {}, expected a JSON pointer into the base scenario such as \"/plan/tp\"", sim::quote(p)));
     json::json_pointer jp;
     try {

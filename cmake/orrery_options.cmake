@@ -7,6 +7,12 @@ target_compile_options(orrery_warnings INTERFACE
   $<$<BOOL:${ORRERY_WERROR}>:-Werror>)
 
 add_library(orrery_sanitizers INTERFACE)
+# Fuzzing builds instrument every library for coverage (libFuzzer links into the targets only).
+if(ORRERY_FUZZ)
+  set(ORRERY_SANITIZE ON)
+  target_compile_options(orrery_sanitizers INTERFACE -fsanitize=fuzzer-no-link)
+  target_link_options(orrery_sanitizers INTERFACE -fsanitize=fuzzer-no-link)
+endif()
 if(ORRERY_SANITIZE)
   target_compile_options(orrery_sanitizers INTERFACE
     -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)

@@ -14,6 +14,8 @@ function(orrery_add_test folder)
   set(scratch ${CMAKE_CURRENT_BINARY_DIR}/scratch/${folder})
   file(MAKE_DIRECTORY ${scratch})
   add_test(NAME ${folder} COMMAND ${target} --no-version=true WORKING_DIRECTORY ${scratch})
+  # Skips (an absent ../shared/data) are logged here; `make test` prints their count.
+  set_tests_properties(${folder} PROPERTIES ENVIRONMENT "ORRERY_SKIP_LOG=${PROJECT_BINARY_DIR}/tests/skipped.log")
   # Sanitizer builds run the same suites several times slower.
   if(ORRERY_SANITIZE)
     set_tests_properties(${folder} PROPERTIES TIMEOUT 2400)

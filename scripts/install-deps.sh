@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh            # install what is missing
 #   scripts/install-deps.sh --check    # list what is missing, exit 1 if anything is
 #   scripts/install-deps.sh --bench    # also the bench-only packages (SimGrid, for `make bench`)
+#   scripts/install-deps.sh --fuzz     # also clang 16 and its libFuzzer runtime, for `make fuzz`
 set -euo pipefail
 
 packages=(
@@ -15,6 +16,9 @@ packages=(
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libsimgrid-dev)
+  shift
+elif [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang-16 libclang-rt-16-dev)
   shift
 fi
 

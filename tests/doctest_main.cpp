@@ -1,11 +1,15 @@
 // The doctest entry point of every suite: runs the cases, then says how many were skipped
-// because a resource (../shared/data) was absent, so a green run never hides a skip.
+// because a resource (../shared/data) was absent, so a green run never hides a skip. With
+// ORRERY_SKIP_LOG set (CTest sets it), each skip is also appended there as "suite: reason",
+// and `make test` prints the count after CTest's summary.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include "shared_data.hpp"
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <vector>
@@ -17,6 +21,7 @@
 namespace orrery::testing {
 namespace {
 std::mutex skips_mutex;
+std::string suite_name = "tests";
 std::vector<std::string>& skips() {
   static std::vector<std::string> list;
   return list;
@@ -27,6 +32,9 @@ void record_skip(std::string_view reason) {
   const std::lock_guard lock(skips_mutex);
   skips().emplace_back(reason);
   std::cout << "skipped: " << reason << "\n";
+  if (const char* log = std::getenv("ORRERY_SKIP_LOG"); log != nullptr && *log != '\0') {
+    std::ofstream(log, std::ios::app) << suite_name << ": " << reason << "\n";
+  }
 }
 
 int skipped_count() {
@@ -44,6 +52,7 @@ std::optional<std::string> shared_data(std::string_view relative) {
 }  // namespace orrery::testing
 
 int main(int argc, char** argv) {
+  if (argc > 0) orrery::testing::suite_name = std::filesystem::path(argv[0]).filename().string();
   doctest::Context context(argc, argv);
   const int result = context.run();
   if (context.shouldExit()) return result;

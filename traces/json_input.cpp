@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <utility>
 
@@ -172,59 +171,118 @@ void JsonObject::finish() const {
 
 namespace {
 
-// Tracks the JSON pointer of the parser's position, to name a key repeated in one object
-// (nlohmann keeps the last silently; a typo'd copy of a field would then win unseen).
-class DuplicateKeyCheck {
+// Builds the document from nlohmann's SAX events, in time linear in its size. It names a key
+// repeated in one object (nlohmann keeps the last silently; a typo'd copy of a field would
+// then win unseen), bounds the nesting depth (no format of ours nests deeper than a dozen
+// levels, and recursive readers must not exhaust the stack), and turns nlohmann's errors
+// (syntax, and numbers beyond what a double holds) into a position for the caller. (nlohmann's
+// own callback parser rescans the parent container after each object: quadratic in the objects
+// of one array.)
+class DomBuilder {
  public:
-  explicit DuplicateKeyCheck(const std::string& source) : source_(source) {}
+  using json = nlohmann::json;
+  static constexpr std::size_t kMaxDepth = 256;
 
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start: frames_.push_back(Frame{false, 0, {}, {}}); break;
-      case E::array_start: frames_.push_back(Frame{true, 0, {}, {}}); break;
-      case E::key: {
-        Frame& top = frames_.back();
-        top.key = parsed.get<std::string>();
-        if (!top.keys.insert(top.key).second) {
-          throw InputError(source_, pointer(), fmt::format("key {} appears twice in one object", quote(top.key)));
-        }
-        break;
-      }
-      case E::object_end:
-      case E::array_end:
-        frames_.pop_back();
-        element_done();
-        break;
-      case E::value: element_done(); break;
+  explicit DomBuilder(const std::string& source) : source_(source) {}
+
+  bool null() { return put(json(nullptr)); }
+  bool boolean(bool v) { return put(json(v)); }
+  bool number_integer(json::number_integer_t v) { return put(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return put(json(v)); }
+  bool string(json::string_t& v) { return put(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t /*elements*/) { return open(json::object()); }
+  bool start_array(std::size_t /*elements*/) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    Frame& top = frames_.back();
+    if (top.value->get_ref<const json::object_t&>().count(k) != 0) {
+      top.key = std::move(k);
+      throw InputError(source_, pointer(), fmt::format("key {} appears twice in one object", quote(top.key)));
     }
+    top.key = std::move(k);
     return true;
   }
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) {
+    error_position_ = position;
+    error_token_ = token;
+    error_id_ = e.id;
+    error_what_ = e.what();
+    return false;
+  }
+
+  json& root() { return root_; }
+  std::size_t error_position() const { return error_position_; }
+  const std::string& error_token() const { return error_token_; }
+  int error_id() const { return error_id_; }
+  const std::string& error_what() const { return error_what_; }
 
  private:
   struct Frame {
-    bool array;
-    std::size_t index;
-    std::string key;
-    std::set<std::string> keys;
+    json* value;
+    std::string key;  // objects: the key of the value being read
   };
-  void element_done() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+
+  // Places `v` where the parser stands: the root, the next array element, or the current key.
+  json* place(json&& v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& top = frames_.back();
+    if (top.value->is_array()) {
+      auto& array = top.value->get_ref<json::array_t&>();
+      array.push_back(std::move(v));
+      return &array.back();
+    }
+    auto& object = top.value->get_ref<json::object_t&>();
+    return &object.emplace(top.key, std::move(v)).first->second;
   }
+  bool put(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& container) {
+    if (frames_.size() >= kMaxDepth) {
+      throw InputError(source_, pointer(),
+                       fmt::format("found arrays or objects nested more than {} deep, expected a shallower document", kMaxDepth));
+    }
+    json* at = place(std::move(container));
+    frames_.push_back(Frame{at, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  // The JSON pointer of the value being read.
   std::string pointer() const {
     std::string out;
-    for (const Frame& f : frames_) out += "/" + (f.array ? std::to_string(f.index) : pointer_token(f.key));
-    return out;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      // An outer array's last element is the container open inside it; the innermost array's
+      // next element is the value being read.
+      const std::size_t index = f.value->size() - (i + 1 < frames_.size() ? 1 : 0);
+      out += "/" + (f.value->is_array() ? std::to_string(index) : pointer_token(f.key));
+    }
+    return out.empty() ? "/" : out;
   }
+
   const std::string& source_;
+  json root_;
   std::vector<Frame> frames_;
+  std::size_t error_position_ = 0;
+  std::string error_token_;
+  int error_id_ = 0;
+  std::string error_what_;
 };
 
 // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 3, column 5:
 // syntax error while parsing object - unexpected '}'; expected string literal": keep what
 // follows the position, which says what was found and what was expected.
-std::string syntax_problem(const nlohmann::json::parse_error& e) {
-  const std::string what = e.what();
+std::string syntax_problem(const std::string& what) {
   const auto column = what.find("column ");
   if (column != std::string::npos) {
     const auto colon = what.find(": ", column);
@@ -260,25 +318,31 @@ std::size_t token_start(std::string_view text, std::size_t stop) {
 
 }  // namespace
 
-std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source) {
-  try {
-    DuplicateKeyCheck check(source);
-    nlohmann::json root = nlohmann::json::parse(text.begin(), text.end(), std::ref(check));
-    return std::make_unique<JsonDocument>(std::move(source), std::move(root));
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte counts the characters read, up to and including the offending token.
-    const std::size_t stop = token_start(text, e.byte);
-    std::size_t line = 1;
-    std::size_t line_start = 0;
-    for (std::size_t i = 0; i < stop; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
-    }
-    throw InputError(std::move(source), fmt::format("line {}, column {}", line, stop - line_start + 1),
-                     fmt::format("malformed JSON: {}", syntax_problem(e)));
+std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source, int first_line) {
+  DomBuilder builder(source);
+  if (nlohmann::json::sax_parse(text.begin(), text.end(), &builder)) {
+    return std::make_unique<JsonDocument>(std::move(source), std::move(builder.root()));
   }
+  // The position counts the characters read, up to and including the offending token.
+  const std::size_t stop = token_start(text, builder.error_position());
+  std::size_t line = static_cast<std::size_t>(first_line);
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < stop; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  const std::string where = fmt::format("line {}, column {}", line, stop - line_start + 1);
+  // 406: a number nlohmann read as infinite (1e400): the user's number, not our failure.
+  if (builder.error_id() == 406) {
+    throw InputError(std::move(source), where,
+                     fmt::format("found the number {}, beyond what a double holds (magnitude below 1.8e308), expected a "
+                                 "number in range",
+                                 quote(builder.error_token().size() > 40 ? builder.error_token().substr(0, 37) + "..."
+                                                                         : builder.error_token())));
+  }
+  throw InputError(std::move(source), where, fmt::format("malformed JSON: {}", syntax_problem(builder.error_what())));
 }
 
 namespace {

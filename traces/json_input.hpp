@@ -91,8 +91,9 @@ class JsonDocument {
 };
 
 // Parses `text`; a syntax error names "line L, column C" and what was found and expected;
-// a key repeated in one object names its JSON pointer.
-std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source);
+// a key repeated in one object names its JSON pointer. `first_line` numbers the text's first
+// line (a JSONL row's own line in its file).
+std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source, int first_line = 1);
 // Reads and parses a file; an unreadable file is an InputError naming it.
 std::unique_ptr<JsonDocument> load_json_file(const std::string& path);
 // Reads a whole file; an unreadable file is an InputError naming it. A path with an overlay on

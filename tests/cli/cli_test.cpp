@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "sim/error.hpp"
 
+#include "shared_data.hpp"
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -164,7 +165,7 @@ TEST_CASE("network and kernel validation against published measurements") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (!fs::is_directory(data + "/ml-engineering") || !fs::is_directory(data + "/nccl-busbw") || !fs::is_directory(data + "/flashattention") ||
       !fs::is_directory(data + "/megatron-lm") || !fs::is_directory(data + "/arena") || !fs::is_directory(data + "/pollux-adaptdl")) {
-    MESSAGE("skipped: ../shared/data (ml-engineering, nccl-busbw, flashattention, megatron-lm, arena, pollux-adaptdl) is absent");
+    orrery::testing::record_skip("../shared/data (ml-engineering, nccl-busbw, flashattention, megatron-lm, arena, pollux-adaptdl) is absent");
     return;
   }
   std::ostringstream out;
@@ -455,7 +456,7 @@ TEST_CASE("every example scenario runs, deterministically") {
 TEST_CASE("every example cluster scenario runs, deterministically (on a few jobs of its format)") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (!fs::exists(data + "/arena") || !fs::exists(data + "/pollux-adaptdl")) {
-    MESSAGE("skipped: ../shared/data (arena, pollux-adaptdl) is absent; the examples read it");
+    orrery::testing::record_skip("../shared/data (arena, pollux-adaptdl) is absent; the examples read it");
     return;
   }
   {
@@ -598,7 +599,7 @@ TEST_CASE("orrery doclens: generate and convert document-length traces") {
   CHECK(std::count(gen.begin(), gen.end(), '\n') == 3);
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (!fs::is_directory(data + "/distca-lengths")) {
-    MESSAGE("skipped convert: ../shared/data/distca-lengths is absent");
+    orrery::testing::record_skip("../shared/data/distca-lengths is absent");
     return;
   }
   const Result c = run({"doclens", "convert", "--source", "distca-prolong", "--data", data, "--tokens", "262144", "-o", "prolong.jsonl"});

@@ -7,6 +7,7 @@
 #include "sim/error.hpp"
 #include "traces/csv.hpp"
 
+#include "shared_data.hpp"
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -219,7 +220,7 @@ TEST_CASE("MoE, MLA, context and expert parallelism run") {
 TEST_CASE("memory model against Korthikanti et al. 2022") {
   const std::string path = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/megatron-lm/korthikanti2022_selective_recompute_a100.csv";
   if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: ../shared/data/megatron-lm is absent");
+    orrery::testing::record_skip("../shared/data/megatron-lm is absent");
     return;
   }
   const traces::CsvTable t = traces::read_csv_file(path);

@@ -5,6 +5,7 @@
 #include "sim/error.hpp"
 #include "traces/cluster_json.hpp"
 
+#include "shared_data.hpp"
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -179,14 +180,13 @@ TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and colu
   CHECK(g.skipped == 1);
   CHECK(g.jobs[0].gpu_type == "a100");
   CHECK(g.jobs[0].id == "x");
-  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/tiresias/60_job.csv";
-  if (std::filesystem::exists(data)) CHECK(traces::read_tiresias_trace(data, false).jobs.size() == 60);
+  if (const auto data = orrery::testing::shared_data("tiresias/60_job.csv")) CHECK(traces::read_tiresias_trace(*data, false).jobs.size() == 60);
 }
 
 TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena's cluster Tiresias beats FIFO") {
   const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (!std::filesystem::exists(data + "/arena/simulate_trace_philly.csv") || !std::filesystem::exists(data + "/pollux-adaptdl/traces/philly.csv")) {
-    MESSAGE("skipped: ../shared/data (arena, pollux-adaptdl) is absent");
+    orrery::testing::record_skip("../shared/data (arena, pollux-adaptdl) is absent");
     return;
   }
   const models::ClusterSpec arena = traces::read_arena_cluster(data + "/arena/sim_cluster_spec.json");

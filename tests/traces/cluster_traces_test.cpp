@@ -2,6 +2,7 @@
 #include "traces/cluster_traces.hpp"
 #include "traces/throughput_tables.hpp"
 
+#include "shared_data.hpp"
 #include <doctest/doctest.h>
 
 #include "../input_error.hpp"
@@ -28,7 +29,7 @@ using testing::error_of;
 std::string data(const std::string& rel) {
   const std::string path = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/" + rel;
   if (std::filesystem::exists(path)) return path;
-  MESSAGE("skipped: " << path << " is absent");
+  orrery::testing::record_skip(path + " is absent");
   return "";
 }
 

@@ -66,3 +66,40 @@ TEST_CASE("an unreadable file names itself") {
   CHECK(error_of([] { load_json_file("no/such/file.json"); }).find("no/such/file.json: cannot open file") == 0);
   CHECK(error_of([] { load_json_file("."); }).find("is a directory") != std::string::npos);
 }
+
+TEST_CASE("a number beyond what a double holds is an input error at its place, even in an unused field") {
+  const std::string m = error_of([] { parse_json("{\"description\": 1e400,\n \"nodes\": []}", "big.json"); });
+  CHECK(m.find("big.json:line 1, column 17: found the number \"1e400\", beyond what a double holds") == 0);
+  CHECK(error_of([] { parse_json("[1, -2e999]", "neg.json"); }).find("neg.json:line 1, column 5: found the number \"-2e999\"") == 0);
+  // A JSONL row names its own line.
+  CHECK(error_of([] { parse_json("{\"x\": 1e500}", "rows.jsonl", 7); }).find("rows.jsonl:line 7, column 7:") == 0);
+  // Integers beyond 64 bits become doubles (nlohmann's rule), which as_int() then rejects.
+  const auto doc = parse_json("{\"n\": 100000000000000000000000}", "n.json");
+  CHECK(doc->root().as_object().required("n").json().is_number_float());
+}
+
+TEST_CASE("nesting deeper than a format needs is refused before it can exhaust a recursive reader") {
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  CHECK(error_of([&] { parse_json(deep, "deep.json"); }).find("deep.json:/0/0/0/") == 0);
+  CHECK(error_of([&] { parse_json(deep, "deep.json"); }).find("nested more than 256 deep") != std::string::npos);
+  const std::string ok = std::string(200, '[') + std::string(200, ']');
+  CHECK_NOTHROW(parse_json(ok, "ok.json"));
+}
+
+TEST_CASE("a repeated key deep inside arrays of objects is named by its full pointer") {
+  const std::string m = error_of([] { parse_json(R"({"a": [{"b": [1, {"c": 1, "c": 2}]}]})", "p.json"); });
+  CHECK(m == "p.json:/a/0/b/1/c: key \"c\" appears twice in one object");
+}
+
+TEST_CASE("a large array of objects parses into the same document as the text says") {
+  // 200k objects: the parser once rescanned the parent array after each object (quadratic).
+  // The time is the bench's to measure; here the content is checked.
+  std::string text = "{\"nodes\": [";
+  for (int i = 0; i < 200000; ++i) text += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(i) + ",\"deps\":[]}";
+  text += "]}";
+  const auto doc = parse_json(text, "big.json");
+  const auto nodes = doc->root().as_object().required("nodes").as_array();
+  REQUIRE(nodes.size() == 200000);
+  CHECK(nodes[199999].as_object().required("id").as_int() == 199999);
+  CHECK(nodes[123456].pointer() == "/nodes/123456");
+}

@@ -1,6 +1,7 @@
 #include "sim/error.hpp"
 #include "traces/rollouts.hpp"
 
+#include "shared_data.hpp"
 #include <doctest/doctest.h>
 
 #include "../input_error.hpp"
@@ -26,7 +27,7 @@ std::string csv_error(std::string_view text) {
 std::string data_dir() {
   const std::string dir = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
   if (std::filesystem::exists(dir + "/rl-rollout-lengths")) return dir;
-  MESSAGE("skipped: " << dir << " (rl-rollout-lengths, azure-llm-inference-2023, mooncake-trace) is absent");
+  orrery::testing::record_skip(dir + " (rl-rollout-lengths, azure-llm-inference-2023, mooncake-trace) is absent");
   return "";
 }
 

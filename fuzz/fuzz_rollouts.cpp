@@ -1,0 +1,13 @@
+// RL rollout traces (traces/rollouts.hpp), JSONL or CSV.
+#include "fuzz_target.hpp"
+#include "traces/rollouts.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return orrery::fuzz::run(data, size, [](std::string_view text) {
+    if (orrery::fuzz::pick(text, 2) == 0) {
+      orrery::traces::read_rollouts_jsonl(text, "rollouts.jsonl");
+    } else {
+      orrery::traces::read_rollouts_csv(text, "rollouts.csv");
+    }
+  });
+}
