@@ -69,7 +69,8 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
 
   // Ranking on Arena's cluster and workload.
   const models::ClusterSpec arena = traces::read_arena_cluster(data_dir + "/arena/sim_cluster_spec.json");
-  const traces::JobTrace jobs = traces::read_arena_trace(data_dir + "/arena/simulate_trace_philly.csv", false);
+  traces::JobTrace jobs = traces::read_arena_trace(data_dir + "/arena/simulate_trace_philly.csv", false);
+  for (models::Job& j : jobs.jobs) j.resizable = true;  // Arena's workload is written for its adaptive parallelism
   const traces::ArenaThroughput table(data_dir + "/arena/prof_database_optimal.csv", arena);
   md += fmt::format("**Ranking.** Arena's heterogeneous cluster ({} GPUs: 80x4 A100, 20x16 V100, 160x2 A40, 160x2 A10) with its\n"
                     "Philly-derived workload (arena/simulate_trace_philly.csv, {} jobs), throughput from Arena's profiled\n"

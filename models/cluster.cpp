@@ -242,8 +242,12 @@ ClusterResult ClusterSim::run() {
       JobState& s = state[u];
       if (!s.running) continue;
       const double dt = t - now;
-      const double productive = std::max(0.0, t - std::max(now, resume_at[u]));
-      s.remaining = std::max(0.0, s.remaining - rate[u] * productive);
+      const double start = std::max(now, resume_at[u]);
+      const double productive = std::max(0.0, t - start);
+      // The job whose completion is t is done: exactly, whatever the rounding of start +
+      // remaining / rate, which at large times can round to `now` and never make progress.
+      const bool finishes = rate[u] > 0 && t >= start + s.remaining / rate[u];
+      s.remaining = finishes ? 0.0 : std::max(0.0, s.remaining - rate[u] * productive);
       s.attained_gpu_s += s.placement.gpus * dt;
       s.executed_s += dt;
       gpu_seconds += s.placement.gpus * dt;
@@ -319,9 +323,8 @@ ClusterResult ClusterSim::run() {
       if (s.running) continue;
       ORRERY_CHECK(p.gpus > 0 && free.contains(p.gpu_type) && free[p.gpu_type] >= p.gpus, "{} placed job {} on {} {} GPUs that are not free",
                    scheduler_.name(), s.job->id, p.gpus, p.gpu_type);
-      ORRERY_CHECK(!s.job->elastic() || (p.gpus >= s.job->min_gpus && p.gpus <= s.job->max_gpus),
-                   "{} placed job {} on {} GPUs, outside its elastic range {}..{}", scheduler_.name(), s.job->id, p.gpus, s.job->min_gpus,
-                   s.job->max_gpus);
+      ORRERY_CHECK(s.job->allows(p.gpus), "{} placed job {} on {} GPUs, outside its range {}..{} (requested {})", scheduler_.name(), s.job->id,
+                   p.gpus, s.job->min_gpus, s.job->max_gpus, s.job->gpus);
       NodeAllocator::Grant g = nodes.take(p.gpu_type, p.gpus);
       const double r = throughput_.rate(*s.job, p.gpu_type, p.gpus, static_cast<int>(g.size()));
       if (r <= 0) {  // cannot run there: stays queued

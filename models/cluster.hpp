@@ -40,7 +40,15 @@ struct Job {
   std::string model;           // e.g. "bert__1.3B"
   int batch = 0;
   int min_gpus = 0, max_gpus = 0;  // elastic range a policy may resize within (0: not elastic)
+  // Without a range: may a policy still pick its count (a scenario's "elastic": true)? If not,
+  // the job runs on exactly the GPUs it asks for under every policy.
+  bool resizable = false;
   bool elastic() const { return max_gpus > 0; }
+  // May a policy run it on `count` GPUs? Its range; any count when resizable; else its request.
+  bool allows(int count) const {
+    if (elastic()) return count >= min_gpus && count <= max_gpus;
+    return resizable ? count >= 1 : count == gpus;
+  }
 };
 
 // Work per second a job makes on `gpus` GPUs of `gpu_type` spread over `nodes` servers, in the

@@ -292,8 +292,9 @@ class Gavel final : public models::ClusterScheduler {
 //  - with `migrate`, every running job kept where it is is marked for defragmenting migration:
 //    the simulator moves it onto fewer nodes when the holes left by departures allow it and
 //    the faster rate repays the restart (Arena's introspective "bubble" migration).
-// A job with an elastic range (Job::min_gpus..max_gpus) only gets counts inside it; one without
-// gets any grid size, up to twice its request when it is placed.
+// A job with an elastic range (Job::min_gpus..max_gpus) only gets counts inside it; a resizable
+// one without (Job::resizable) any grid size, up to twice its request when it is placed; any
+// other keeps its requested count (it may still move to another type at that count).
 // Every change pays the restart overhead (in the simulator). Rates are at the best locality
 // (the grid's fewest nodes); the simulator charges the rate of the nodes a job really spans.
 class Arena final : public models::ClusterScheduler {
@@ -384,11 +385,8 @@ class Arena final : public models::ClusterScheduler {
   }
 
  private:
-  // Arena's grid sizes (1, 2, 4, 8, 16), within the job's elastic range when it has one.
-  static bool allowed(const JobState* s, int count) {
-    if (count < 1 || count > 16) return false;
-    return !s->job->elastic() || (count >= s->job->min_gpus && count <= s->job->max_gpus);
-  }
+  // Arena's grid sizes (1, 2, 4, 8, 16), within what the job allows (models::Job::allows).
+  static bool allowed(const JobState* s, int count) { return count >= 1 && count <= 16 && s->job->allows(count); }
   // The rate of the requested grid; for a job that names no type, the best type's at its count.
   static double requested_rate(const ClusterView& view, const JobState* s) {
     if (!s->job->gpu_type.empty()) return view.rate(*s->job, s->job->gpu_type, s->job->gpus);
@@ -451,6 +449,15 @@ class Arena final : public models::ClusterScheduler {
   bool migrate_;
 };
 
+// A round length from 1 s (shorter rounds make tens of thousands of scheduler calls a day and,
+// at large simulated times, cannot advance the clock) to 1e7 s (four months); 0 where `zero`
+// means no rounds.
+double round_interval(const sim::Params& p, const char* where, bool zero) {
+  const double v = p.get_number("interval");
+  if ((zero && v == 0) || (v >= 1 && v <= 1e7)) return v;
+  throw sim::InputError("<policy>", where, fmt::format("found {}, expected {}1 to 1e7 seconds per round", v, zero ? "0 (no rounds) or " : ""));
+}
+
 }  // namespace
 
 const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
@@ -462,8 +469,7 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
     r.add({"gavel", "Gavel: heterogeneity-aware max-min fairness over time fractions (an LP, COIN-OR CLP), in rounds",
            {{"interval", sim::ParamType::number, 300.0, "seconds per round"}},
            [](const sim::Params& p) {
-             if (!(p.get_number("interval") > 0)) throw sim::InputError("<policy>", "gavel/interval", "expected a positive round length");
-             return std::make_unique<Gavel>(p.get_number("interval"));
+             return std::make_unique<Gavel>(round_interval(p, "gavel/interval", false));
            }});
     r.add({"arena", "Arena: grid search over (GPU type, count) with marginal-gain plans that shrink or move running jobs, upgrade trials",
            {{"depth", sim::ParamType::integer, std::int64_t{1}, "edits to running jobs a plan may make"},
@@ -474,8 +480,9 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
              const std::int64_t d = p.get_int("depth"), k = p.get_int("searches");
              if (d < 0 || d > 3) throw sim::InputError("<policy>", "arena/depth", fmt::format("found {}, expected 0 to 3 edits", d));
              if (k < 0) throw sim::InputError("<policy>", "arena/searches", "expected 0 or more");
-             if (!(p.get_number("interval") >= 0)) throw sim::InputError("<policy>", "arena/interval", "expected an interval of 0 or more");
-             return std::make_unique<Arena>(static_cast<int>(d), static_cast<int>(k), p.get_number("interval"), p.get_bool("migrate"));
+             if (k > 1'000'000) throw sim::InputError("<policy>", "arena/searches", fmt::format("found {}, expected 0 to 1000000 searches", k));
+             const double interval = round_interval(p, "arena/interval", true);
+             return std::make_unique<Arena>(static_cast<int>(d), static_cast<int>(k), interval, p.get_bool("migrate"));
            }});
     r.add({"sjf", "shortest job first with an oracle of job lengths (non-preemptive, backfilling)", {},
            [](const sim::Params&) { return std::make_unique<Sjf>(); }});
@@ -489,10 +496,15 @@ const sim::Registry<models::ClusterScheduler>& cluster_schedulers() {
              const double t = p.get_number("threshold");
              if (q < 1 || q > 16) throw sim::InputError("<policy>", "tiresias/queues", fmt::format("found {}, expected 1 to 16 queues", q));
              if (!(t > 0)) throw sim::InputError("<policy>", "tiresias/threshold", "expected a positive GPU-seconds threshold");
-             if (!(p.get_number("interval") > 0)) throw sim::InputError("<policy>", "tiresias/interval", "expected a positive interval");
+             const double interval = round_interval(p, "tiresias/interval", false);
+             const double promote = p.get_number("promote_after");
+             if (!(promote >= 0 && promote <= 1e6)) {
+               throw sim::InputError("<policy>", "tiresias/promote_after", fmt::format("found {}, expected 0 to 1e6 times the run time", promote));
+             }
+             if (!(t <= 1e15)) throw sim::InputError("<policy>", "tiresias/threshold", fmt::format("found {}, expected at most 1e15 GPU-seconds", t));
              std::vector<double> thresholds;
              for (std::int64_t i = 0; i + 1 < q; ++i) thresholds.push_back(t * std::pow(10.0, static_cast<double>(i)));
-             return std::make_unique<Tiresias>(thresholds, p.get_number("promote_after"), p.get_number("interval"));
+             return std::make_unique<Tiresias>(thresholds, promote, interval);
            }});
     return r;
   }();

@@ -27,14 +27,63 @@ std::string lower(std::string s) {
   return s;
 }
 
-// "2017-10-09 07:01:55" -> seconds since the epoch (UTC).
-bool parse_timestamp(const std::string& text, double& out) {
+// "2017-10-09 07:01:55" -> seconds since the epoch (UTC): exactly that form, a real date and
+// time of day (1970 to 9999), nothing after it.
+bool parse_timestamp(std::string_view text, double& out) {
+  if (text.size() != 19 || text[4] != '-' || text[7] != '-' || text[10] != ' ' || text[13] != ':' || text[16] != ':') return false;
+  const auto field = [&](std::size_t at, std::size_t n, int& v) {
+    v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      v = v * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!field(0, 4, year) || !field(5, 2, month) || !field(8, 2, day) || !field(11, 2, hour) || !field(14, 2, minute) || !field(17, 2, second)) {
+    return false;
+  }
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static constexpr int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (year < 1970 || month < 1 || month > 12) return false;
+  const int month_days = days[month - 1] + (month == 2 && leap ? 1 : 0);
+  if (day < 1 || day > month_days || hour > 23 || minute > 59 || second > 59) return false;
   std::tm tm{};
-  if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6) return false;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
   out = static_cast<double>(timegm(&tm));
   return true;
+}
+
+// Cluster sizes beyond any built (the largest hold a few hundred thousand GPUs), which keep
+// GPU counts far inside int; and sequences longer than any model's context.
+constexpr std::int64_t kMaxPoolNodes = 100'000;
+constexpr std::int64_t kMaxClusterGpus = 1'000'000;
+constexpr std::int64_t kMaxStepSeqLen = std::int64_t{1} << 24;
+
+const std::vector<std::string>& table_only_gpus() {
+  // Gavel's K80 and P100 (gavel/simulation_throughputs.json), Sia's RTX cards (sia/traces).
+  static const std::vector<std::string> types = {"k80", "p100", "rtx2080ti", "rtx6000"};
+  return types;
+}
+// A pool's GPU type: one the hardware catalog knows, or one only throughput tables have.
+void check_pool_gpu(const JsonNode& node, const std::string& type) {
+  const models::HardwareCatalog& catalog = models::HardwareCatalog::builtin();
+  const std::vector<std::string>& tables = table_only_gpus();
+  if (catalog.find(type) != nullptr || std::find(tables.begin(), tables.end(), type) != tables.end()) return;
+  std::vector<std::string> candidates = tables;
+  for (const models::GpuSpec& g : catalog.gpus()) {
+    candidates.push_back(lower(g.name));
+    for (const std::string& a : g.aliases) candidates.push_back(lower(a));
+  }
+  std::vector<std::string> known;
+  for (const std::string& n : catalog.names()) known.push_back(lower(n));
+  node.fail(fmt::format("unknown GPU {}{}; known: {}, and of the throughput tables only: {}", sim::quote(type), sim::did_you_mean(type, candidates),
+                        fmt::join(known, ", "), fmt::join(tables, ", ")));
 }
 
 std::string resolve(const std::string& base, const std::string& p) {
@@ -42,42 +91,54 @@ std::string resolve(const std::string& base, const std::string& p) {
   return path.is_absolute() ? p : (std::filesystem::path(base).parent_path() / path).string();
 }
 
-// Reads a row's field as a number, or reports "file:line:column".
+// Reads a row's fields, or reports "file:line:column".
 struct RowReader {
   const CsvTable& t;
   std::size_t r;
-  double number(std::string_view column, double min) const {
+  std::string where(std::string_view column) const { return fmt::format("line {}:column {}", t.lines[r], column); }
+  double number(std::string_view column, const TraceRange& range) const {
     const std::string& text = t.at(r, column);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min) {
-      throw sim::InputError(t.source, fmt::format("line {}:column {}", t.lines[r], column),
-                            fmt::format("found {}, expected a number of at least {}", sim::quote(text), min));
-    }
-    return v;
+    const std::optional<double> v = range.read(text);
+    if (!v) throw sim::InputError(t.source, where(column), fmt::format("found {}, expected {}", sim::quote(text), range.expected()));
+    return *v;
   }
+  int count(std::string_view column, const TraceRange& range) const { return static_cast<int>(number(column, range)); }
 };
 
 template <class F>
 JobTrace read_rows(const std::string& path, bool skip, F&& row) {
-  const CsvTable t = read_csv_file(path);
+  const CsvTable t = read_csv_file(path, /*ragged=*/true);
   JobTrace out;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     try {
+      t.check_width(r);
       out.jobs.push_back(row(RowReader{t, r}));
     } catch (const sim::InputError&) {
       if (!skip) throw;
       ++out.skipped;
     }
   }
-  if (out.jobs.empty()) throw sim::InputError(path, "", "found no jobs");
+  if (out.jobs.empty()) {
+    throw sim::InputError(path, "", out.skipped > 0 ? fmt::format("found no jobs ({} bad rows skipped)", out.skipped) : "found no jobs");
+  }
   return out;
 }
 
 }  // namespace
 
+std::optional<double> TraceRange::read(std::string_view cell) const {
+  const std::optional<double> v = parse_decimal(cell);
+  if (!v || *v < min || *v > max || (whole && *v != std::floor(*v))) return std::nullopt;
+  return v;
+}
+
+std::string TraceRange::expected() const {
+  return fmt::format("{} of at least {} and at most {} {} ({})", whole ? "a whole number" : "a number", min, max, what, reason);
+}
+
 JobTrace read_philly_trace(const std::string& path, bool skip_bad_rows) {
   double first = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<std::size_t, std::string>> stamps;  // each job's line and timestamp
   JobTrace trace = read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
     models::Job j;
     double ts = 0;
@@ -87,12 +148,29 @@ JobTrace read_philly_trace(const std::string& path, bool skip_bad_rows) {
     }
     j.id = fmt::format("philly-{}", rr.t.lines[rr.r]);
     j.arrival_s = ts;
-    j.service_s = rr.number("duration", 0);
-    j.gpus = static_cast<int>(rr.number("num_gpus", 1));
+    j.service_s = rr.number("duration", kTraceSeconds);
+    j.gpus = rr.count("num_gpus", kTraceGpus);
     first = std::min(first, ts);
+    stamps.emplace_back(rr.t.lines[rr.r], rr.t.at(rr.r, "timestamp"));
     return j;
   });
-  for (models::Job& j : trace.jobs) j.arrival_s -= first;
+  // Arrivals count from the first timestamp, and must stay in range from there.
+  std::vector<models::Job> kept;
+  for (std::size_t k = 0; k < trace.jobs.size(); ++k) {
+    models::Job& j = trace.jobs[k];
+    j.arrival_s -= first;
+    if (j.arrival_s <= kMaxTraceSeconds) {
+      kept.push_back(std::move(j));
+    } else if (skip_bad_rows) {
+      ++trace.skipped;
+    } else {
+      throw sim::InputError(path, fmt::format("line {}:column timestamp", stamps[k].first),
+                            fmt::format("found {}, {} s after the first job's, expected {}", sim::quote(stamps[k].second), j.arrival_s,
+                                        kTraceSeconds.expected()));
+    }
+  }
+  trace.jobs = std::move(kept);
+  if (trace.jobs.empty()) throw sim::InputError(path, "", fmt::format("found no jobs ({} bad rows skipped)", trace.skipped));
   return trace;
 }
 
@@ -100,11 +178,11 @@ JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows) {
   return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
     models::Job j;
     j.id = rr.t.at(rr.r, "job_id");
-    j.arrival_s = rr.number("submission_time", 0);
-    j.iterations = rr.number("num_iteration", 1);
+    j.arrival_s = rr.number("submission_time", kTraceSeconds);
+    j.iterations = rr.number("num_iteration", kTraceIterations);
     j.model = rr.t.at(rr.r, "model_name");
-    j.batch = static_cast<int>(rr.number("batch_size", 1));
-    j.gpus = static_cast<int>(rr.number("num_gpu", 1));
+    j.batch = rr.count("batch_size", kTraceBatch);
+    j.gpus = rr.count("num_gpu", kTraceGpus);
     j.gpu_type = lower(rr.t.at(rr.r, "gpu_type"));
     return j;
   });
@@ -114,10 +192,10 @@ JobTrace read_tiresias_trace(const std::string& path, bool skip_bad_rows) {
   return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
     models::Job j;
     j.id = rr.t.at(rr.r, "job_id");
-    j.arrival_s = rr.number("submit_time", 0);
-    j.gpus = static_cast<int>(rr.number("num_gpu", 1));
-    j.service_s = rr.number("duration", 0);
-    j.iterations = rr.number("iterations", 0);
+    j.arrival_s = rr.number("submit_time", kTraceSeconds);
+    j.gpus = rr.count("num_gpu", kTraceGpus);
+    j.service_s = rr.number("duration", kTraceSeconds);
+    j.iterations = rr.number("iterations", kTraceIterations.at_least(0));
     j.model = rr.t.at(rr.r, "model_name");
     return j;
   });
@@ -127,15 +205,15 @@ JobTrace read_generic_trace(const std::string& path, const ColumnMap& c, bool sk
   return read_rows(path, skip_bad_rows, [&](const RowReader& rr) {
     models::Job j;
     j.id = c.id.empty() ? fmt::format("line-{}", rr.t.lines[rr.r]) : rr.t.at(rr.r, c.id);
-    j.arrival_s = rr.number(c.arrival, 0);
-    j.gpus = static_cast<int>(rr.number(c.gpus, 1));
-    j.service_s = rr.number(c.duration, 0);
+    j.arrival_s = rr.number(c.arrival, kTraceSeconds);
+    j.gpus = rr.count(c.gpus, kTraceGpus);
+    j.service_s = rr.number(c.duration, kTraceSeconds);
     if (!c.gpu_type.empty()) j.gpu_type = lower(rr.t.at(rr.r, c.gpu_type));
     if (!c.min_gpus.empty()) {
-      j.min_gpus = static_cast<int>(rr.number(c.min_gpus, 1));
-      j.max_gpus = static_cast<int>(rr.number(c.max_gpus, 1));
+      j.min_gpus = rr.count(c.min_gpus, kTraceGpus);
+      j.max_gpus = rr.count(c.max_gpus, kTraceGpus);
       if (j.min_gpus > j.gpus || j.gpus > j.max_gpus) {
-        throw sim::InputError(rr.t.source, fmt::format("line {}:column {}", rr.t.lines[rr.r], c.max_gpus),
+        throw sim::InputError(rr.t.source, rr.where(c.max_gpus),
                               fmt::format("found the range {}..{}, expected one that holds the requested {} GPUs", j.min_gpus, j.max_gpus, j.gpus));
       }
     }
@@ -159,11 +237,12 @@ models::ClusterSpec read_arena_cluster(const std::string& path) {
       JsonObject o = node.as_object();
       const JsonNode nodes = o.required("node_num");
       const std::int64_t n = nodes.as_int();
-      if (n < 1) nodes.fail_expected("a positive node count");
+      if (n < 1 || n > kMaxPoolNodes) nodes.fail_expected(fmt::format("1 to {} nodes (more servers than any cluster has)", kMaxPoolNodes));
       o.finish();
       c.pools.push_back({it.key(), static_cast<int>(n), cap->second});
     }
   }
+  if (c.pools.empty()) doc->root().fail_expected("at least one GPU type with nodes");
   return c;
 }
 
@@ -228,19 +307,31 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   } else if (auto pai = cluster.optional("pai_nodes")) {
     s.cluster = read_pai_cluster(resolve(path, pai->as_string()));
   } else {
-    for (const JsonNode& p : cluster.required("pools").as_array()) {
+    const JsonNode pools = cluster.required("pools");
+    std::int64_t gpus = 0;
+    for (const JsonNode& p : pools.as_array()) {
       JsonObject o = p.as_object();
       models::NodePool pool;
-      pool.gpu_type = lower(o.required("gpu").as_string());
+      const JsonNode gpu = o.required("gpu");
+      pool.gpu_type = lower(gpu.as_string());
+      check_pool_gpu(gpu, pool.gpu_type);
       const JsonNode nodes = o.required("nodes");
       const JsonNode per = o.required("gpus_per_node");
-      if (nodes.as_int() < 1) nodes.fail_expected("a positive node count");
+      if (nodes.as_int() < 1 || nodes.as_int() > kMaxPoolNodes) {
+        nodes.fail_expected(fmt::format("1 to {} nodes (more servers than any cluster has)", kMaxPoolNodes));
+      }
       if (per.as_int() < 1 || per.as_int() > 1024) per.fail_expected("1 to 1024 GPUs per node");
       pool.nodes = static_cast<int>(nodes.as_int());
       pool.gpus_per_node = static_cast<int>(per.as_int());
+      gpus += std::int64_t{pool.nodes} * pool.gpus_per_node;
+      if (gpus > kMaxClusterGpus) {
+        nodes.fail(fmt::format("found {} nodes, which make the cluster {} GPUs, expected at most {} GPUs in all (more than any cluster holds)",
+                               pool.nodes, gpus, kMaxClusterGpus));
+      }
       o.finish();
       s.cluster.pools.push_back(pool);
     }
+    if (s.cluster.pools.empty()) pools.fail_expected("at least one pool {\"gpu\", \"nodes\", \"gpus_per_node\"}");
   }
   cluster.finish();
   JsonObject jobs = top.required("jobs").as_object();
@@ -253,9 +344,12 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   if (s.jobs_format == "sia" || s.jobs_format == "pollux") {
     const JsonNode it = jobs.required("iterations");
     s.iterations = it.as_number();
-    if (!(s.iterations >= 1)) it.fail_expected("every job's length in iterations (1 or more); these workloads hold none");
+    if (!(s.iterations >= 1 && s.iterations <= kTraceIterations.max)) {
+      it.fail_expected(fmt::format("every job's length in iterations, 1 to {} ({}); these workloads hold none", kTraceIterations.max, kTraceIterations.reason));
+    }
   }
   s.jobs_path = resolve(path, jobs.required("path").as_string());
+  if (auto v = jobs.optional("elastic")) s.elastic = v->as_bool();
   if (s.jobs_format == "csv") {
     JsonObject c = jobs.required("columns").as_object();
     s.columns.arrival = c.required("arrival").as_string();
@@ -302,7 +396,9 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.step_global_batch = static_cast<int>(v->as_int());
       }
       if (auto v = o.optional("seq_len")) {
-        if (v->as_int() < 1) v->fail_expected("a positive sequence length");
+        if (v->as_int() < 1 || v->as_int() > kMaxStepSeqLen) {
+          v->fail_expected(fmt::format("a sequence length of 1 to {} tokens (longer than any model's context)", kMaxStepSeqLen));
+        }
         s.step_seq_len = v->as_int();
       }
       if (auto v = o.optional("reference_gpu")) {
@@ -317,7 +413,9 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
   }
   if (auto r = top.optional("restart_overhead_s")) {
     s.restart_overhead_s = r->as_number();
-    if (!(s.restart_overhead_s >= 0)) r->fail_expected("a restart overhead of 0 s or more");
+    if (!(s.restart_overhead_s >= 0 && s.restart_overhead_s <= 86400)) {
+      r->fail_expected("a restart overhead of 0 to 86400 s (a day; checkpoint and restore take minutes)");
+    }
   }
   if (auto f = top.optional("fabric")) {
     JsonObject o = f->as_object();
@@ -326,6 +424,9 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
     s.fabric.nodes_per_leaf = static_cast<int>(per.as_int());
     const JsonNode nic = o.required("nic");
     s.fabric.nic_bytes_per_s = sim::parse_bandwidth(nic.as_string(), nic.location()).value();
+    if (!(s.fabric.nic_bytes_per_s >= 1e6 / 8 && s.fabric.nic_bytes_per_s <= 1e15 / 8)) {
+      nic.fail(fmt::format("found {}, expected a NIC of 1 Mb/s to 1 Pb/s", sim::quote(nic.as_string())));
+    }
     if (auto v = o.optional("oversubscription")) {
       s.fabric.oversubscription = v->as_number();
       if (!(s.fabric.oversubscription >= 1 && s.fabric.oversubscription <= 64)) v->fail_expected("an oversubscription ratio of 1 to 64");
@@ -345,7 +446,8 @@ bool is_cluster_scenario(const std::string& path) {
   return doc->root().json().is_object() && doc->root().json().contains("jobs");
 }
 
-JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool skip_bad_rows) {
+namespace {
+JobTrace read_trace_of_format(const ClusterScenario& sc, const std::string& path, bool skip_bad_rows) {
   if (sc.jobs_format == "philly") return read_philly_trace(path, skip_bad_rows);
   if (sc.jobs_format == "arena") return read_arena_trace(path, skip_bad_rows);
   if (sc.jobs_format == "tiresias") return read_tiresias_trace(path, skip_bad_rows);
@@ -358,6 +460,13 @@ JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool
     return t;
   }
   return read_generic_trace(path, sc.columns, skip_bad_rows);
+}
+}  // namespace
+
+JobTrace read_job_trace(const ClusterScenario& sc, const std::string& path, bool skip_bad_rows) {
+  JobTrace t = read_trace_of_format(sc, path, skip_bad_rows);
+  for (models::Job& j : t.jobs) j.resizable = sc.elastic && !j.elastic();
+  return t;
 }
 
 std::string cluster_timeline_json(const models::ClusterResult& result) {

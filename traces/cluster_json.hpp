@@ -8,6 +8,9 @@
 //    // or {"format": "csv", "path": ..., "columns": {"arrival": "submit", "gpus": "n", "duration": "secs",
 //    //     "id": "name", "gpu_type": "type", "min_gpus": "lo", "max_gpus": "hi"}}
 //    //     (id, gpu_type and the elastic range optional)
+//    // every format may add "elastic": true: jobs without an elastic range of their own may
+//    //     then be resized by the policy (Arena: its grid sizes, at most twice the request when
+//    //     placed). Without it such jobs keep the GPU count they ask for under every policy.
 //    "throughput": {"source": "trace", "scaling_exponent": 0.9, "spread_factor": 1.0}
 //               | {"source": "arena", "table": "path/prof_database_optimal.csv"}
 //               | {"source": "gavel", "table": "path/simulation_throughputs.json"}
@@ -23,16 +26,46 @@
 //           num_gpus, gpu_time, cluster; any GPU type; service time = duration
 //   arena   Arena's simulation traces (arena/simulate_trace_*.csv): job_id, submission_time,
 //           num_iteration, model_name, deadline, batch_size, num_gpu, gpu_type
-// A bad row is an error naming file, line and column; with skip_bad_rows it is counted instead.
+// A bad row is an error naming file, line and column; with skip_bad_rows it is counted instead
+// (a row with the wrong number of fields too).
+// Every format's numbers are checked against the same ranges (TraceRange below): times and
+// durations are seconds from 0 to 1e9, GPU counts whole from 1 to 1000000, and so on.
 #pragma once
 
 #include "models/cluster.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace orrery::traces {
+
+// The range of a numeric job-trace field, shared by every reader (cluster_traces.hpp too).
+struct TraceRange {
+  double min = 0, max = 0;
+  bool whole = false;
+  std::string_view what;    // "seconds", "GPUs", ...
+  std::string_view reason;  // why the maximum
+  TraceRange at_least(double lo) const {
+    TraceRange r = *this;
+    r.min = lo;
+    return r;
+  }
+  // The cell's value when it is a decimal number in the range (whole when asked); otherwise nullopt.
+  std::optional<double> read(std::string_view cell) const;
+  // "a whole number of at least 1 and at most 1000000 GPUs (more than any cluster holds)"
+  std::string expected() const;
+};
+
+// Simulated time is int64 nanoseconds (292 years at most); 1e9 s keeps a trace's arrivals and
+// durations, and the queueing after them, far inside that (and its double seconds exact to 1 us).
+inline constexpr double kMaxTraceSeconds = 1e9;
+inline constexpr TraceRange kTraceSeconds{0, kMaxTraceSeconds, false, "seconds", "1e9 s is 31.7 years; simulated time must stay within int64 nanoseconds, 292 years"};
+inline constexpr TraceRange kTraceGpus{1, 1e6, true, "GPUs", "more than any cluster holds"};
+inline constexpr TraceRange kTraceIterations{1, 1e12, true, "iterations", "more than any training run takes"};
+inline constexpr TraceRange kTraceBatch{1, 1e8, true, "samples per batch", "more than any training batch holds"};
 
 struct JobTrace {
   std::vector<models::Job> jobs;
@@ -78,6 +111,7 @@ struct ClusterScenario {
   std::string jobs_path;
   ColumnMap columns;        // csv
   double iterations = 0;    // sia, pollux: every job's length
+  bool elastic = false;     // jobs without their own range may be resized (Job::resizable)
   std::string throughput_source = "trace";
   double scaling_exponent = 0.9;
   double spread_factor = 1.0;

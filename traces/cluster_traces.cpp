@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -62,7 +61,9 @@ std::vector<std::string> split_fields(std::string_view line, char sep) {
 }
 
 Rows read_rows(const std::string& path, char sep, bool header) {
-  const std::string text = read_text_file(path);
+  const std::string file = read_text_file(path);
+  std::string_view text = file;
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte-order mark
   Rows t;
   t.source = path;
   std::size_t line = 0;
@@ -124,24 +125,12 @@ struct Row {
     if (text(i).empty()) fail(i, expected);
     return text(i);
   }
-  double number(std::size_t i, double min) const {
-    const std::string& s = text(i);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v < min) {
-      fail(i, fmt::format("a number of at least {}", min));
-    }
-    return v;
+  double number(std::size_t i, const TraceRange& range) const {
+    const std::optional<double> v = range.read(text(i));
+    if (!v) fail(i, range.expected());
+    return *v;
   }
-  int integer(std::size_t i, int min) const {
-    const std::string& s = text(i);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || !(v >= min) || v > 1e9 || v != std::floor(v)) {
-      fail(i, fmt::format("a whole number of at least {}", min));
-    }
-    return static_cast<int>(v);
-  }
+  int count(std::size_t i, const TraceRange& range) const { return static_cast<int>(number(i, range)); }
 };
 
 // Runs `parse` on every row: a job, or nothing for a row that is not a job; a bad row's
@@ -163,12 +152,15 @@ JobTrace collect(const Rows& t, bool skip, F&& parse) {
   return out;
 }
 
-// "ResNet-50 (batch size 64)" -> 64; 0 when the job type names no batch size ("A3C").
+// "ResNet-50 (batch size 64)" -> 64; 0 when the job type names no batch size ("A3C"); -1 when
+// the size is not a whole number in kTraceBatch's range.
 int batch_of(std::string_view job_type) {
   constexpr std::string_view mark = "(batch size ";
   const std::size_t at = job_type.find(mark);
   if (at == std::string_view::npos) return 0;
-  return std::atoi(std::string(job_type.substr(at + mark.size())).c_str());
+  const std::string_view rest = job_type.substr(at + mark.size());
+  const std::optional<double> v = kTraceBatch.read(rest.substr(0, rest.find(')')));
+  return v ? static_cast<int>(*v) : -1;
 }
 
 }  // namespace
@@ -198,9 +190,10 @@ JobTrace read_gavel_trace(const std::string& path, bool skip_bad_rows) {
     j.id = fmt::format("gavel-{}", t.lines[r]);
     j.model = row.nonempty(type, "a job type such as \"ResNet-50 (batch size 64)\"");
     j.batch = batch_of(j.model);
-    j.iterations = row.integer(steps, 1);
-    j.arrival_s = row.number(arrival, 0);
-    j.gpus = row.integer(scale, 1);
+    if (j.batch < 0) row.fail(type, fmt::format("a job type whose batch size is {}", kTraceBatch.expected()));
+    j.iterations = row.number(steps, kTraceIterations);
+    j.arrival_s = row.number(arrival, kTraceSeconds);
+    j.gpus = row.count(scale, kTraceGpus);
     return j;
   });
 }
@@ -217,13 +210,13 @@ JobTrace read_itp_trace(const std::string& path, bool skip_bad_rows) {
     row.check_width();
     models::Job j;
     j.id = row.nonempty(id, "a job id");
-    j.arrival_s = row.number(submit, 0);
-    j.service_s = row.number(duration, 0);
-    j.gpus = row.integer(gpus, 1);
+    j.arrival_s = row.number(submit, kTraceSeconds);
+    j.service_s = row.number(duration, kTraceSeconds);
+    j.gpus = row.count(gpus, kTraceGpus);
     if (model != npos) {
       j.model = row.nonempty(model, "a model name");
-      j.iterations = row.integer(iterations, 1);
-      j.batch = row.integer(batch, 1);
+      j.iterations = row.number(iterations, kTraceIterations);
+      j.batch = row.count(batch, kTraceBatch);
     }
     return j;
   });
@@ -238,21 +231,20 @@ PaiTrace read_pai_pods(const std::string& path, bool skip_bad_rows) {
   out.trace = collect(t, skip_bad_rows, [&](std::size_t r) -> std::optional<models::Job> {
     const Row row{t, r, t.header};
     row.check_width();
-    const int n = row.integer(gpus, 0);
+    const int n = row.count(gpus, kTraceGpus.at_least(0));
     if (n == 0) {
       ++out.cpu_pods;
       return std::nullopt;
     }
     // gpu_milli: the share of one GPU a sharing pod uses (1000 = whole GPUs).
-    const int share = row.integer(milli, 1);
-    if (share > 1000) row.fail(milli, "1 to 1000 milli-GPUs");
+    const int share = row.count(milli, TraceRange{1, 1000, true, "milli-GPUs", "1000 is one whole GPU"});
     models::Job j;
     j.id = row.nonempty(name, "a pod name");
     j.gpus = n;  // a share of one GPU rounds up to that whole GPU
-    j.arrival_s = row.number(created, 0);
+    j.arrival_s = row.number(created, kTraceSeconds);
     const bool ran = !row.text(scheduled).empty();
-    const double start = ran ? row.number(scheduled, j.arrival_s) : j.arrival_s;
-    j.service_s = row.number(deleted, start) - start;
+    const double start = ran ? row.number(scheduled, kTraceSeconds.at_least(j.arrival_s)) : j.arrival_s;
+    j.service_s = row.number(deleted, kTraceSeconds.at_least(start)) - start;
     std::set<std::string> types;
     for (const std::string& s : split_fields(row.text(spec), '|')) {
       if (!s.empty()) types.insert(lower(s));
@@ -274,7 +266,7 @@ models::ClusterSpec read_pai_cluster(const std::string& path) {
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const Row row{t, r, t.header};
     row.check_width();
-    const int n = row.integer(gpus, 0);
+    const int n = row.count(gpus, TraceRange{0, 1024, true, "GPUs per node", "more than any server holds"});
     if (n > 0) ++count[{lower(row.nonempty(model, "the GPU model of a node with GPUs")), n}];
   }
   models::ClusterSpec c;
@@ -292,10 +284,10 @@ JobTrace read_sia_trace(const std::string& path, bool skip_bad_rows) {
     row.check_width();
     models::Job j;
     j.id = row.nonempty(name, "a job name");
-    j.arrival_s = row.number(time, 0);
+    j.arrival_s = row.number(time, kTraceSeconds);
     j.model = row.nonempty(app, "an application such as \"cifar10\"");
-    j.gpus = row.integer(replicas, 1);
-    j.batch = row.integer(batch, 1);
+    j.gpus = row.count(replicas, kTraceGpus);
+    j.batch = row.count(batch, kTraceBatch);
     return j;
   });
 }

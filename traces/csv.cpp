@@ -4,6 +4,7 @@
 #include "traces/json_input.hpp"
 
 #include <charconv>
+#include <cmath>
 
 namespace orrery::traces {
 
@@ -27,7 +28,22 @@ double CsvTable::number(std::size_t row, std::string_view name) const {
   return v;
 }
 
-CsvTable parse_csv(std::string_view text, std::string source) {
+void CsvTable::check_width(std::size_t row) const {
+  if (rows[row].size() == header.size()) return;
+  throw sim::InputError(source, fmt::format("line {}", lines[row]),
+                        fmt::format("found {} fields, expected {} (as in the header)", rows[row].size(), header.size()));
+}
+
+std::optional<double> parse_decimal(std::string_view cell) {
+  // from_chars takes no leading '+' or spaces and no "0x" prefix (it would read the "0" alone).
+  double v = 0;
+  const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
+  if (cell.empty() || ec != std::errc() || end != cell.data() + cell.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+CsvTable parse_csv(std::string_view text, std::string source, bool ragged) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte-order mark
   CsvTable t;
   t.source = std::move(source);
   std::vector<std::string> row;
@@ -43,7 +59,7 @@ CsvTable parse_csv(std::string_view text, std::string source) {
       if (t.header.empty()) {
         t.header = std::move(row);
       } else {
-        if (row.size() != t.header.size()) {
+        if (!ragged && row.size() != t.header.size()) {
           throw sim::InputError(t.source, fmt::format("line {}", row_line),
                                 fmt::format("found {} fields, expected {} (as in the header)", row.size(), t.header.size()));
         }
@@ -86,6 +102,6 @@ CsvTable parse_csv(std::string_view text, std::string source) {
   return t;
 }
 
-CsvTable read_csv_file(const std::string& path) { return parse_csv(read_text_file(path), path); }
+CsvTable read_csv_file(const std::string& path, bool ragged) { return parse_csv(read_text_file(path), path, ragged); }
 
 }  // namespace orrery::traces

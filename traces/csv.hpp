@@ -1,9 +1,11 @@
 // CSV files (RFC 4180: quoted fields, doubled quotes, commas and newlines inside quotes) read
-// into rows that remember their line, for precise errors.
+// into rows that remember their line, for precise errors. A leading UTF-8 byte-order mark is
+// dropped (spreadsheets write one; the JSON reader drops it too).
 //   CsvTable t = read_csv_file("trace.csv");
 //   const std::string& v = t.at(row, "busbw");   // InputError naming file and line if absent
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,9 +24,18 @@ struct CsvTable {
   // The leading number of a cell such as "363.3GBps"; InputError naming file, line and column
   // when the cell does not start with one.
   double number(std::size_t row, std::string_view name) const;
+  // For tables read with ragged rows: InputError naming the row's line when its field count is
+  // not the header's.
+  void check_width(std::size_t row) const;
 };
 
-CsvTable parse_csv(std::string_view text, std::string source);
-CsvTable read_csv_file(const std::string& path);
+// A row whose field count is not the header's is an InputError, or with `ragged` kept as it is
+// (for readers that skip bad rows: call check_width(row) before reading one).
+CsvTable parse_csv(std::string_view text, std::string source, bool ragged = false);
+CsvTable read_csv_file(const std::string& path, bool ragged = false);
+
+// The whole cell as a decimal number ("12", "-3.5", "1e6"); nullopt for anything else: an
+// empty cell, trailing text ("12 s"), hexadecimal ("0x42"), inf, nan, or beyond double range.
+std::optional<double> parse_decimal(std::string_view cell);
 
 }  // namespace orrery::traces

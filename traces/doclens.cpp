@@ -12,11 +12,16 @@ namespace orrery::traces {
 namespace {
 
 std::int64_t length(double v, const std::string& source, int line, std::string_view found) {
-  if (!std::isfinite(v) || v < 1 || v != std::floor(v) || v > 1e15) {
-    throw sim::InputError(source, fmt::format("line {}", line), fmt::format("found document length {}, expected a positive whole number", found));
+  if (!std::isfinite(v) || v < 1 || v != std::floor(v) || v > static_cast<double>(kMaxDocLength)) {
+    throw sim::InputError(source, fmt::format("line {}", line),
+                          fmt::format("found document length {}, expected a positive whole number of tokens, at most {} (longer than any context window)", found,
+                                      kMaxDocLength));
   }
   return static_cast<std::int64_t>(v);
 }
+
+// Steps are whole numbers from 0; the limit keeps them exact in a double and far above any run.
+constexpr double kMaxStep = 1e12;
 
 }  // namespace
 
@@ -26,7 +31,7 @@ std::vector<DocBatch> read_doclens_jsonl(std::string_view text, const std::strin
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(row);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond double's range
       throw sim::InputError(source, fmt::format("line {}", line), fmt::format("found malformed JSON ({}), expected an array of lengths", e.what()));
     }
     if (!j.is_array()) throw sim::InputError(source, fmt::format("line {}", line), "found a JSON value that is not an array, expected [length, ...]");
@@ -45,17 +50,26 @@ std::vector<DocBatch> read_doclens_jsonl(std::string_view text, const std::strin
 
 std::vector<DocBatch> read_doclens_csv(std::string_view text, const std::string& source) {
   const CsvTable t = parse_csv(text, source);
+  (void)t.column("step"), (void)t.column("doc_len");
   std::vector<DocBatch> out;
-  double last_step = -1;
+  double last_step = 0;  // of the last row, when there is one (out is not empty)
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    const double step = t.number(r, "step");
     const int line = static_cast<int>(t.lines[r]);
-    if (step < last_step) {
-      throw sim::InputError(source, fmt::format("line {}", line), fmt::format("found step {} after step {}, expected steps in order", step, last_step));
+    const std::string& cell = t.at(r, "step");
+    const std::optional<double> step = parse_decimal(cell);
+    if (!step || *step < 0 || *step > kMaxStep || *step != std::floor(*step)) {
+      throw sim::InputError(source, fmt::format("line {}, column \"step\"", line),
+                            fmt::format("found {}, expected a whole step number from 0 to {}", sim::quote(cell), kMaxStep));
     }
-    if (step != last_step) out.push_back(DocBatch{{}, line});
-    last_step = step;
-    out.back().lengths.push_back(length(t.number(r, "doc_len"), source, line, t.at(r, "doc_len")));
+    if (!out.empty() && *step < last_step) {
+      throw sim::InputError(source, fmt::format("line {}, column \"step\"", line),
+                            fmt::format("found step {} after step {}, expected steps in order", *step, last_step));
+    }
+    if (out.empty() || *step != last_step) out.push_back(DocBatch{{}, line});
+    last_step = *step;
+    const std::string& len = t.at(r, "doc_len");
+    const std::optional<double> v = parse_decimal(len);
+    out.back().lengths.push_back(length(v.value_or(0.0), source, line, len));
   }
   if (out.empty()) throw sim::InputError(source, "", "found no rows, expected step,doc_len rows");
   return out;

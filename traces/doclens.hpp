@@ -1,8 +1,8 @@
 // Document-length traces: the documents of each global batch.
 //   JSONL: one global batch per line, a JSON array of document lengths:   [2690, 6388, 1150]
 //   CSV:   columns step,doc_len, one row per document, steps in order:    step,doc_len\n0,2690
-// Every length must be a positive whole number; a batch may not be empty. Errors name the file
-// and the line.
+// Every length must be a whole number of tokens from 1 to kMaxDocLength; steps whole numbers
+// from 0, in order; a batch may not be empty. Errors name the file and the line.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,9 @@
 #include <vector>
 
 namespace orrery::traces {
+
+// 2^30 tokens: longer than any context window, and a batch's sum stays far inside int64.
+inline constexpr std::int64_t kMaxDocLength = std::int64_t{1} << 30;
 
 struct DocBatch {
   std::vector<std::int64_t> lengths;

@@ -40,18 +40,21 @@ models::RlPool read_pool(const JsonNode& node) {
 }
 
 models::DocLengthModel read_lengths(JsonObject& o, const JsonNode& node, double p99_default) {
+  // Lengths up to 2^30 tokens: longer than any context window (traces/doclens.hpp's limit too).
+  constexpr std::int64_t kMaxLength = std::int64_t{1} << 30;
   const JsonNode median = o.required("median");
   const double m = median.as_number();
   if (!(m >= 1 && m < 1e7)) median.fail_expected("a median of 1 to 1e7 tokens");
   double p99 = p99_default * m;
   if (auto v = o.optional("p99")) {
     p99 = v->as_number();
-    if (!(p99 > m && p99 < 1e8)) v->fail(fmt::format("found a p99 of {}, expected more than the median {}", p99, m));
+    if (!(p99 > m && p99 < 1e8)) v->fail(fmt::format("found a p99 of {}, expected more than the median {} and less than 1e8 tokens", p99, m));
   }
   const JsonNode max = o.required("max");
   const std::int64_t mx = max.as_int();
-  if (!(static_cast<double>(mx) > p99 && mx < (std::int64_t{1} << 30))) {
-    max.fail(fmt::format("found a max of {}, expected more than the p99 {}", mx, p99));
+  if (!(static_cast<double>(mx) > p99 && mx <= kMaxLength)) {
+    max.fail(fmt::format("found a max of {}, expected more than the p99 {} and at most {} tokens (longer than any context window)", mx, p99,
+                         kMaxLength));
   }
   try {
     return models::DocLengthModel::lognormal(m, p99, mx);
@@ -105,17 +108,27 @@ models::RlSetup load_rl_scenario(const std::string& path, int iterations) {
     }
     JsonObject c = cross->as_object();
     models::CrossDcLink link;
-    link.bandwidth = c.required("bandwidth").as_bandwidth().value();
-    if (auto v = c.optional("latency")) link.latency = v->as_duration().to_seconds();
+    const JsonNode bandwidth = c.required("bandwidth");
+    link.bandwidth = bandwidth.as_bandwidth().value();
+    // 1 Mb/s to 1 Pb/s: below, one weight sync of a 7B model takes more than a day; above, faster
+    // than any link between datacenters.
+    if (!(link.bandwidth >= 1e6 / 8 && link.bandwidth <= 1e15 / 8)) {
+      bandwidth.fail(fmt::format("found {}, expected 1 Mb/s to 1 Pb/s (slower, one weight sync of a 7B model takes more than a day)",
+                                 sim::quote(bandwidth.as_string())));
+    }
+    if (auto v = c.optional("latency")) {
+      link.latency = v->as_duration().to_seconds();
+      if (!(link.latency <= 1)) v->fail(fmt::format("found {}, expected at most 1 s (light crosses the Earth in 0.07 s)", sim::quote(v->as_string())));
+    }
     c.finish();
-    if (!(link.bandwidth > 0)) cross->fail("found a bandwidth of 0, expected a positive one");
     s.cross_dc = link;
   } else if (cross) {
     cross->fail("found a cross-datacenter link, but the pools share a datacenter");
   }
 
   // Rollouts (read first: they set the default context).
-  JsonObject r = top.required("rollouts").as_object();
+  const JsonNode rollouts = top.required("rollouts");
+  JsonObject r = rollouts.as_object();
   std::int64_t longest = 0;
   if (auto t = r.optional("trace")) {
     const std::filesystem::path p = t->as_string();
@@ -135,7 +148,7 @@ models::RlSetup load_rl_scenario(const std::string& path, int iterations) {
     const JsonNode out = r.required("output");
     JsonObject oo = out.as_object();
     if (auto src = oo.optional("source")) {
-      m.empirical = load_output_lengths(src->as_string(), data);
+      m.empirical = load_output_lengths(src->as_string(), data, {src->source(), src->pointer()});
       m.output = read_lengths(oo, out, 25.0);
     } else {
       m.output = read_lengths(oo, out, 25.0);
@@ -163,7 +176,12 @@ models::RlSetup load_rl_scenario(const std::string& path, int iterations) {
       const LengthGrowth g = load_length_growth(growth_from->as_string(), data);
       m.growth = g.end_mean / g.start_mean;
     }
-    s.batches = models::RolloutGenerator(m, s.seed).batches(iterations, prompts, group);
+    try {
+      s.batches = models::RolloutGenerator(m, s.seed).batches(iterations, prompts, group);
+    } catch (const sim::InputError& e) {
+      if (e.source() != "<workload>") throw;
+      out.fail(e.message());  // the generator's lengths do not fit: blame the output lengths
+    }
     longest = m.prompt.max_length + m.output.max_length;
   }
   r.finish();

@@ -1,6 +1,7 @@
 #include "traces/rollouts.hpp"
 
 #include "sim/error.hpp"
+#include "sim/unit_parse.hpp"
 #include "traces/csv.hpp"
 #include "traces/json_input.hpp"
 
@@ -13,22 +14,25 @@ namespace orrery::traces {
 
 namespace {
 
+// The largest token count, iteration or prompt number a rollout trace may hold: longer than any
+// context window, and sums of a batch's lengths stay far inside int64.
 constexpr std::int64_t kMaxTokens = 1'000'000'000;
 
 std::int64_t tokens(const JsonNode& n) {
   const std::int64_t v = n.as_int();
-  if (v < 1 || v > kMaxTokens) n.fail_expected("a positive whole number of tokens");
+  if (v < 1 || v > kMaxTokens) n.fail_expected(fmt::format("a positive whole number of tokens, at most {} (longer than any context window)", kMaxTokens));
   return v;
 }
 
-// A whole-number cell of at least `lo`; errors as CsvTable::number's.
+// A whole-number cell from `lo` to kMaxTokens; errors as CsvTable::number's.
 std::int64_t whole(const CsvTable& t, std::size_t r, std::string_view column, std::int64_t lo) {
   const std::string& cell = t.at(r, column);
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
   if (ec != std::errc() || end != cell.data() + cell.size() || v < lo || v > kMaxTokens) {
     throw sim::InputError(t.source, fmt::format("line {}, column {}", t.lines[r], sim::quote(column)),
-                          fmt::format("found {}, expected {}", sim::quote(cell), lo > 0 ? "a positive whole number" : "a whole number of 0 or more"));
+                          fmt::format("found {}, expected {}, at most {}", sim::quote(cell), lo > 0 ? "a positive whole number" : "a whole number of 0 or more",
+                                      kMaxTokens));
   }
   return v;
 }
@@ -36,11 +40,12 @@ std::int64_t whole(const CsvTable& t, std::size_t r, std::string_view column, st
 // Iterations 0, 0, 1, 1, 2...: a new one starts a batch; going back or skipping one is an error.
 // Returns whether `iteration` starts a new batch.
 bool next_iteration(std::vector<models::RolloutBatch>& out, std::int64_t iteration, int line, const std::function<void(std::string)>& fail) {
-  const auto last = static_cast<std::int64_t>(out.size()) - 1;
-  if (iteration == last) return false;
-  if (iteration != last + 1) {
-    fail(last < 0 ? fmt::format("found iteration {}, expected the first iteration to be 0", iteration)
-                  : fmt::format("found iteration {} after iteration {}, expected {} or {}", iteration, last, last, last + 1));
+  if (out.empty()) {
+    if (iteration != 0) fail(fmt::format("found iteration {}, expected the first iteration to be 0", iteration));
+  } else {
+    const auto last = static_cast<std::int64_t>(out.size()) - 1;
+    if (iteration == last) return false;
+    if (iteration != last + 1) fail(fmt::format("found iteration {} after iteration {}, expected {} or {}", iteration, last, last, last + 1));
   }
   out.push_back(models::RolloutBatch{{}, line});
   return true;
@@ -115,7 +120,7 @@ std::string rollouts_to_jsonl(const std::vector<models::RolloutBatch>& batches) 
 
 std::vector<std::string> output_length_source_names() { return {"azure-code", "azure-conv", "mooncake"}; }
 
-std::vector<std::int64_t> load_output_lengths(const std::string& name, const std::string& data_dir) {
+std::vector<std::int64_t> load_output_lengths(const std::string& name, const std::string& data_dir, sim::InputLocation at) {
   std::vector<std::int64_t> out;
   if (name == "azure-code" || name == "azure-conv") {
     const CsvTable t = read_csv_file(data_dir + "/azure-llm-inference-2023/AzureLLMInferenceTrace_" + name.substr(6) + ".csv");
@@ -128,8 +133,9 @@ std::vector<std::int64_t> load_output_lengths(const std::string& name, const std
     });
   } else {
     const auto names = output_length_source_names();
-    throw sim::InputError("<workload>", "", fmt::format("unknown output-length source {}{}; valid: {}", sim::quote(name), sim::did_you_mean(name, names),
-                                                        fmt::join(names, ", ")));
+    throw sim::InputError(std::string(at.source), std::string(at.where),
+                          fmt::format("unknown output-length source {}{}; valid: {}", sim::quote(name), sim::did_you_mean(name, names),
+                                      fmt::join(names, ", ")));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "models/rollouts.hpp"
+#include "sim/unit_parse.hpp"
 
 #include <cstdint>
 #include <string>
@@ -18,7 +19,9 @@ namespace orrery::traces {
 // Real output lengths in `data_dir` (../shared/data), in file order:
 //   azure-code, azure-conv  azure-llm-inference-2023/AzureLLMInferenceTrace_{code,conv}.csv (GeneratedTokens)
 //   mooncake                mooncake-trace/conversation_trace.jsonl (output_length)
-std::vector<std::int64_t> load_output_lengths(const std::string& name, const std::string& data_dir);
+// An unknown name is an InputError at `at` (the scenario's field naming it).
+std::vector<std::int64_t> load_output_lengths(const std::string& name, const std::string& data_dir,
+                                              sim::InputLocation at = {"<workload>", ""});
 std::vector<std::string> output_length_source_names();
 
 // simpleRL-Zoo's mean GRPO response lengths, read by eye from its Figure 1 (+-5-10%):

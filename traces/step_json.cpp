@@ -1,5 +1,6 @@
 #include "traces/step_json.hpp"
 
+#include "models/doc_lengths.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 
@@ -172,6 +173,13 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
       if (!(spec.median >= 1)) med.fail_expected("a median of at least 1 token");
       if (!(spec.p99 > spec.median)) p99.fail_expected(fmt::format("a p99 above the median {}", spec.median));
       if (!(static_cast<double>(spec.max) > spec.p99)) mx.fail_expected(fmt::format("a maximum above the p99 {}", spec.p99));
+      // Some targets have no such distribution: say so here, at the workload, not when it runs.
+      try {
+        (void)(spec.generator == "lognormal" ? models::DocLengthModel::lognormal(spec.median, spec.p99, spec.max)
+                                             : models::DocLengthModel::lognormal_pareto(spec.median, spec.p99, spec.max));
+      } catch (const sim::InputError& e) {
+        w->fail(e.message());
+      }
       if (auto sd = o.optional("seed")) spec.seed = static_cast<std::uint64_t>(std::max<std::int64_t>(0, sd->as_int()));
     }
     if (auto j = o.optional("jitter")) {

@@ -121,8 +121,16 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   Job a = job("A", 0, 4, 1000);
   a.gpu_type = "a100";
   auto arena = policies::cluster_schedulers().create("arena", {}, {"test", ""});
-  // No range: the upgrade trial doubles it onto the idle GPUs (linear scaling: twice as fast).
-  models::ClusterSim free_sim(c, {a}, t, *arena, restart(0));
+  // No range and not resizable (a trace without elasticity): it keeps its 4 GPUs.
+  models::ClusterSim fixed_sim(c, {a}, t, *arena, restart(0));
+  const auto fixed = fixed_sim.run();
+  CHECK(fixed.jobs[0].end_s == doctest::Approx(1000));
+  CHECK(fixed.jobs[0].end_gpus == 4);
+  // Resizable with no range (a scenario's "elastic": true): the upgrade trial doubles it onto
+  // the idle GPUs (linear scaling: twice as fast).
+  a.resizable = true;
+  auto arena1 = policies::cluster_schedulers().create("arena", {}, {"test", ""});
+  models::ClusterSim free_sim(c, {a}, t, *arena1, restart(0));
   const auto grown = free_sim.run();
   CHECK(grown.jobs[0].end_s == doctest::Approx(500));
   CHECK(grown.jobs[0].end_gpus == 8);
@@ -134,6 +142,64 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   const auto r = capped.run();
   CHECK(r.jobs[0].end_s == doctest::Approx(1000));
   CHECK(r.jobs[0].end_gpus == 4);
+}
+
+TEST_CASE("issue 17: a non-elastic job keeps its GPU count under every policy") {
+  // Once: Arena shrank a fixed 512-GPU job that did not fit to 16 GPUs (1 day became 22.6).
+  // A (512 GPUs, 1 day) cannot start while B holds one GPU of the 512; it waits for B.
+  const models::ClusterSpec c{{{"a100", 64, 8}}};
+  const models::TraceDurationModel t(0.9);
+  const Job a = job("A", 0, 512, 86400), b = job("B", 0, 1, 3600);
+  for (const char* policy : {"fifo", "sjf", "tiresias", "gavel", "arena"}) {
+    CAPTURE(policy);
+    auto s = policies::cluster_schedulers().create(policy, {}, {"test", ""});
+    models::ClusterSim sim(c, {b, a}, t, *s, restart(30));
+    const auto r = sim.run();
+    REQUIRE(r.completed == 2);
+    for (const auto& rec : r.jobs) CHECK(rec.end_gpus == rec.gpus);
+    const auto& big = r.jobs[0].id == "A" ? r.jobs[0] : r.jobs[1];
+    CHECK(big.end_s - big.start_s >= 86400);  // never slower than its own duration at its size
+  }
+}
+
+namespace {
+// `rate` units of work per second on any placement; every job has 1 unit of work.
+class FastModel final : public models::ThroughputModel {
+ public:
+  explicit FastModel(double rate) : rate_(rate) {}
+  double rate(const Job&, std::string_view, int, int) const override { return rate_; }
+  double work(const Job&) const override { return 1; }
+
+ private:
+  double rate_;
+};
+}  // namespace
+
+TEST_CASE("issue 17: a completion too close to a late clock still happens (no hang)") {
+  // At 1e9 s a double advances in steps of 1.2e-7 s; a job needing 1e-8 s used to be stuck
+  // with `now + remaining / rate` rounding back to `now` and its work never shrinking.
+  const models::ClusterSpec c{{{"a100", 1, 8}}};
+  const FastModel fast(1e8);
+  for (const char* policy : {"fifo", "tiresias"}) {
+    CAPTURE(policy);
+    auto s = policies::cluster_schedulers().create(policy, {}, {"test", ""});
+    models::ClusterSim sim(c, {job("A", 1e9, 1, 0), job("B", 1e9, 8, 0)}, fast, *s, restart(0));
+    const auto r = sim.run();
+    CHECK(r.completed == 2);
+    CHECK(r.jobs[1].end_s >= 1e9);
+  }
+}
+
+TEST_CASE("issue 17: round lengths and Tiresias parameters have a range") {
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("tiresias", {{"interval", 1e-300}}, {"s.json", "/policy"}),
+                       "<policy>:tiresias/interval: found 1e-300, expected 1 to 1e7 seconds per round", sim::InputError);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("gavel", {{"interval", 1e300}}, {"s.json", "/policy"}),
+                       "<policy>:gavel/interval: found 1e+300, expected 1 to 1e7 seconds per round", sim::InputError);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("arena", {{"interval", 0.5}}, {"s.json", "/policy"}),
+                       "<policy>:arena/interval: found 0.5, expected 0 (no rounds) or 1 to 1e7 seconds per round", sim::InputError);
+  CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("tiresias", {{"promote_after", -1.0}}, {"s.json", "/policy"}),
+                       "<policy>:tiresias/promote_after: found -1, expected 0 to 1e6 times the run time", sim::InputError);
+  CHECK_NOTHROW(policies::cluster_schedulers().create("arena", {{"interval", 0.0}}, {"s.json", "/policy"}));
 }
 
 TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and column") {

@@ -84,7 +84,7 @@ TEST_CASE("Gavel traces: a bad row names file, line and column, or is skipped") 
                                  "LM (batch size 5)\tc\tw\t--steps\t1\t100\t1\t1\t-1\t0\n"
                                  "LM (batch size 5)\tc\t--steps\t1\t100\t0\n");
   CHECK(error_of([&] { (void)traces::read_gavel_trace(path, false); }) ==
-        "g_bad.trace:line 2:column total_steps: found \"many\", expected a whole number of at least 1");
+        "g_bad.trace:line 2:column total_steps: found \"many\", expected a whole number of at least 1 and at most 1000000000000 iterations (more than any training run takes)");
   const auto t = traces::read_gavel_trace(path, true);
   CHECK(t.jobs.size() == 1);
   CHECK(t.skipped == 3);
@@ -170,7 +170,7 @@ TEST_CASE("ITP traces: raw and ElasticFlow columns, a last row without its newli
 TEST_CASE("ITP traces: bad rows and missing columns") {
   const std::string path = write("itp_bad.csv", "job_id,submission_time,duration,num_gpu\na,0,10,1\nb,5,10,0\nc,-3,10,1\nd,7,10\n");
   CHECK(error_of([&] { (void)traces::read_itp_trace(path, false); }) ==
-        "itp_bad.csv:line 3:column num_gpu: found \"0\", expected a whole number of at least 1");
+        "itp_bad.csv:line 3:column num_gpu: found \"0\", expected a whole number of at least 1 and at most 1000000 GPUs (more than any cluster holds)");
   const auto t = traces::read_itp_trace(path, true);
   CHECK(t.jobs.size() == 1);
   CHECK(t.skipped == 3);
@@ -246,7 +246,8 @@ TEST_CASE("PAI pods: bad rows, and the pod list without times") {
                                  "c,1,1500,,0,50,10\n"
                                  "d,0,0,,0,50,10\n");
   CHECK(error_of([&] { (void)traces::read_pai_pods(path, false); }) ==
-        "pai_bad.csv:line 3:column deletion_time: found \"5\", expected a number of at least 10");
+        "pai_bad.csv:line 3:column deletion_time: found \"5\", expected a number of at least 10 and at most 1000000000 seconds (1e9 s is 31.7 years; "
+        "simulated time must stay within int64 nanoseconds, 292 years)");
   const auto t = traces::read_pai_pods(path, true);
   CHECK(t.trace.jobs.size() == 1);
   CHECK(t.trace.skipped == 2);

@@ -69,7 +69,7 @@ TEST_CASE("rollout JSONL errors name the file, the line and the field") {
   CHECK(jsonl_error("{\"iteration\": 0, \"outputs\": [1]}") ==
         "r.jsonl:line 1:/: missing required field \"prompt_tokens\"");
   CHECK(jsonl_error("{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": [4, -5]}") ==
-        "r.jsonl:line 1:/outputs/1: found a number -5, expected a positive whole number of tokens");
+        "r.jsonl:line 1:/outputs/1: found a number -5, expected a positive whole number of tokens, at most 1000000000 (longer than any context window)");
   CHECK(jsonl_error("{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": [2.5]}") == "r.jsonl:line 1:/outputs/0: found a number 2.5, expected an integer");
   CHECK(jsonl_error("{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": []}") ==
         "r.jsonl:line 1:/outputs: found an array of 0 values, expected at least one output length");
@@ -96,7 +96,7 @@ TEST_CASE("rollout CSV: one row per sample, errors name the line and the column"
 
   CHECK(csv_error("iteration,prompt,prompt_tokens\n0,1,5\n").find("r.csv:line 1: missing column \"output_tokens\"") == 0);
   CHECK(csv_error("iteration,prompt,prompt_tokens,output_tokens\n0,1,5,-3\n") ==
-        "r.csv:line 2, column \"output_tokens\": found \"-3\", expected a positive whole number");
+        "r.csv:line 2, column \"output_tokens\": found \"-3\", expected a positive whole number, at most 1000000000");
   CHECK(csv_error("iteration,prompt,prompt_tokens,output_tokens\n0,1,5,3\n0,1,6,3\n") ==
         "r.csv:line 3, column \"prompt_tokens\": found 6, expected 5 as on the prompt's earlier rows");
   CHECK(csv_error("iteration,prompt,prompt_tokens,output_tokens\n0,1,5,3\n0,2,5,3\n0,1,5,3\n") ==
