@@ -64,6 +64,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_option("--html", step_options.html_path, "Write a self-contained HTML report: key figures, breakdown per stage, memory, timeline");
   step_cmd->add_option("--gpus", step_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
   step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
+  step_cmd->add_option("--train-tokens", step_options.train_tokens, "Tokens to train on (15T, 400B, 1.5e13): print and report the days it takes");
   step_cmd->add_flag("--estimate", step_options.estimate, "Closed-form estimate (models/estimate.hpp) instead of emulating: milliseconds, within ~10%");
 
   PlanOptions plan_options;
@@ -74,7 +75,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                                                          "(traces/README.md)")->required();
   plan_cmd->add_option("--report", plan_options.report_path, "Write the search counts and the top plans (estimated and emulated) as JSON");
   plan_cmd->add_option("--gpus", plan_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
-  plan_cmd->add_option("--top", plan_options.top_k, "Plans to confirm with the emulator (default: the file's, else 5)");
+  plan_cmd->add_option_function<int>("--top", [&plan_options](const int& k) { plan_options.top_k = k; },
+                                     "Plans to confirm with the emulator, 0 to 100 (default: the file's, else 5)");
+  plan_cmd->add_option("--train-tokens", plan_options.train_tokens, "Tokens to train on (15T, 400B, 1.5e13): the days each plan takes");
+  plan_cmd->add_option("--cluster-sizes", plan_options.cluster_sizes, "GPU counts to search, e.g. 64,128,256 (default: the file's cluster_sizes, "
+                                                                       "else its cluster)");
 
   CompareOptions compare_options;
   CLI::App* compare_cmd = app.add_subcommand(

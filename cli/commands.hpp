@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,6 +136,7 @@ struct StepOptions {
   bool no_reuse = false;
   bool estimate = false;  // the closed form (models/estimate.hpp) instead of the emulator
   std::string html_path;  // self-contained HTML report with plots (cli/html_pages.hpp)
+  std::string train_tokens;  // --train-tokens "15T": print and report the time to train on them
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 
@@ -270,7 +272,9 @@ struct PlanOptions {
   std::string plan_path;  // plan-search JSON (traces/README.md)
   std::string report_path;
   std::string gpus_path;
-  int top_k = -1;         // -1: the file's (default 5)
+  std::optional<int> top_k;  // --top; unset: the file's (default 5)
+  std::string train_tokens;  // --train-tokens "15T": the time to train on them, per plan
+  std::string cluster_sizes; // --cluster-sizes "64,128,256": search at each GPU count
   std::string* report_json = nullptr;
 };
 

@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/plan_search.hpp"
 #include "cli/report_out.hpp"
+#include "cli/step_cost.hpp"
 
 #include "models/cost.hpp"
 #include "models/step.hpp"
@@ -72,14 +73,23 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
     s.seq_len = v->as_int();
     if (s.seq_len < 1) v->fail_expected("a positive number of tokens");
   }
-  s.memory_limit = s.gpu.hbm_bytes;
+  // The memory rule of step and sweep (models::memory_budget); a limit may only be stricter.
+  const models::MemoryBudget budget = models::memory_budget(s.gpu);
+  s.memory_limit = budget.usable_bytes;
   if (auto v = top.optional("memory_limit")) {
     s.memory_limit = v->as_bytes().value();
     if (!(s.memory_limit > 0)) v->fail_expected("a positive size such as \"70 GiB\"");
-    if (s.memory_limit > s.gpu.hbm_bytes) {
+    if (s.memory_limit > budget.usable_bytes) {
       v->fail(fmt::format("found {}, expected at most the {}'s memory ({}): a plan above it runs out of memory", sim::to_string(sim::Bytes(s.memory_limit)),
-                          s.gpu.name, sim::to_string(s.gpu.hbm())));
+                          s.gpu.name, budget.describe()));
     }
+  }
+  if (auto v = top.optional("cluster_sizes")) {
+    for (const traces::JsonNode& n : v->as_array()) {
+      s.cluster_sizes.push_back(n.as_int_in(1, 1 << 20));
+      (void)models::topology_with_gpus(s.topology, s.cluster_sizes.back(), source, n.pointer());
+    }
+    if (s.cluster_sizes.empty()) v->fail_expected("at least one GPU count");
   }
   if (auto c = top.optional("constraints")) {
     traces::JsonObject o = c->as_object();
@@ -241,63 +251,210 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   return result;
 }
 
-void plan(const PlanOptions& o, std::ostream& out) {
-  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
-  PlanSearchSpec spec = read_plan_search(traces::read_text_file(o.plan_path), o.plan_path, gpus);
-  if (o.top_k >= 0) spec.top_k = o.top_k;
-  const PlanSearchResult r = search_plans(spec);
+PlanSearchSpec at_cluster_size(const PlanSearchSpec& spec, int gpus, std::string_view source, std::string_view where) {
+  PlanSearchSpec s = spec;
+  s.topology = models::topology_with_gpus(spec.topology, gpus, source, where);
+  s.gpus = gpus;
+  return s;
+}
 
-  out << fmt::format("plan search {}\n", spec.name.empty() ? o.plan_path : spec.name);
-  out << fmt::format("model       {} ({:.1f}B parameters)\n", spec.model.name, static_cast<double>(spec.model.params()) / 1e9);
-  out << fmt::format("cluster     {} x {} ({}), global batch {} x {} tokens, memory limit {:.1f} GiB per GPU\n", spec.gpus, spec.gpu.name,
-                     spec.topology, spec.global_batch, spec.seq_len, gib(spec.memory_limit));
+namespace {
+
+// "--cluster-sizes 64,128,256": GPU counts, each 1 to 2^20.
+std::vector<int> parse_cluster_sizes(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  std::string_view rest = text;
+  while (true) {
+    const std::size_t comma = std::min(rest.find(','), rest.size());
+    const std::string item(rest.substr(0, comma));
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = item.empty() || item.front() == '+' || item.front() == ' ' ? -1 : std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 1 || v > (1 << 20)) {
+      throw sim::InputError("<command line>", "--cluster-sizes",
+                            fmt::format("found {}, expected GPU counts from 1 to {} separated by commas, such as 64,128,256", sim::quote(item), 1 << 20));
+    }
+    out.push_back(static_cast<int>(v));
+    if (comma == rest.size()) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// The step time a plan's row stands on: the emulator's when it confirmed the plan, else the estimate.
+double best_step_time(const PlanCandidate& c) { return c.emulated ? c.emulated->step_time.to_seconds() : c.estimate.step_time_s; }
+
+void print_search(std::ostream& out, const PlanSearchSpec& spec, const PlanSearchResult& r, std::optional<double> train_tokens) {
+  const models::MemoryBudget budget = models::memory_budget(spec.gpu);
+  out << fmt::format("cluster     {} x {} ({}), global batch {} x {} tokens, memory limit {}\n", spec.gpus, spec.gpu.name, spec.topology,
+                     spec.global_batch, spec.seq_len,
+                     spec.memory_limit == budget.usable_bytes ? budget.describe()
+                                                              : fmt::format("{:.1f} GiB per GPU (memory_limit; {})", gib(spec.memory_limit), budget.describe()));
   out << fmt::format("candidates  {} enumerated, {} pruned by divisibility, {} pruned by memory, {} estimated ({:.2f} s); "
                      "{} confirmed by the emulator ({:.2f} s)\n\n",
                      r.enumerated, r.pruned_divisibility, r.pruned_memory, r.estimated, r.search_s, r.confirmed, r.confirm_s);
-  out << fmt::format("{:>4}  {:<52} {:>10} {:>7} {:>10} {:>7} {:>7} {:>8}\n", "rank", "plan", "est. step", "est MFU", "emul. step", "emu MFU",
-                     "diff", "GiB/GPU");
+  out << fmt::format("{:>4}  {:<52} {:>10} {:>7} {:>10} {:>7} {:>7} {:>8}{}  {}\n", "rank", "plan", "est. step", "est MFU", "emul. step", "emu MFU",
+                     "diff", "GiB/GPU", train_tokens ? fmt::format(" {:>12}", "to train") : "", "layers per stage");
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     const PlanCandidate& c = r.top[i];
     const std::string emu = c.emulated ? fmt::format("{:>9.3f}s {:>6.1f}% {:>+6.1f}%", c.emulated->step_time.to_seconds(), 100 * c.emulated->mfu,
                                                      100 * (c.estimate.step_time_s / c.emulated->step_time.to_seconds() - 1))
                                        : fmt::format("{:>10} {:>7} {:>7}", "-", "-", "-");
-    out << fmt::format("{:>4}  {:<52} {:>9.3f}s {:>6.1f}% {} {:>8.1f}\n", i + 1, plan_label(c.plan), c.estimate.step_time_s, 100 * c.estimate.mfu, emu,
-                       gib(c.estimate.memory.total()));
+    const std::string train =
+        train_tokens ? fmt::format(" {:>12}", human_duration(models::training_time(*train_tokens, c.plan, best_step_time(c)).seconds)) : "";
+    out << fmt::format("{:>4}  {:<52} {:>9.3f}s {:>6.1f}% {} {:>8.1f}{}  {}\n", i + 1, plan_label(c.plan), c.estimate.step_time_s, 100 * c.estimate.mfu,
+                       emu, gib(c.estimate.memory.total()), train, models::describe_stage_layers(c.plan, spec.model));
+  }
+  if (train_tokens) {
+    out << fmt::format("to train    on {} tokens at the emulated step time (the estimate's where not confirmed)\n", token_count_text(*train_tokens));
+  }
+}
+
+void set_search_report(traces::Report& rep, const std::string& base, const PlanSearchSpec& spec, const PlanSearchResult& r,
+                       std::optional<double> train_tokens) {
+  rep.set(base + "/gpus", static_cast<std::int64_t>(spec.gpus));
+  rep.set(base + "/topology", spec.topology);
+  rep.set(base + "/memory_limit_bytes", spec.memory_limit);
+  rep.set(base + "/search/enumerated", static_cast<std::int64_t>(r.enumerated));
+  rep.set(base + "/search/pruned_divisibility", static_cast<std::int64_t>(r.pruned_divisibility));
+  rep.set(base + "/search/pruned_memory", static_cast<std::int64_t>(r.pruned_memory));
+  rep.set(base + "/search/estimated", static_cast<std::int64_t>(r.estimated));
+  rep.set(base + "/search/confirmed", static_cast<std::int64_t>(r.confirmed));
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    const PlanCandidate& c = r.top[i];
+    const models::ParallelPlan& p = c.plan;
+    const std::string b = fmt::format("{}/plans/{}", base, i);
+    rep.set(b + "/label", plan_label(p));
+    rep.set(b + "/tp", static_cast<std::int64_t>(p.tp));
+    rep.set(b + "/pp", static_cast<std::int64_t>(p.pp));
+    rep.set(b + "/vp", static_cast<std::int64_t>(p.vp));
+    rep.set(b + "/dp", static_cast<std::int64_t>(p.dp));
+    rep.set(b + "/cp", static_cast<std::int64_t>(p.cp));
+    rep.set(b + "/ep", static_cast<std::int64_t>(p.ep));
+    rep.set(b + "/micro_batch", static_cast<std::int64_t>(p.micro_batch));
+    rep.set(b + "/schedule", p.schedule);
+    rep.set(b + "/zero", static_cast<std::int64_t>(p.zero));
+    rep.set(b + "/recompute", models::to_string(p.recompute));
+    rep.set(b + "/peak_memory_bytes", c.estimate.memory.total());
+    rep.set(b + "/oom", models::out_of_memory(c.estimate.memory, spec.gpu));
+    rep.set(b + "/estimated/step_time_s", c.estimate.step_time_s);
+    rep.set(b + "/estimated/mfu", c.estimate.mfu);
+    rep.set(b + "/estimated/tflops_per_gpu", c.estimate.tflops_per_gpu);
+    if (c.emulated) {
+      rep.set(b + "/emulated/step_time_s", c.emulated->step_time.to_seconds());
+      rep.set(b + "/emulated/mfu", c.emulated->mfu);
+      rep.set(b + "/emulated/tflops_per_gpu", c.emulated->tflops_per_gpu);
+      rep.set(b + "/emulated/oom", c.emulated->oom);
+    }
+    const std::vector<std::vector<int>> stages = models::stage_layers(p, spec.model);
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      int layers = 0;
+      for (const int l : stages[k]) layers += l;
+      rep.set(fmt::format("{}/layers_per_stage/{}", b, k), static_cast<std::int64_t>(layers));
+    }
+    if (train_tokens) {
+      const models::TrainingTime t = models::training_time(*train_tokens, p, best_step_time(c));
+      rep.set(b + "/train/tokens", t.tokens);
+      rep.set(b + "/train/steps", t.steps);
+      rep.set(b + "/train/time_s", t.seconds);
+      rep.set(b + "/train/days", t.seconds / 86400);
+      rep.set(b + "/train/from", c.emulated ? "emulated" : "estimated");
+    }
+  }
+}
+
+}  // namespace
+
+void plan(const PlanOptions& o, std::ostream& out) {
+  if (o.top_k && (*o.top_k < 0 || *o.top_k > 100)) {
+    throw sim::InputError("<command line>", "--top", fmt::format("found {}, expected 0 to 100 plans to confirm with the emulator (0: rank by the estimate only)", *o.top_k));
+  }
+  const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
+  const std::vector<int> cli_sizes = parse_cluster_sizes(o.cluster_sizes);
+  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  PlanSearchSpec spec = read_plan_search(traces::read_text_file(o.plan_path), o.plan_path, gpus);
+  if (o.top_k) spec.top_k = *o.top_k;
+  // The cluster sizes to search, each checked before any search runs.
+  std::vector<PlanSearchSpec> specs;
+  if (!cli_sizes.empty()) {
+    for (const int n : cli_sizes) specs.push_back(at_cluster_size(spec, n, "<command line>", "--cluster-sizes"));
+  } else if (!spec.cluster_sizes.empty()) {
+    for (std::size_t i = 0; i < spec.cluster_sizes.size(); ++i) {
+      specs.push_back(at_cluster_size(spec, spec.cluster_sizes[i], o.plan_path, fmt::format("/cluster_sizes/{}", i)));
+    }
+  } else {
+    specs.push_back(spec);
+  }
+
+  out << fmt::format("plan search {}\n", spec.name.empty() ? o.plan_path : spec.name);
+  out << fmt::format("model       {} ({:.1f}B parameters, {} layers)\n", spec.model.name, static_cast<double>(spec.model.params()) / 1e9,
+                     spec.model.layers);
+  if (specs.size() == 1) {
+    const PlanSearchResult r = search_plans(specs.front());
+    print_search(out, specs.front(), r, train_tokens);
+    if (report_wanted(o.report_path, o.report_json)) {
+      traces::Report rep;
+      rep.set("/name", spec.name.empty() ? o.plan_path : spec.name);
+      rep.set("/model", spec.model.name);
+      rep.set("/gpu", spec.gpu.name);
+      set_search_report(rep, "", specs.front(), r, train_tokens);
+      emit_report(rep, o.report_path, o.report_json);
+    }
+    return;
+  }
+  // Several sizes: each search in full, then one line per size with its best plan. A size where
+  // no plan divides or fits is a row with the reason, not the end of the run.
+  struct SizeRow {
+    const PlanSearchSpec* spec;
+    std::optional<PlanSearchResult> result;
+    std::string reason;
+  };
+  std::vector<SizeRow> rows;
+  for (const PlanSearchSpec& s : specs) {
+    out << "\n";
+    SizeRow row{&s, std::nullopt, ""};
+    try {
+      row.result = search_plans(s);
+      print_search(out, s, *row.result, train_tokens);
+    } catch (const sim::InputError& e) {
+      row.reason = e.what();
+      out << fmt::format("cluster     {} x {} ({}): {}\n", s.gpus, s.gpu.name, s.topology, row.reason);
+    }
+    rows.push_back(std::move(row));
+  }
+  out << fmt::format("\ncapacity    the best plan at each size (step time and MFU from the emulator where confirmed){}\n",
+                     train_tokens ? fmt::format("; time to train on {} tokens", token_count_text(*train_tokens)) : "");
+  out << fmt::format("{:>6}  {:<52} {:>10} {:>7} {:>14}{}\n", "GPUs", "plan", "step", "MFU", "tokens/s", train_tokens ? fmt::format(" {:>12}", "to train") : "");
+  for (const SizeRow& row : rows) {
+    if (!row.result) {
+      out << fmt::format("{:>6}  none: {}\n", row.spec->gpus, row.reason);
+      continue;
+    }
+    const PlanCandidate& c = row.result->top.front();
+    const double step = best_step_time(c);
+    const double mfu = c.emulated ? c.emulated->mfu : c.estimate.mfu;
+    const double tokens_per_s = static_cast<double>(c.plan.global_batch) * static_cast<double>(c.plan.seq_len) / step;
+    out << fmt::format("{:>6}  {:<52} {:>9.3f}s {:>6.1f}% {:>14.0f}{}\n", row.spec->gpus, plan_label(c.plan), step, 100 * mfu, tokens_per_s,
+                       train_tokens ? fmt::format(" {:>12}", human_duration(models::training_time(*train_tokens, c.plan, step).seconds)) : "");
   }
   if (report_wanted(o.report_path, o.report_json)) {
     traces::Report rep;
     rep.set("/name", spec.name.empty() ? o.plan_path : spec.name);
     rep.set("/model", spec.model.name);
     rep.set("/gpu", spec.gpu.name);
-    rep.set("/gpus", static_cast<std::int64_t>(spec.gpus));
-    rep.set("/search/enumerated", static_cast<std::int64_t>(r.enumerated));
-    rep.set("/search/pruned_divisibility", static_cast<std::int64_t>(r.pruned_divisibility));
-    rep.set("/search/pruned_memory", static_cast<std::int64_t>(r.pruned_memory));
-    rep.set("/search/estimated", static_cast<std::int64_t>(r.estimated));
-    rep.set("/search/confirmed", static_cast<std::int64_t>(r.confirmed));
-    for (std::size_t i = 0; i < r.top.size(); ++i) {
-      const PlanCandidate& c = r.top[i];
-      const models::ParallelPlan& p = c.plan;
-      const std::string b = fmt::format("/plans/{}", i);
-      rep.set(b + "/label", plan_label(p));
-      rep.set(b + "/tp", static_cast<std::int64_t>(p.tp));
-      rep.set(b + "/pp", static_cast<std::int64_t>(p.pp));
-      rep.set(b + "/vp", static_cast<std::int64_t>(p.vp));
-      rep.set(b + "/dp", static_cast<std::int64_t>(p.dp));
-      rep.set(b + "/cp", static_cast<std::int64_t>(p.cp));
-      rep.set(b + "/ep", static_cast<std::int64_t>(p.ep));
-      rep.set(b + "/micro_batch", static_cast<std::int64_t>(p.micro_batch));
-      rep.set(b + "/schedule", p.schedule);
-      rep.set(b + "/zero", static_cast<std::int64_t>(p.zero));
-      rep.set(b + "/recompute", models::to_string(p.recompute));
-      rep.set(b + "/peak_memory_bytes", c.estimate.memory.total());
-      rep.set(b + "/estimated/step_time_s", c.estimate.step_time_s);
-      rep.set(b + "/estimated/mfu", c.estimate.mfu);
-      rep.set(b + "/estimated/tflops_per_gpu", c.estimate.tflops_per_gpu);
-      if (c.emulated) {
-        rep.set(b + "/emulated/step_time_s", c.emulated->step_time.to_seconds());
-        rep.set(b + "/emulated/mfu", c.emulated->mfu);
-        rep.set(b + "/emulated/tflops_per_gpu", c.emulated->tflops_per_gpu);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const std::string base = fmt::format("/sizes/{}", k);
+      if (rows[k].result) {
+        set_search_report(rep, base, *rows[k].spec, *rows[k].result, train_tokens);
+      } else {
+        rep.set(base + "/gpus", static_cast<std::int64_t>(rows[k].spec->gpus));
+        rep.set(base + "/topology", rows[k].spec->topology);
+        rep.set(base + "/error", rows[k].reason);
       }
     }
     emit_report(rep, o.report_path, o.report_json);

@@ -28,7 +28,7 @@ struct PlanSearchSpec {
   int gpus = 0;
   int global_batch = 0;
   std::int64_t seq_len = 4096;
-  double memory_limit = 0;  // bytes per GPU; default the GPU's HBM
+  double memory_limit = 0;  // bytes per GPU; default (and at most) models::memory_budget(gpu).usable_bytes
   // Constraints: what is enumerated.
   int max_tp = 0;  // 0: the GPUs of one server (NVLink domain)
   int max_pp = 64;
@@ -41,6 +41,9 @@ struct PlanSearchSpec {
   std::vector<int> zero = {0, 1, 2, 3};
   bool overlap_tp_comm = false;
   int top_k = 5;  // confirmed with the emulator
+  // "cluster_sizes": GPU counts to search at (the cluster's topology scaled to each,
+  // models::topology_with_gpus); empty: the cluster as given.
+  std::vector<int> cluster_sizes;
 };
 
 struct PlanCandidate {
@@ -65,6 +68,10 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
 
 // InputError (naming the file) when no plan divides the batch or none fits in memory.
 PlanSearchResult search_plans(const PlanSearchSpec& spec);
+
+// The spec at `gpus` GPUs: its topology scaled to them (InputError at (source, where) when the
+// servers do not divide them).
+PlanSearchSpec at_cluster_size(const PlanSearchSpec& spec, int gpus, std::string_view source, std::string_view where);
 
 // "tp8 pp4 vp3 dp16 mb1 1f1b zero1 sel"
 std::string plan_label(const models::ParallelPlan& plan);

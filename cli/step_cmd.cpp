@@ -23,9 +23,8 @@
 namespace orrery::cli {
 
 std::unique_ptr<models::CostModel> step_cost_model(const traces::StepScenarioFile& file) {
-  const models::GpuSpec& gpu = file.scenario.gpu;
-  if (!file.calibration_path.empty()) return std::make_unique<models::CalibratedCostModel>(traces::load_curves(file.calibration_path), gpu);
-  return std::make_unique<models::RooflineCostModel>(gpu, models::training_roofline_params(gpu));
+  if (file.calibration_path.empty()) return models::training_cost_model(file.scenario.gpu);
+  return models::training_cost_model(file.scenario.gpu, traces::load_curves(file.calibration_path));
 }
 
 void check_fail_on_oom(const traces::StepScenarioFile& file, const std::string& source, const models::MemoryEstimate& memory, bool oom) {
@@ -33,7 +32,7 @@ void check_fail_on_oom(const traces::StepScenarioFile& file, const std::string& 
   const models::GpuSpec& gpu = file.scenario.gpu;
   throw sim::InputError(source, "/plan",
                         fmt::format("out of memory: stage {} needs {} per GPU, the {} has {} (fail_on_oom is set)", memory.stage,
-                                    sim::to_string(sim::Bytes(memory.total())), gpu.name, sim::to_string(gpu.hbm())));
+                                    sim::to_string(sim::Bytes(memory.total())), gpu.name, models::memory_budget(gpu).describe()));
 }
 
 void set_step_headline(traces::Report& rep, const std::string& scenario_name, const models::StepScenario& sc, const StepHeadline& h) {
@@ -50,6 +49,8 @@ void set_step_headline(traces::Report& rep, const std::string& scenario_name, co
   rep.set("/peak_memory_bytes", h.memory.total());
   rep.set("/oom", h.oom);
   rep.set("/memory/stage", static_cast<std::int64_t>(h.memory.stage));
+  rep.set("/memory/usable_bytes", models::memory_budget(sc.gpu).usable_bytes);  // what oom compares the peak with
+  rep.set("/memory/hbm_bytes", sc.gpu.hbm_bytes);
   rep.set("/memory/params_bytes", h.memory.params_bytes);
   rep.set("/memory/grads_bytes", h.memory.grads_bytes);
   rep.set("/memory/optimizer_bytes", h.memory.optimizer_bytes);
@@ -78,6 +79,7 @@ void step(const StepOptions& o, std::ostream& out) {
   check_html_path(o.html_path);
   if (o.estimate && !o.html_path.empty()) throw sim::InputError("<command line>", "--html", "the report needs the emulator's timeline: drop --estimate");
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
   const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
                                                                 : traces::load_step_scenario(o.scenario_path, gpus);
   const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
@@ -85,7 +87,6 @@ void step(const StepOptions& o, std::ostream& out) {
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
   const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
   const models::CostModel& cost = *cost_model;
-  const bool calibrated = !file.calibration_path.empty();
   if (o.estimate) {  // the closed form instead of the emulator (cli/step_estimate.cpp)
     step_estimate(file, source, cost, *schedule, o, out);
     return;
@@ -108,12 +109,11 @@ void step(const StepOptions& o, std::ostream& out) {
                      100 * r.hfu);
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * r.bubble_fraction, 100 * r.exposed_comm_fraction);
   out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, logits {:.1f}) "
-                     "of {:.0f} GiB{}\n",
+                     "of {}{}\n",
                      gib(r.memory.total()), r.memory.stage, gib(r.memory.params_bytes), gib(r.memory.grads_bytes), gib(r.memory.optimizer_bytes),
-                     gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), gib(sc.gpu.hbm_bytes), r.oom ? "  ** OUT OF MEMORY **" : "");
-  const bool assumed = !calibrated && !models::has_training_calibration(sc.gpu);
-  out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}{}\n", r.ranks_simulated, r.tasks, r.flows, cost.name(),
-                     assumed ? fmt::format(" (no training calibration for {}: the H100's step efficiency is assumed)", sc.gpu.name) : "");
+                     gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
+  print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);
+  out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost_model_line(cost, sc.gpu));
   out << "\nstage    compute   exposed comm     bubble       idle  (seconds per GPU)\n";
   for (const auto& s : r.stages) {
     out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);
@@ -137,9 +137,8 @@ void step(const StepOptions& o, std::ostream& out) {
       rep.set(base + "/bubble_s", s.bubble_s);
       rep.set(base + "/idle_s", s.idle_s);
     }
-    rep.set("/cost_model/name", cost.name());
-    rep.set("/cost_model/training_calibration_assumed", assumed);
-    for (const auto& [name, value] : cost.counters()) rep.set("/cost_model/" + name, static_cast<std::int64_t>(value));
+    set_cost_model_report(rep, cost, sc.gpu);
+    set_capacity_report(rep, sc, r.step_time.to_seconds(), train_tokens);
     emit_report(rep, o.report_path, o.report_json);
   }
   if (!o.trace_path.empty()) {

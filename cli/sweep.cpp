@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/step_cost.hpp"
 #include "sim/error.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/json_input.hpp"
@@ -23,6 +24,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -49,8 +51,13 @@ struct OptionSpec {
 };
 const std::map<std::string, std::vector<OptionSpec>>& command_options() {
   static const std::map<std::string, std::vector<OptionSpec>> options = {
-      {"step", {{"gpus", json::value_t::string, "a GPU catalog file"}, {"no_reuse", json::value_t::boolean, "simulate every rank"}}},
-      {"estimate", {{"gpus", json::value_t::string, "a GPU catalog file"}}},
+      {"step",
+       {{"gpus", json::value_t::string, "a GPU catalog file"},
+        {"no_reuse", json::value_t::boolean, "simulate every rank"},
+        {"train_tokens", json::value_t::string, "tokens to train on (\"15T\"): the train.time_s and train.days columns"}}},
+      {"estimate",
+       {{"gpus", json::value_t::string, "a GPU catalog file"},
+        {"train_tokens", json::value_t::string, "tokens to train on (\"15T\"): the train.time_s and train.days columns"}}},
       {"compare",
        {{"policies", json::value_t::string, "comma-separated policies"},
         {"steps", json::value_t::number_integer, "steps per policy"},
@@ -319,6 +326,7 @@ void check_options(const JsonNode& node, const std::string& command) {
   for (const OptionSpec& s : command_options().at(command)) {
     if (const auto v = o.optional(s.name)) {
       if (s.type == json::value_t::string) v->as_string();
+      if (s.name == std::string_view("train_tokens")) (void)parse_token_count(v->as_string(), v->source(), v->pointer());
       if (s.type == json::value_t::boolean) v->as_bool();
       if (s.type == json::value_t::number_integer) v->as_int_in(1, 1'000'000);
     }
@@ -341,6 +349,7 @@ std::string run_command(const SweepPlan& plan, const std::string& path, const js
     o.gpus_path = file_option("gpus");
     o.no_reuse = options.value("no_reuse", false);
     o.estimate = plan.command == "estimate";
+    o.train_tokens = opt_string(options, "train_tokens", "");
     o.report_json = &report;
     step(o, discard);
   } else if (plan.command == "compare") {
@@ -627,6 +636,9 @@ SweepRow run_sweep_point(const SweepPlan& plan, int index, const std::vector<jso
       row.reason = "out of memory";
       if (row.metrics.contains("peak_memory_bytes")) {
         row.reason = fmt::format("out of memory: {:.1f} GiB per GPU", row.metrics.at("peak_memory_bytes").get<double>() / 1073741824.0);
+        if (row.metrics.contains("memory.usable_bytes")) {  // the rule of models::memory_budget
+          row.reason += fmt::format(", above the usable {:.1f} GiB", row.metrics.at("memory.usable_bytes").get<double>() / 1073741824.0);
+        }
       }
     }
   } catch (const InputError& e) {
@@ -803,6 +815,19 @@ void sweep(const SweepOptions& o, std::ostream& out) {
     out << fmt::format("ran        {} points in {:.2f} s on {} thread{}\n", ran, wall, threads, threads == 1 ? "" : "s");
   }
   out << fmt::format("results    {} and {}{}\n", out_path, csv_path, o.html_path.empty() ? "" : fmt::format("; plots in {}", o.html_path));
+  if (plan.options.contains("train_tokens")) {  // the fastest point to train on them (step's train.* keys)
+    std::optional<std::pair<double, int>> fastest;
+    for (const auto& [i, row] : done) {
+      if (row.status != "ok" || !row.metrics.contains("train.time_s")) continue;
+      const double t = row.metrics.at("train.time_s").get<double>();
+      if (!fastest || t < fastest->first) fastest = std::pair{t, i};
+    }
+    if (fastest) {
+      out << fmt::format("to train   {} tokens: fastest point {} in {} (train.time_s {:.6g})\n",
+                         token_count_text(done.at(fastest->second).metrics.at("train.tokens").get<double>()), fastest->second,
+                         human_duration(fastest->first), fastest->first);
+    }
+  }
   if (!plan.objective.empty()) {
     std::vector<std::pair<double, int>> ranked;
     for (const auto& [i, row] : done) {

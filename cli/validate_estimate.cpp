@@ -192,7 +192,8 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
   md += "For rows of megatron_core_h100_weak_scaling_2024.csv, `orrery plan`'s search (cli/plan_cmd.cpp) runs at the row's GPU\n"
         "count, batch and sequence length (4096) with the row's assumptions from the steps section (overlap of TP\n"
         "communication, sequence parallelism, flash attention): TP up to 8, PP up to 64, CP 1, micro-batches 1 and 2,\n"
-        "every schedule, recompute none/selective/full, ZeRO 0 and 1, the H100's 80 GB of memory. Its best plan by the estimate is confirmed\n"
+        "every schedule, recompute none/selective/full, ZeRO 0 and 1, the H100's usable memory (its 80 GB less\n"
+        "the reserve of `models::memory_budget`, as `orrery step`, `sweep` and `plan` apply it). Its best plan by the estimate is confirmed\n"
         "with the emulator and compared with the published plan run through the emulator (the steps section's rule for\n"
         "micro-batch and interleaving), both converted to TFLOP/s with Megatron's FLOP formula, and with the published\n"
         "TFLOP/s, for every row of the table. ZeRO is limited to 0 and 1 here, as in the published runs (Megatron's\n"
@@ -211,7 +212,7 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
     spec.topology = fmt::format("dgx-h100:nodes={}", spec.gpus / 8);
     spec.global_batch = static_cast<int>(t.number(r, "batch_size"));
     spec.seq_len = 4096;
-    spec.memory_limit = spec.gpu.hbm_bytes;
+    spec.memory_limit = models::memory_budget(spec.gpu).usable_bytes;
     spec.micro_batches = {1, 2};
     spec.overlap_tp_comm = true;
     spec.zero = {0, 1};

@@ -107,6 +107,17 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
 sim::Duration RooflineCostModel::time(const Kernel& k) const { return to_duration(terms(k).seconds()); }
 
 namespace {
+// "step efficiency 0.6716, 35 us per kernel" (or, for isolated kernels, "no step efficiency, ...").
+std::string roofline_terms(const RooflineParams& p) {
+  const std::string overhead = fmt::format("{:g} us per kernel", p.kernel_overhead.to_seconds() * 1e6);
+  if (p.step_efficiency == 1) return fmt::format("isolated-kernel efficiencies, {}", overhead);
+  return fmt::format("step efficiency {:g}, {}", p.step_efficiency, overhead);
+}
+}  // namespace
+
+std::string RooflineCostModel::summary() const { return fmt::format("roofline ({})", roofline_terms(params_)); }
+
+namespace {
 bool a100_class(const GpuSpec& gpu) { return gpu.name.rfind("A100", 0) == 0; }
 bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H200" || gpu.name == "H800" || gpu.name == "H20"; }
 }  // namespace
@@ -244,6 +255,28 @@ sim::Duration CalibratedCostModel::time(const Kernel& k) const {
   }
   fallback_[i].fetch_add(1, std::memory_order_relaxed);
   return roofline_.time(k);
+}
+
+std::uint64_t CalibratedCostModel::fallbacks() const {
+  std::uint64_t n = 0;
+  for (const auto& c : fallback_) n += c.load();
+  return n;
+}
+
+std::uint64_t CalibratedCostModel::calibrated() const {
+  std::uint64_t n = 0;
+  for (const auto& c : calibrated_) n += c.load();
+  return n;
+}
+
+std::string CalibratedCostModel::summary() const {
+  return fmt::format("calibrated: {} kernels from the curves (measured times, no step efficiency), {} from the roofline ({})", calibrated(),
+                     fallbacks(), roofline_terms(roofline_.params()));
+}
+
+std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, std::optional<CostCurves> curves) {
+  if (curves) return std::make_unique<CalibratedCostModel>(std::move(*curves), gpu, training_roofline_params(gpu));
+  return std::make_unique<RooflineCostModel>(gpu, training_roofline_params(gpu));
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> CalibratedCostModel::counters() const {

@@ -32,6 +32,9 @@ class CostModel {
   virtual std::string_view name() const = 0;
   // Counters for the run report, e.g. {"fallback.attention_fwd", 3}; sorted by name.
   virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
+  // One line for the console: the model and what each kernel's time comes from, e.g.
+  // "roofline (step efficiency 0.6716, 35 us per kernel)".
+  virtual std::string summary() const { return std::string(name()); }
 };
 
 // The roofline's efficiency curves. Defaults are calibrated on one published measurement per
@@ -74,6 +77,7 @@ class RooflineCostModel final : public CostModel {
   explicit RooflineCostModel(GpuSpec gpu, RooflineParams params = {});
   sim::Duration time(const Kernel&) const override;
   std::string_view name() const override { return "roofline"; }
+  std::string summary() const override;
 
   struct Terms {
     double executed_flops = 0;  // after tile padding
@@ -136,9 +140,16 @@ class CalibratedCostModel final : public CostModel {
   sim::Duration time(const Kernel&) const override;
   std::string_view name() const override { return "calibrated"; }
   std::vector<std::pair<std::string, std::uint64_t>> counters() const override;
+  // "calibrated: 12 kernels from the curves (measured times, no step efficiency), 37 from the
+  // roofline (step efficiency 0.6716, 35 us per kernel)": the counts so far.
+  std::string summary() const override;
   std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t calibrated(KernelKind k) const { return calibrated_[static_cast<std::size_t>(k)].load(); }
+  std::uint64_t fallbacks() const;   // over all kinds
+  std::uint64_t calibrated() const;  // over all kinds
   const CostCurves& curves() const { return curves_; }
+  // What costs the kernels the curves do not cover.
+  const RooflineCostModel& fallback() const { return roofline_; }
 
  private:
   CostCurves curves_;
@@ -146,5 +157,13 @@ class CalibratedCostModel final : public CostModel {
   mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> calibrated_{};
   mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> fallback_{};
 };
+
+// The cost model of kernels inside a training step on `gpu` (`orrery step`, `compare`): the
+// roofline with training_roofline_params(gpu); with `curves`, the curves for the kernels they
+// cover (their measured times stand as they are: the curves were measured on the user's GPU, at
+// the kernel's own shape, so no step efficiency is applied to them) and that same training
+// roofline for every kernel they do not cover. A curves file that covers nothing therefore gives
+// the roofline's step exactly.
+std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, std::optional<CostCurves> curves = std::nullopt);
 
 }  // namespace orrery::models

@@ -45,7 +45,7 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   StepEstimate e;
   e.micro_batches = mbs;
   e.memory = estimate_memory(p, m, order);
-  e.oom = e.memory.total() > sc.gpu.hbm_bytes;
+  e.oom = out_of_memory(e.memory, sc.gpu);
 
   // Per stage: one micro-batch through all its chunks.
   std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 #include <memory>
 #include <optional>
@@ -903,7 +904,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   result.mfu = result.model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
   result.hfu = result.hardware_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
   result.memory = estimate_memory(p, m, order);
-  result.oom = result.memory.total() > sc.gpu.hbm_bytes;
+  result.oom = out_of_memory(result.memory, sc.gpu);
   result.tasks = g.task_count();
   result.flows = comm.flows() + network.flows_started();
   result.ranks_simulated = static_cast<std::size_t>(p.pp * replicas);
@@ -915,5 +916,63 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   }
   return result;
 }
+
+std::vector<std::vector<int>> stage_layers(const ParallelPlan& p, const ModelSpec& m) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(std::max(1, p.pp)));
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) out[static_cast<std::size_t>(vs % p.pp)].push_back(layers_of(p, m, vs));
+  return out;
+}
+
+std::string describe_stage_layers(const ParallelPlan& p, const ModelSpec& m) {
+  std::vector<std::string> stages;
+  for (const std::vector<int>& chunks : stage_layers(p, m)) stages.push_back(fmt::format("{}", fmt::join(chunks, "+")));
+  if (stages.size() <= 8) return fmt::format("{}", fmt::join(stages, ","));
+  // Deep pipelines: runs of equal stages, "2x62,1x2".
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < stages.size();) {
+    std::size_t j = i;
+    while (j < stages.size() && stages[j] == stages[i]) ++j;
+    runs.push_back(j - i == 1 ? stages[i] : fmt::format("{}x{}", stages[i], j - i));
+    i = j;
+  }
+  return fmt::format("{}", fmt::join(runs, ","));
+}
+
+TrainingTime training_time(double tokens, const ParallelPlan& p, double step_time_s) {
+  TrainingTime t;
+  t.tokens = tokens;
+  const double per_step = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  ORRERY_CHECK(per_step > 0 && tokens >= 0 && step_time_s >= 0, "training time of {} tokens at {} tokens per step", tokens, per_step);
+  t.steps = std::ceil(tokens / per_step);
+  t.seconds = t.steps * step_time_s;
+  return t;
+}
+
+std::string topology_with_gpus(const std::string& spec, int gpus, std::string_view source, std::string_view where) {
+  const ClusterSpec c = parse_cluster(spec);
+  const int per_unit = c.per_unit();
+  if (gpus < 1 || gpus % per_unit != 0) {
+    throw sim::InputError(std::string(source), std::string(where),
+                          fmt::format("found {} GPUs, expected a positive multiple of the {} GPUs per {} of {}", gpus, per_unit,
+                                      c.domains ? "NVLink domain" : "server", sim::quote(spec)));
+  }
+  return c.scaled(gpus / per_unit, per_unit);
+}
+
+MemoryBudget memory_budget(const GpuSpec& gpu) {
+  MemoryBudget b;
+  b.hbm_bytes = gpu.hbm_bytes;
+  b.reserve_bytes = std::min(gpu.hbm_bytes, kMemoryReserveFixedBytes + kMemoryReserveFraction * gpu.hbm_bytes);
+  b.usable_bytes = gpu.hbm_bytes - b.reserve_bytes;
+  return b;
+}
+
+std::string MemoryBudget::describe() const {
+  const auto gib = [](double bytes) { return bytes / 1073741824.0; };
+  return fmt::format("{:.1f} GiB usable ({:.1f} GiB HBM less a {:.1f} GiB reserve)", gib(usable_bytes),
+                     gib(hbm_bytes), gib(reserve_bytes));
+}
+
+bool out_of_memory(const MemoryEstimate& memory, const GpuSpec& gpu) { return memory.total() > memory_budget(gpu).usable_bytes; }
 
 }  // namespace orrery::models

@@ -35,6 +35,50 @@ struct StepScenario {
   std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
 };
 
+// The one memory rule of `orrery step`, `sweep` and `plan`: a plan fits when its peak per GPU
+// (MemoryEstimate::total, what the tensors need) is at most the GPU's HBM (GpuSpec::hbm_bytes,
+// as the catalog states it) less a reserve for what the memory model does not count: a fixed
+// 2 GiB for the CUDA context, cuBLAS workspaces and NCCL's buffers, plus 3% of HBM for the
+// caching allocator's fragmentation. Both numbers are stated assumptions, not measurements
+// (../shared/data has none); a plan above the usable memory is flagged out of memory.
+//   MemoryBudget b = memory_budget(gpu);   // H100 (80 GB): 74.5 GiB HBM, 70.3 GiB usable
+struct MemoryBudget {
+  double hbm_bytes = 0;
+  double reserve_bytes = 0;
+  double usable_bytes = 0;
+  // "70.3 GiB usable (74.5 GiB HBM less a 4.2 GiB reserve)"
+  std::string describe() const;
+};
+inline constexpr double kMemoryReserveFixedBytes = 2.0 * 1073741824.0;
+inline constexpr double kMemoryReserveFraction = 0.03;
+MemoryBudget memory_budget(const GpuSpec& gpu);
+// True when the peak is above the budget's usable bytes: the flag step, sweep and plan report.
+bool out_of_memory(const MemoryEstimate& memory, const GpuSpec& gpu);
+
+// How the transformer layers fall on the pipeline: per stage, the layers of each of its virtual
+// stages in order (virtual stage vs runs on stage vs % pp; layers_of splits them as evenly as
+// possible, earlier virtual stages taking one more when they do not divide). Llama 3 8B's 32
+// layers at pp 3: {{11}, {11}, {10}}.
+std::vector<std::vector<int>> stage_layers(const ParallelPlan& plan, const ModelSpec& model);
+// "11,11,10" (or with virtual stages "6+5,6+5,5+5"): the layers of each stage; beyond 8 stages,
+// runs of equal ones ("2x62,1x2": 62 stages of 2 layers, then 2 of 1).
+std::string describe_stage_layers(const ParallelPlan& plan, const ModelSpec& model);
+
+// How long training on `tokens` tokens takes at a step time: whole steps of the plan's global
+// batch (global_batch x seq_len tokens each), the last one counted in full.
+struct TrainingTime {
+  double tokens = 0;
+  double steps = 0;
+  double seconds = 0;
+};
+TrainingTime training_time(double tokens, const ParallelPlan& plan, double step_time_s);
+
+// The topology builder spec `spec` with `gpus` GPUs: the same builder, GPUs per server (or
+// NVLink domain) and options, with as many servers as hold them ("dgx-h100:nodes=8,nic=200Gb/s"
+// at 256 GPUs: "dgx-h100:nodes=32,gpus_per_node=8,nic=200Gb/s"). InputError at (source, where)
+// when `gpus` is not a positive multiple of the GPUs per server.
+std::string topology_with_gpus(const std::string& spec, int gpus, std::string_view source, std::string_view where);
+
 struct StepOptions {
   bool reuse = true;
   bool keep_graph = false;  // keep the task graph and spans (for the timeline)
@@ -73,7 +117,7 @@ struct StepResult {
   double tail_s = 0;           // from the last pipeline op to the end of the step (gradient reduction, optimizer)
   std::vector<StageBreakdown> stages;
   MemoryEstimate memory;
-  bool oom = false;
+  bool oom = false;            // out_of_memory(memory, gpu): above the usable memory
   int micro_batches = 0;
   std::size_t tasks = 0;
   std::size_t flows = 0;       // flows simulated to cost the communication

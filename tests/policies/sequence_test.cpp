@@ -122,3 +122,46 @@ TEST_CASE("policies place every token: packing, sorted-greedy, wlb-llm, libra, g
   CHECK(placed <= tokens);
   CHECK((placed == tokens || p.deferred > 0));
 }
+
+// Issue 17: global-pool reported exactly libra's numbers on Qwen3-8B at 256K. Libra's pools hold
+// `pool` DP ranks (8 by default) and at most DP, so at DP 8 its one pool is every rank: the
+// global pool, token for token. Beyond the pool size they must part: libra keeps DP / 8 pools,
+// the global pool spreads attention over every rank.
+TEST_CASE("libra equals global-pool while DP fits one pool, and differs once DP exceeds it") {
+  const auto placement = [](const char* name, int dp) {
+    models::SequenceShape shape;
+    shape.dp = dp;
+    shape.cp = 1;
+    shape.micro_batches = 1;
+    shape.seq_len = 1 << 15;
+    models::DocSampler s(models::DocLengthModel::lognormal_pareto(644, 20'000, 1 << 15), 5);
+    const std::vector<std::int64_t> docs = s.batch(static_cast<std::int64_t>(dp) * shape.seq_len);
+    return policies::sequence_policies().create(name, {}, {"test", "/policy"})->place(docs, shape);
+  };
+  const auto busiest = [](const models::BatchPlacement& p) {
+    double m = 0;
+    for (const auto& r : p.attention_pairs) m = std::max(m, *std::max_element(r.begin(), r.end()));
+    return m;
+  };
+  // DP 8 = the default pool: the same placement, the same attention per rank, the same bytes.
+  const models::BatchPlacement l8 = placement("libra", 8), g8 = placement("global-pool", 8);
+  CHECK(l8.pool_of_rank == g8.pool_of_rank);
+  CHECK(l8.attention_pairs == g8.attention_pairs);
+  CHECK(l8.exchange_bytes == g8.exchange_bytes);
+  for (std::size_t r = 0; r < l8.ranks.size(); ++r) CHECK(l8.ranks[r][0].docs == g8.ranks[r][0].docs);
+  // DP 32: libra's 4 pools of 8 against one pool of 32; the global pool's busiest rank carries no
+  // more attention than libra's (it may move work between any two ranks), and the pools differ.
+  const models::BatchPlacement l32 = placement("libra", 32), g32 = placement("global-pool", 32);
+  CHECK(*std::max_element(l32.pool_of_rank.begin(), l32.pool_of_rank.end()) == 3);
+  CHECK(*std::max_element(g32.pool_of_rank.begin(), g32.pool_of_rank.end()) == 0);
+  CHECK(l32.attention_pairs != g32.attention_pairs);
+  CHECK(busiest(g32) <= busiest(l32) * (1 + 1e-12));
+  // A smaller pool makes libra differ at DP 8 as well.
+  models::SequenceShape shape;
+  shape.dp = 8;
+  shape.seq_len = 1 << 15;
+  models::DocSampler s(models::DocLengthModel::lognormal_pareto(644, 20'000, 1 << 15), 5);
+  const std::vector<std::int64_t> docs = s.batch(8 * shape.seq_len);
+  const models::BatchPlacement l2 = policies::sequence_policies().create("libra", sim::GivenParams{{"pool", std::int64_t{2}}}, {"test", "/policy"})->place(docs, shape);
+  CHECK(*std::max_element(l2.pool_of_rank.begin(), l2.pool_of_rank.end()) == 3);
+}
