@@ -28,12 +28,8 @@ constexpr double kMaxStep = 1e12;
 std::vector<DocBatch> read_doclens_jsonl(std::string_view text, const std::string& source) {
   std::vector<DocBatch> out;
   for_each_jsonl_row(text, [&](std::string_view row, int line) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(row);
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond double's range
-      throw sim::InputError(source, fmt::format("line {}", line), fmt::format("found malformed JSON ({}), expected an array of lengths", e.what()));
-    }
+    const std::unique_ptr<JsonDocument> doc = parse_jsonl_row(row, source, line);
+    const nlohmann::json& j = doc->root().json();
     if (!j.is_array()) throw sim::InputError(source, fmt::format("line {}", line), "found a JSON value that is not an array, expected [length, ...]");
     if (j.empty()) throw sim::InputError(source, fmt::format("line {}", line), "found an empty batch, expected at least one document");
     DocBatch b;

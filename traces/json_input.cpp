@@ -318,7 +318,11 @@ std::size_t token_start(std::string_view text, std::size_t stop) {
 
 }  // namespace
 
-std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source, int first_line) {
+namespace {
+
+// Parses `text` into a document named `source`; a syntax error names `error_source` and the
+// line (counting from `first_line`) and column.
+std::unique_ptr<JsonDocument> parse_document(std::string_view text, std::string source, std::string error_source, int first_line) {
   DomBuilder builder(source);
   if (nlohmann::json::sax_parse(text.begin(), text.end(), &builder)) {
     return std::make_unique<JsonDocument>(std::move(source), std::move(builder.root()));
@@ -336,13 +340,24 @@ std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string sour
   const std::string where = fmt::format("line {}, column {}", line, stop - line_start + 1);
   // 406: a number nlohmann read as infinite (1e400): the user's number, not our failure.
   if (builder.error_id() == 406) {
-    throw InputError(std::move(source), where,
+    throw InputError(std::move(error_source), where,
                      fmt::format("found the number {}, beyond what a double holds (magnitude below 1.8e308), expected a "
                                  "number in range",
                                  quote(builder.error_token().size() > 40 ? builder.error_token().substr(0, 37) + "..."
                                                                          : builder.error_token())));
   }
-  throw InputError(std::move(source), where, fmt::format("malformed JSON: {}", syntax_problem(builder.error_what())));
+  throw InputError(std::move(error_source), where, fmt::format("malformed JSON: {}", syntax_problem(builder.error_what())));
+}
+
+}  // namespace
+
+std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source) {
+  std::string error_source = source;
+  return parse_document(text, std::move(source), std::move(error_source), 1);
+}
+
+std::unique_ptr<JsonDocument> parse_jsonl_row(std::string_view row, const std::string& file, int line) {
+  return parse_document(row, fmt::format("{}:line {}", file, line), file, line);
 }
 
 namespace {

@@ -91,9 +91,12 @@ class JsonDocument {
 };
 
 // Parses `text`; a syntax error names "line L, column C" and what was found and expected;
-// a key repeated in one object names its JSON pointer. `first_line` numbers the text's first
-// line (a JSONL row's own line in its file).
-std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source, int first_line = 1);
+// a key repeated in one object names its JSON pointer; a number beyond what a double holds and
+// nesting deeper than 256 levels are errors at their place.
+std::unique_ptr<JsonDocument> parse_json(std::string_view text, std::string source);
+// One row of a JSONL file, at `line`: the document is named "<file>:line <line>" (so errors at a
+// JSON pointer read "f.jsonl:line 3:/samples/0"), a syntax error "<file>:line <line>, column C".
+std::unique_ptr<JsonDocument> parse_jsonl_row(std::string_view row, const std::string& file, int line);
 // Reads and parses a file; an unreadable file is an InputError naming it.
 std::unique_ptr<JsonDocument> load_json_file(const std::string& path);
 // Reads a whole file; an unreadable file is an InputError naming it. A path with an overlay on

@@ -23,7 +23,7 @@ std::vector<int> tuple(const JsonNode& n, std::size_t size, std::string_view exp
 std::vector<MultimodalBatch> read_multimodal_jsonl(std::string_view text, const std::string& source) {
   std::vector<MultimodalBatch> out;
   for_each_jsonl_row(text, [&](std::string_view row, int line) {
-    const auto doc = parse_json(row, fmt::format("{}:line {}", source, line));
+    const auto doc = parse_jsonl_row(row, source, line);
     JsonObject top = doc->root().as_object();
     MultimodalBatch b;
     b.line = line;

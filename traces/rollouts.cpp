@@ -57,7 +57,7 @@ std::vector<models::RolloutBatch> read_rollouts_jsonl(std::string_view text, con
   std::vector<models::RolloutBatch> out;
   int groups = 0;
   for_each_jsonl_row(text, [&](std::string_view row, int line) {
-    const auto doc = parse_json(row, fmt::format("{}:line {}", source, line));
+    const auto doc = parse_jsonl_row(row, source, line);
     JsonObject o = doc->root().as_object();
     const JsonNode it = o.required("iteration");
     next_iteration(out, it.as_int(), line, [&](const std::string& m) { it.fail(m); });
@@ -128,7 +128,7 @@ std::vector<std::int64_t> load_output_lengths(const std::string& name, const std
   } else if (name == "mooncake") {
     const std::string path = data_dir + "/mooncake-trace/conversation_trace.jsonl";
     for_each_jsonl_row(read_text_file(path), [&](std::string_view row, int line) {
-      const auto doc = parse_json(row, fmt::format("{}:line {}", path, line));
+      const auto doc = parse_jsonl_row(row, path, line);
       out.push_back(tokens(doc->root().as_object().required("output_length")));
     });
   } else {

@@ -66,7 +66,7 @@ TEST_CASE("hardening: a doc-length CSV step before 0 is an error, not a crash") 
   CHECK(b[0].lengths == std::vector<std::int64_t>{10, 20});
   CHECK(b[1].line == 4);
   // JSONL: a number beyond double's range is a malformed line, not an escaped exception.
-  CHECK(error_of([] { (void)traces::read_doclens_jsonl("[1e400]\n", "lens.jsonl"); }).starts_with("lens.jsonl:line 1: found malformed JSON"));
+  CHECK(error_of([] { (void)traces::read_doclens_jsonl("[1e400]\n", "lens.jsonl"); }).starts_with("lens.jsonl:line 1, column 2: found the number \"1e400\", beyond what a double holds"));
 }
 
 TEST_CASE("hardening: a rollout trace whose first iteration is -1 is an error, not a crash") {

@@ -72,7 +72,11 @@ TEST_CASE("a number beyond what a double holds is an input error at its place, e
   CHECK(m.find("big.json:line 1, column 17: found the number \"1e400\", beyond what a double holds") == 0);
   CHECK(error_of([] { parse_json("[1, -2e999]", "neg.json"); }).find("neg.json:line 1, column 5: found the number \"-2e999\"") == 0);
   // A JSONL row names its own line.
-  CHECK(error_of([] { parse_json("{\"x\": 1e500}", "rows.jsonl", 7); }).find("rows.jsonl:line 7, column 7:") == 0);
+  CHECK(error_of([] { parse_jsonl_row("{\"x\": 1e500}", "rows.jsonl", 7); }).find("rows.jsonl:line 7, column 7: found the number") == 0);
+  // Errors at a pointer inside a row name the row's line, then the pointer.
+  const auto row = parse_jsonl_row("{\"x\": [1, \"a\"]}", "rows.jsonl", 3);
+  CHECK(error_of([&] { row->root().as_object().required("x").as_array()[1].as_int(); }) ==
+        "rows.jsonl:line 3:/x/1: found a string \"a\", expected an integer");
   // Integers beyond 64 bits become doubles (nlohmann's rule), which as_int() then rejects.
   const auto doc = parse_json("{\"n\": 100000000000000000000000}", "n.json");
   CHECK(doc->root().as_object().required("n").json().is_number_float());

@@ -65,7 +65,7 @@ TEST_CASE("rollout JSONL: read, generated batches round-trip") {
 
 TEST_CASE("rollout JSONL errors name the file, the line and the field") {
   CHECK(jsonl_error("{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": [1]}\n{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": [1,]}") ==
-        "r.jsonl:line 2:line 1, column 52: malformed JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', or a literal");
+        "r.jsonl:line 2, column 52: malformed JSON: syntax error while parsing value - unexpected ']'; expected '[', '{', or a literal");
   CHECK(jsonl_error("{\"iteration\": 0, \"outputs\": [1]}") ==
         "r.jsonl:line 1:/: missing required field \"prompt_tokens\"");
   CHECK(jsonl_error("{\"iteration\": 0, \"prompt_tokens\": 3, \"outputs\": [4, -5]}") ==
