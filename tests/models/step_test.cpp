@@ -6,6 +6,7 @@
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/csv.hpp"
+#include "../input_error.hpp"
 
 #include "shared_data.hpp"
 #include <doctest/doctest.h>
@@ -431,4 +432,39 @@ TEST_CASE("the step balancer charges ZeRO-2 and -3 their per-micro-batch traffic
   CHECK(slow[2] > slow[1]);
   CHECK(fast[1] == doctest::Approx(fast[0]).epsilon(0.03));
   CHECK(fast[2] == doctest::Approx(fast[0]).epsilon(0.03));
+}
+
+// Issue 17 §6: how layers fall on stages, time to train, cluster sizes and the memory rule.
+TEST_CASE("capacity helpers: layers per stage, time to train, scaled topologies, usable memory") {
+  ModelSpec m = ModelCatalog::builtin().model("llama3-8b");  // 32 layers
+  ParallelPlan p;
+  p.pp = 3;
+  CHECK(stage_layers(p, m) == std::vector<std::vector<int>>{{11}, {11}, {10}});
+  CHECK(describe_stage_layers(p, m) == "11,11,10");
+  // Interleaved: virtual stage vs runs on stage vs % pp; the first 32 % 6 = 2 take one more.
+  p.vp = 2;
+  CHECK(describe_stage_layers(p, m) == "6+5,6+5,5+5");
+  // Deep pipelines in runs: 126 layers on 64 stages are 62 of 2 and 2 of 1.
+  m.layers = 126;
+  p.pp = 64;
+  p.vp = 1;
+  CHECK(describe_stage_layers(p, m) == "2x62,1x2");
+  // Whole steps of global_batch x seq_len tokens, the last counted in full.
+  p.global_batch = 4;
+  p.seq_len = 1000;
+  const TrainingTime t = training_time(10'001, p, 2.5);
+  CHECK(t.steps == 3);
+  CHECK(t.seconds == 7.5);
+  CHECK(topology_with_gpus("dgx-h100:nodes=1,nic=200Gb/s", 256, "s.json", "/x") == "dgx-h100:nodes=32,gpus_per_node=8,nic=200Gb/s");
+  CHECK(orrery::testing::error_of([] { (void)topology_with_gpus("dgx-h100:nodes=1", 12, "s.json", "/x"); })
+            .starts_with("s.json:/x: found 12 GPUs, expected a positive multiple of the 8 GPUs per server"));
+  // HBM less 2 GiB and 3%: 80 GB (74.5 GiB) leaves 70.3 GiB.
+  const MemoryBudget b = memory_budget(HardwareCatalog::builtin().gpu("H100"));
+  CHECK(b.usable_bytes == doctest::Approx(0.97 * 80e9 - 2 * 1073741824.0));
+  CHECK(b.describe() == "70.3 GiB usable (74.5 GiB HBM less a 4.2 GiB reserve)");
+  MemoryEstimate e;
+  e.params_bytes = b.usable_bytes;
+  CHECK_FALSE(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
+  e.params_bytes = b.usable_bytes + 1;
+  CHECK(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
 }
