@@ -186,8 +186,9 @@ Profile measure_cpu(const CpuHarnessOptions& o) {
                 {"eigen", fmt::format("{}.{}.{}", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION)}};
   p.clocks = {{"cpu_mhz", first_cpuinfo("cpu MHz")}};
   p.date = utc_now_iso8601();
-  std::uint64_t seed = o.seed;
-  const auto add = [&](const models::Kernel& k) { p.points.push_back(measure_cpu_kernel(k, o.repetitions, seed++)); };
+  // The grid first, then the measurements: the count is known for progress reports.
+  std::vector<models::Kernel> grid;
+  const auto add = [&](const models::Kernel& k) { grid.push_back(k); };
 
   const std::vector<std::int64_t> sizes = o.quick ? std::vector<std::int64_t>{128, 256, 512}
                                                   : std::vector<std::int64_t>{64, 128, 256, 512, 1024};
@@ -211,6 +212,11 @@ Profile measure_cpu(const CpuHarnessOptions& o) {
                                       causal, models::DType::fp32));
       }
     }
+  }
+  std::uint64_t seed = o.seed;
+  for (const models::Kernel& k : grid) {
+    p.points.push_back(measure_cpu_kernel(k, o.repetitions, seed++));
+    if (o.on_point) o.on_point(p.points.size(), grid.size());
   }
   return p;
 }

@@ -11,6 +11,7 @@
 #include "calibration/profile.hpp"
 
 #include <cstdint>
+#include <functional>
 
 namespace orrery::calibration {
 
@@ -18,6 +19,7 @@ struct CpuHarnessOptions {
   bool quick = false;    // a smaller grid (seconds, for tests)
   int repetitions = 7;   // timed runs per point, after one warm-up run
   std::uint64_t seed = 1;
+  std::function<void(std::size_t done, std::size_t total)> on_point;  // progress reports: after each point
 };
 
 Profile measure_cpu(const CpuHarnessOptions& options);

@@ -1,7 +1,9 @@
 // `orrery plan`: plan search. Enumerate, prune (divisibility, memory), rank by the closed-form
 // estimate, confirm the best few with the step emulator.
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/plan_search.hpp"
+#include "cli/progress.hpp"
 #include "cli/report_out.hpp"
 
 #include "models/cost.hpp"
@@ -231,17 +233,21 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   }
   result.search_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
+  Progress progress("plan: confirming", std::min<std::int64_t>(s.top_k, static_cast<std::int64_t>(result.top.size())), "plans");
   for (PlanCandidate& c : result.top) {
     if (static_cast<int>(result.confirmed) >= s.top_k) break;
     sc.plan = c.plan;
     c.emulated = models::run_step(sc, cost, *schedules.at(c.plan.schedule));
     ++result.confirmed;
+    progress.advance();
   }
+  progress.finish();
   result.confirm_s = seconds_since(t1);
   return result;
 }
 
 void plan(const PlanOptions& o, std::ostream& out) {
+  check_outputs({{"--report", o.report_path}});
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   PlanSearchSpec spec = read_plan_search(traces::read_text_file(o.plan_path), o.plan_path, gpus);
   if (o.top_k >= 0) spec.top_k = o.top_k;
