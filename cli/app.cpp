@@ -73,7 +73,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   CLI::App app("Orrery: a discrete-event simulator of large-model training clusters", "orrery");
   app.set_version_flag("--version", fmt::format("orrery {}", ORRERY_VERSION));
   app.require_subcommand(1);
-  app.footer("Run `orrery <command> --help` for a command's options.");
+  app.footer("Run `orrery <command> --help` for a command's options, `orrery policies` for every policy and its parameters.");
 
   ReplayOptions replay_options;
   CLI::App* replay_cmd = app.add_subcommand(

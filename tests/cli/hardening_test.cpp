@@ -258,6 +258,7 @@ TEST_CASE("hardening: --help and `orrery policies` list every policy family and 
   check_listed(compare.out, pol::rl_policies());
   check_listed(cluster.out, pol::cluster_schedulers());
   CHECK(cluster.out.find("backfill=false (boolean): later jobs may start when the head of the queue does not fit") != std::string::npos);
+  CHECK(run({"--help"}).out.find("`orrery policies` for every policy and its parameters") != std::string::npos);
 }
 
 // §6: the progress reporter, on a clock the test drives.
