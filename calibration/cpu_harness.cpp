@@ -208,7 +208,10 @@ std::vector<models::Kernel> cpu_grid(const CpuHarnessOptions& o) {
 Profile measure_grid(Profile header, const std::vector<models::Kernel>& grid, const KernelTimer& timer,
                      const CpuHarnessOptions& o) {
   std::uint64_t seed = o.seed;
-  for (const models::Kernel& k : grid) header.points.push_back(timer(k, o.repetitions, seed++));
+  for (const models::Kernel& k : grid) {
+    header.points.push_back(timer(k, o.repetitions, seed++));
+    if (o.on_point) o.on_point(header.points.size(), grid.size());
+  }
   return header;
 }
 

@@ -22,6 +22,7 @@ struct CpuHarnessOptions {
   bool quick = false;    // a smaller grid (seconds, for tests)
   int repetitions = 7;   // timed runs per point, after one warm-up run
   std::uint64_t seed = 1;
+  std::function<void(std::size_t done, std::size_t total)> on_point;  // progress reports: after each point
 };
 
 // Measures one kernel `repetitions` times with inputs drawn from `seed`.

@@ -1,6 +1,9 @@
 #include "cli/app.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/policy_list.hpp"
+#include "cli/progress.hpp"
 #include "cli/sweep.hpp"
 #include "models/topology.hpp"
 #include "sim/error.hpp"
@@ -8,16 +11,69 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
 #include <new>
 #include <ostream>
 
 namespace orrery::cli {
 
+namespace {
+
+// The command the words of `args` select (`orrery calibrate fit ...` -> fit), and, when a word
+// stands where a command is expected but names none, what to say about it ("did you mean").
+struct Selected {
+  CLI::App* app;
+  std::string error;
+};
+
+Selected select_command(CLI::App& top, const std::vector<std::string>& args) {
+  CLI::App* at = &top;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word.empty() || word.front() == '-') break;  // an option: CLI11 checks it
+    std::vector<std::string> names;
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == word) next = sub;
+    }
+    if (names.empty()) break;  // a positional argument of a command
+    if (next == nullptr) {
+      std::string listed;
+      for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+      return {at, fmt::format("found {}, expected {}: {}{}", sim::quote(word),
+                              at == &top ? std::string("a command") : fmt::format("a subcommand of `{}`", at->get_name()), listed,
+                              sim::did_you_mean(word, names))};
+    }
+    at = next;
+  }
+  return {at, ""};
+}
+
+// "; did you mean \"--report\"?" for the first option of `args` that `command` does not take.
+std::string option_suggestion(const CLI::App& command, const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : command.get_options()) {
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  }
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string word = args[i].substr(0, args[i].find('='));
+    if (word.size() < 3 || word.rfind("--", 0) != 0 || std::find(names.begin(), names.end(), word) != names.end()) continue;
+    return sim::did_you_mean(word, names);
+  }
+  return "";
+}
+
+}  // namespace
+
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app("Orrery: a discrete-event simulator of large-model training clusters", "orrery");
   app.set_version_flag("--version", fmt::format("orrery {}", ORRERY_VERSION));
   app.require_subcommand(1);
-  app.footer("Run `orrery <command> --help` for a command's options.");
+  app.footer("Run `orrery <command> --help` for a command's options, `orrery policies` for every policy and its parameters.");
 
   ReplayOptions replay_options;
   CLI::App* replay_cmd = app.add_subcommand(
@@ -87,9 +143,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare_cmd->add_option("scenario", compare_options.scenario_path, "Step scenario JSON with a \"workload\", or a cluster scenario (traces/README.md)")
       ->required();
   compare_cmd->add_option("--policies", compare_options.policies,
-                          "Comma-separated; parameters as name:key=value;key=value. Step scenarios: packing, sorted-greedy, wlb-llm, libra, "
-                          "global-pool (default packing,wlb-llm,libra); cluster scenarios: fifo, sjf, tiresias, gavel, arena (default "
-                          "fifo,tiresias,gavel,arena)");
+                          fmt::format("Comma-separated; parameters as name:key=value;key=value. Step scenarios: {} (default packing,wlb-llm,libra); "
+                                      "multimodal: {} (default all three); cluster: {} (default fifo,tiresias,gavel,arena); RL: {} (default all "
+                                      "four). Every policy and its parameters are listed below",
+                                      policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::multimodal),
+                                      policy_names(PolicyFamily::cluster), policy_names(PolicyFamily::rl)));
+  compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::multimodal, PolicyFamily::cluster, PolicyFamily::rl,
+                                              PolicyFamily::rl_dispatcher}));
   compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
   compare_cmd->add_flag("--skip-bad-rows", compare_options.skip_bad_rows, "Cluster scenarios: skip malformed trace rows instead of failing");
   compare_cmd->add_option("--steps", compare_options.steps, "Steps per policy")->capture_default_str();
@@ -103,7 +163,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   ClusterOptions cluster_options;
   CLI::App* cluster_cmd = app.add_subcommand("cluster", "Replay a job trace on a cluster under a scheduler; print JCT, queueing, makespan, utilisation");
   cluster_cmd->add_option("scenario", cluster_options.scenario_path, "Cluster scenario JSON (traces/README.md)")->required();
-  cluster_cmd->add_option("--policy", cluster_options.policy, "fifo, sjf, tiresias, gavel, arena; parameters as name:key=value;key=value")->capture_default_str();
+  cluster_cmd->add_option("--policy", cluster_options.policy,
+                          fmt::format("{}; parameters as name:key=value;key=value (listed below)", policy_names(PolicyFamily::cluster)))
+      ->capture_default_str();
+  cluster_cmd->footer("\n" + policy_listing({PolicyFamily::cluster}));
   cluster_cmd->add_option("--jobs", cluster_options.jobs_path, "A job trace replacing the scenario's");
   cluster_cmd->add_flag("--skip-bad-rows", cluster_options.skip_bad_rows, "Skip malformed trace rows (counted in the report) instead of failing");
   cluster_cmd->add_option("--report", cluster_options.report_path, "Write jobs_completed, avg_jct_s, p50_jct_s, p99_jct_s, avg_queue_s, makespan_s, gpu_utilization");
@@ -122,8 +185,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   doclens_cmd->add_option("--p99", doclens_options.p99, "generate: 99th percentile")->capture_default_str();
   doclens_cmd->add_option("--max", doclens_options.max, "generate: longest document")->capture_default_str();
   doclens_cmd->add_option("--seed", doclens_options.seed, "generate: seed")->capture_default_str();
-  doclens_cmd->add_option("--tokens", doclens_options.tokens, "Tokens per global batch")->required();
-  doclens_cmd->add_option("--batches", doclens_options.batches, "generate: how many batches; convert: at most (0: all)");
+  doclens_cmd->add_option("--tokens", doclens_options.tokens, "Tokens per global batch (1 to 2^30)")->required();
+  doclens_cmd->add_option("--batches", doclens_options.batches,
+                          "generate: how many batches (1 to 1000000; tokens x batches at most 2^36, about 80 MB); convert: at most (0: all)");
   doclens_cmd->add_option("-o,--out", doclens_options.out_path, "JSONL file to write")->required();
 
   ValidateOptions validate_options;
@@ -132,6 +196,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
   validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
+
+  CLI::App* policies_cmd = app.add_subcommand("policies", "List every policy family (sequence, pipeline, cluster, multimodal, RL) with its parameters");
 
   GpusOptions gpus_options;
   CLI::App* gpus_cmd = app.add_subcommand("gpus", "List the GPU catalog: peak FLOP/s per dtype, HBM, SMs, NVLink, sources");
@@ -177,11 +243,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   sweep_cmd->add_flag("--resume", sweep_options.resume, "Continue an interrupted sweep from its journal (<out>.journal), skipping finished points");
   sweep_cmd->add_option("--max-points", sweep_options.max_points, "Stop after this many new points, keeping the journal for --resume (0: all)")
       ->capture_default_str();
-  sweep_cmd->add_flag("-q,--quiet", sweep_options.quiet, "No progress bar (there is none when stderr is not a terminal)");
+  sweep_cmd->add_flag("-q,--quiet", sweep_options.quiet, "No progress report on stderr (shown after 2 s: a bar on a terminal, a line every 10 s elsewhere)");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const std::string& a : args) argv.push_back(a.c_str());
+  const Selected selected = select_command(app, args);
+  if (!selected.error.empty()) {
+    err << fmt::format("orrery: error: <command line>: {}; see `orrery --help`\n", selected.error);
+    return kExitBadInput;
+  }
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::CallForHelp&) {
@@ -193,11 +264,20 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   } catch (const CLI::CallForVersion&) {
     out << app.version() << "\n";
     return kExitOk;
+  } catch (const CLI::ExtrasError& e) {
+    std::string path;
+    for (const CLI::App* a = selected.app; a != nullptr && a != &app; a = a->get_parent()) path = a->get_name() + " " + path;
+    err << fmt::format("orrery: error: <command line>: {}{}; see `orrery {}--help`\n", e.what(), option_suggestion(*selected.app, args), path);
+    return kExitBadInput;
   } catch (const CLI::ParseError& e) {
     err << fmt::format("orrery: error: <command line>: {}; see `orrery --help`\n", e.what());
     return kExitBadInput;
   }
 
+  // Long runs report progress on the process's stderr; a caller with its own streams (a test)
+  // gets none.
+  const bool to_stderr = &err == &std::cerr;
+  const ProgressTarget progress(to_stderr ? &err : nullptr, to_stderr && ::isatty(STDERR_FILENO) != 0);
   return run_guarded([&] {
     if (*replay_cmd) replay(replay_options, out);
     if (*coll_cmd) collective(coll, out);
@@ -208,6 +288,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*doclens_cmd) doclens(doclens_options, out);
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);
+    if (*policies_cmd) {
+      out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::cluster, PolicyFamily::multimodal, PolicyFamily::rl,
+                             PolicyFamily::rl_dispatcher});
+    }
     if (*cost_cmd) cost(cost_options, out);
     if (*measure_cmd) calibrate_measure(measure_options, out);
     if (*fit_cmd) calibrate_fit(fit_options, out);

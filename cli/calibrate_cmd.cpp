@@ -1,5 +1,7 @@
 // `orrery calibrate measure` (CPU harness) and `orrery calibrate fit`.
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "cli/options.hpp"
 
 #include "calibration/cpu_harness.hpp"
 #include "calibration/fit.hpp"
@@ -19,15 +21,25 @@ void calibrate_measure(const CalibrateMeasureOptions& o, std::ostream& out) {
                           "(built when CMake finds the CUDA toolkit)");
   }
   if (o.device != "cpu") throw sim::InputError("<command line>", "--device", fmt::format("found {}, expected cpu or cuda", sim::quote(o.device)));
-  if (o.repetitions < 1) throw sim::InputError("<command line>", "--repetitions", "expected 1 or more");
+  check_count(o.repetitions, "--repetitions", 1, 1000, "timed runs per point; the profile keeps their median");
   if (o.out_path.empty()) throw sim::InputError("<command line>", "-o", "expected the profile file to write");
-  const calibration::Profile p = calibration::measure_cpu({o.quick, o.repetitions, o.seed});
+  check_outputs({{"--out", o.out_path}});
+  Progress progress("calibrate: measuring", 0, "points");
+  calibration::CpuHarnessOptions harness{o.quick, o.repetitions, o.seed, {}};
+  harness.on_point = [&](std::size_t done, std::size_t total) {
+    progress.set_total(static_cast<std::int64_t>(total));
+    progress.advance();
+    (void)done;
+  };
+  const calibration::Profile p = calibration::measure_cpu(harness);
+  progress.finish();
   calibration::write_profile(p, o.out_path);
   out << fmt::format("measured {} points on {} ({} repetitions each); profile written to {}\n", p.points.size(), p.device,
                      o.repetitions, o.out_path);
 }
 
 void calibrate_fit(const CalibrateFitOptions& o, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}});
   const calibration::Profile p = calibration::load_profile(o.profile_path);
   const models::CostCurves curves = calibration::fit_profile(p, o.profile_path);
   out << fmt::format("{} points on {} ({} harness, {})\n", p.points.size(), p.device, p.harness, p.date);

@@ -1,8 +1,11 @@
 // `orrery cluster`: a job trace on a cluster under a scheduler.
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/cluster_run.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/human.hpp"
 #include "cli/policy_spec.hpp"
+#include "cli/progress.hpp"
 #include "cli/report_out.hpp"
 
 #include "models/cluster.hpp"
@@ -94,33 +97,38 @@ std::string skipped_note(const ClusterSetup& setup) {
   return note.empty() ? note : " (" + note.substr(2) + ")";
 }
 
-ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations) {
+ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations,
+                       const std::function<void()>& on_job_finished) {
   auto scheduler = policies::cluster_schedulers().create(policy.name, policy.params, {"<command line>", std::string(flag)});
   models::ClusterOptions options;
   options.restart_overhead_s = setup.scenario.restart_overhead_s;
   options.record_allocations = record_allocations;
   options.fabric = setup.scenario.fabric;
+  options.on_job_finished = on_job_finished;
   models::ClusterSim sim(setup.scenario.cluster, setup.trace.jobs, *setup.throughput, *scheduler, options);
   return {std::string(scheduler->name()), sim.run()};
 }
 
 void cluster(const ClusterOptions& o, std::ostream& out) {
-  check_html_path(o.html_path);
+  check_outputs({{"--report", o.report_path}, {"--jobs-csv", o.csv_path}, {"--html", o.html_path}, {"--timeline", o.timeline_path},
+                 {"--timeline", o.timeline_path.empty() ? "" : std::filesystem::path(o.timeline_path).replace_extension(".csv").string()}});
   const PolicySpec spec = parse_policy_spec(o.policy, "--policy");
   // The policy is checked before the trace is read: a typo fails fast.
   (void)policies::cluster_schedulers().create(spec.name, spec.params, {"<command line>", "--policy"});
   const ClusterSetup setup = load_cluster_setup(o.scenario_path, o.jobs_path, o.skip_bad_rows);
   const traces::ClusterScenario& sc = setup.scenario;
-  const ClusterRun run = run_cluster(setup, spec, "--policy", !o.timeline_path.empty() || !o.html_path.empty());
+  Progress progress("cluster " + spec.name, static_cast<std::int64_t>(setup.trace.jobs.size()), "jobs");
+  const ClusterRun run = run_cluster(setup, spec, "--policy", !o.timeline_path.empty() || !o.html_path.empty(), [&] { progress.advance(); });
+  progress.finish();
   const models::ClusterResult& r = run.result;
 
   out << fmt::format("cluster    {} GPUs in {} pools; policy {}; {} jobs from {}{}\n", sc.cluster.total_gpus(), sc.cluster.pools.size(),
                      run.policy, setup.trace.jobs.size(), setup.jobs_path,
                      skipped_note(setup));
   out << fmt::format("completed  {}\n", r.completed);
-  out << fmt::format("JCT        avg {:.0f} s, p50 {:.0f} s, p99 {:.0f} s\n", r.avg_jct_s, r.p50_jct_s, r.p99_jct_s);
-  out << fmt::format("queueing   avg {:.0f} s\n", r.avg_queue_s);
-  out << fmt::format("makespan   {:.0f} s; GPU utilisation {:.1f}%\n", r.makespan_s, 100 * r.gpu_utilization);
+  out << fmt::format("JCT        avg {}, p50 {}, p99 {}\n", human::span(r.avg_jct_s), human::span(r.p50_jct_s), human::span(r.p99_jct_s));
+  out << fmt::format("queueing   avg {}\n", human::span(r.avg_queue_s));
+  out << fmt::format("makespan   {}; GPU utilisation {}\n", human::span(r.makespan_s), human::percent(r.gpu_utilization));
   out << fmt::format("placement  {} starts spread over more nodes than needed; {} defragmenting migrations\n", r.spread_starts, r.migrations);
   if (sc.fabric.enabled()) {
     out << fmt::format("fabric     {} re-solves; lowest bandwidth share of a job {:.2f}\n", r.fabric_solves, r.min_fabric_share);

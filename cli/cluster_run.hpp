@@ -7,6 +7,7 @@
 #include "models/pipeline.hpp"
 #include "traces/cluster_json.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,8 @@ struct ClusterRun {
   std::string policy;  // the scheduler's name
   models::ClusterResult result;
 };
-ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations);
+// `on_job_finished` (optional) is called as each job finishes: progress reports.
+ClusterRun run_cluster(const ClusterSetup& setup, const PolicySpec& policy, std::string_view flag, bool record_allocations,
+                       const std::function<void()>& on_job_finished = {});
 
 }  // namespace orrery::cli

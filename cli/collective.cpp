@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/report_out.hpp"
 
 #include "models/collectives.hpp"
@@ -17,6 +18,8 @@
 namespace orrery::cli {
 
 void collective(const CollectiveOptions& o, std::ostream& out) {
+  check_outputs({{"--trace", o.trace_path}, {"--report", o.report_path}});
+  check_at_least(o.ranks, "--ranks", 0, "0: every GPU of the topology");
   const models::Topology topology = traces::load_topology(o.topology);
   models::CollectiveSpec spec;
   spec.op = models::parse_collective_op(o.op, "<command line>", "--op");

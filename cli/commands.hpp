@@ -168,6 +168,8 @@ StepValidationSummary validate_steps(const std::string& data_dir, std::string& m
 
 namespace orrery::cli {
 
+class Progress;
+
 struct CompareOptions {
   std::string scenario_path;
   // Comma-separated; each may be name:key=value;key=value. Empty: packing,wlb-llm,libra for a
@@ -183,6 +185,7 @@ struct CompareOptions {
   int iterations = 50;         // RL scenarios
   std::string html_path;       // self-contained HTML report with plots (cli/html_pages.hpp)
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
+  Progress* progress = nullptr;        // set by compare(): each kind of scenario reports on it
 };
 
 // Runs the same workload under several sequence policies; prints step time p50/p99, tokens/s,

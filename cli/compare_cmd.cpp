@@ -1,8 +1,11 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/cluster_run.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/human.hpp"
 #include "cli/policy_spec.hpp"
+#include "cli/progress.hpp"
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
@@ -26,6 +29,7 @@
 #include "traces/step_json.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -37,6 +41,13 @@
 namespace orrery::cli {
 
 namespace {
+
+constexpr std::int64_t kMaxCompareSteps = 100'000;
+// `doclens` sizes: a global batch of at most 2^30 tokens (the largest published runs use 16M),
+// at most a million batches, and at most 2^36 tokens in all: about 3 s and 80 MB of JSONL.
+constexpr std::int64_t kMaxDoclensBatchTokens = std::int64_t{1} << 30;
+constexpr std::int64_t kMaxDoclensBatches = 1'000'000;
+constexpr std::int64_t kMaxDoclensTokens = std::int64_t{1} << 36;
 
 PolicySpec parse_policy_spec_impl(std::string_view text, std::string_view flag) {
   PolicySpec p;
@@ -111,7 +122,7 @@ struct Comparison {
 };
 
 Comparison run_comparison(const traces::StepScenarioFile& file, const std::string& source, const std::string& policy_list, int steps,
-                          const std::string& trace_path, int trace_step) {
+                          const std::string& trace_path, int trace_step, Progress* progress = nullptr) {
   if (steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", steps));
   if (!file.has_workload) {
     throw sim::InputError(source, "", "found no \"workload\", expected {\"trace\": ...} or {\"generator\": ...} for `orrery compare`");
@@ -149,9 +160,11 @@ Comparison run_comparison(const traces::StepScenarioFile& file, const std::strin
                                                             : models::DocLengthModel::lognormal_pareto(file.workload.median, file.workload.p99,
                                                                                                        file.workload.max));
   c.workload = trace.empty() ? model.describe() : file.workload.trace_path;
+  if (progress != nullptr) progress->set_total(static_cast<std::int64_t>(policies.size()) * steps);
   for (std::size_t i = 0; i < policies.size(); ++i) {
     Outcome row;
     row.name = specs[i].name;
+    if (progress != nullptr) progress->note(row.name);
     models::DocSampler sampler(model, file.workload.seed);
     // After the workload's steps, steps with no new documents until the policy has placed what
     // it held back (WLB-LLM's delayed outliers), so that every policy does the same work.
@@ -171,6 +184,7 @@ Comparison run_comparison(const traces::StepScenarioFile& file, const std::strin
       row.time += st.step_s;
       row.imbalance += st.attention_imbalance;
       row.deferred = placement.deferred;
+      if (progress != nullptr && k < steps) progress->advance();
       if (!trace_path.empty() && k == trace_step && i == 0) {
         sim::TaskGraph g;
         std::vector<sim::Span> spans;
@@ -222,14 +236,19 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
   report.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
   double base = 0;
   std::vector<ClusterRun> runs;  // --html: every run, with its allocations
+  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(specs.size() * setup.trace.jobs.size()));
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    const ClusterRun run = run_cluster(setup, specs[i], "--policies", !o.html_path.empty());
+    if (o.progress != nullptr) o.progress->note(specs[i].name);
+    const ClusterRun run = run_cluster(setup, specs[i], "--policies", !o.html_path.empty(), [&] {
+      if (o.progress != nullptr) o.progress->advance();
+    });
     if (!o.html_path.empty()) runs.push_back(run);
     const models::ClusterResult& r = run.result;
     if (i == 0) base = r.avg_jct_s;
     const double speedup = r.avg_jct_s > 0 ? base / r.avg_jct_s : 0;
-    out << fmt::format("{:<18} {:>9} {:>9.0f} s {:>9.0f} s {:>9.0f} s {:>9.0f} s {:>10.0f} s {:>6.1f}% {:>7.2f}x\n", run.policy, r.completed, r.avg_jct_s,
-                       r.p50_jct_s, r.p99_jct_s, r.avg_queue_s, r.makespan_s, 100 * r.gpu_utilization, speedup);
+    out << fmt::format("{:<18} {:>9} {:>11} {:>11} {:>11} {:>11} {:>12} {:>7} {:>7.2f}x\n", run.policy, r.completed, human::span(r.avg_jct_s),
+                       human::span(r.p50_jct_s), human::span(r.p99_jct_s), human::span(r.avg_queue_s), human::span(r.makespan_s),
+                       human::percent(r.gpu_utilization), speedup);
     const std::string at = fmt::format("/policies/{}", i);
     report.set(at + "/name", run.policy);
     report.set(at + "/jobs_completed", static_cast<std::int64_t>(r.completed));
@@ -291,8 +310,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   StepComparePage page{sc.name.empty() ? o.scenario_path : sc.name, fmt::format("{} on {} x {} (tp {}, pp {}, dp {}); {} steps", sc.model.name,
                        sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps), "samples/s", {}};
   double base = 0;
+  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps);
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
+    if (o.progress != nullptr) o.progress->note(specs[i].name);
     policy.prepare(setup, batches.front(), costs);
     std::vector<double> steps;
     double samples = 0, time = 0, bubble = 0, imbalance = 0, search = 0;
@@ -307,6 +328,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
       imbalance += st.stage_imbalance;
       candidates += st.candidates;
       search += st.search_s;
+      if (o.progress != nullptr) o.progress->advance();
       if (k == o.trace_step && !o.trace_path.empty()) {
         // One step's slowest rank, a stream per stage.
         sim::TaskGraph g;
@@ -357,17 +379,44 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
 
 }  // namespace
 
-void compare(const CompareOptions& o, std::ostream& out) {
-  check_html_path(o.html_path);
+void compare(const CompareOptions& given, std::ostream& shown) {
+  check_outputs({{"--report", given.report_path}, {"--trace", given.trace_path}, {"--html", given.html_path}});
+  // One progress line for the whole comparison; each kind of scenario sets its total. The rows,
+  // printed as each policy ends, go beneath it.
+  Progress progress("compare", 0, "policies");
+  ProgressStream out(shown, progress);
+  CompareOptions o = given;
+  o.progress = &progress;
+  // Each step (iteration) is simulated: beyond these a run takes hours.
+  check_count(o.steps, "--steps", 1, kMaxCompareSteps, "steps per policy, each one simulated");
+  check_count(o.iterations, "--iterations", 1, kMaxCompareSteps, "RL iterations per policy, each one simulated");
+  if (o.trace_path.empty() && o.trace_step != 0) {
+    throw sim::InputError("<command line>", "--trace-step",
+                          fmt::format("found {} without --trace; expected --trace FILE with it (it picks the step that file shows)", o.trace_step));
+  }
   if (traces::is_rl_scenario(o.scenario_path)) {
+    if (o.trace_step != 0) {
+      throw sim::InputError("<command line>", "--trace-step",
+                            fmt::format("found {}; RL scenarios trace the last iteration of each policy, expected no --trace-step", o.trace_step));
+    }
     compare_rl(o, out);
     return;
+  }
+  const bool cluster = !traces::is_multimodal_scenario(o.scenario_path) && traces::is_cluster_scenario(o.scenario_path);
+  if (cluster && !o.trace_path.empty()) {
+    throw sim::InputError("<command line>", "--trace",
+                          "cluster scenarios have no step timeline to trace; `orrery cluster --timeline` writes one run's allocations");
+  }
+  // The step --trace shows must be one of the steps run: a step past them would write no trace.
+  if (!cluster && !o.trace_path.empty() && (o.trace_step < 0 || o.trace_step >= o.steps)) {
+    throw sim::InputError("<command line>", "--trace-step",
+                          fmt::format("found {}, expected a step of the run: 0 to {} (--steps {})", o.trace_step, o.steps - 1, o.steps));
   }
   if (traces::is_multimodal_scenario(o.scenario_path)) {
     compare_multimodal(o, out);
     return;
   }
-  if (traces::is_cluster_scenario(o.scenario_path)) {
+  if (cluster) {
     compare_cluster(o, out);
     return;
   }
@@ -375,7 +424,8 @@ void compare(const CompareOptions& o, std::ostream& out) {
   const std::string policy_list = o.policies.empty() ? "packing,wlb-llm,libra" : o.policies;
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
-  const Comparison c = run_comparison(file, o.scenario_path, policy_list, o.steps, o.trace_path, o.trace_step);
+  const Comparison c = run_comparison(file, o.scenario_path, policy_list, o.steps, o.trace_path, o.trace_step, o.progress);
+  progress.finish();
   out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps,
                      c.budget, c.workload, file.workload.jitter);
   out << fmt::format("{:<16} {:>12} {:>12} {:>14} {:>10} {:>9}\n", "policy", "step p50", "step p99", "tokens/s", "imbalance", "speedup");
@@ -386,7 +436,7 @@ void compare(const CompareOptions& o, std::ostream& out) {
   for (std::size_t i = 0; i < c.rows.size(); ++i) {
     const Outcome& r = c.rows[i];
     const double p50 = percentile(r.steps, 0.5), p99 = percentile(r.steps, 0.99), tps = r.tokens / r.time;
-    out << fmt::format("{:<16} {:>10.3f} s {:>10.3f} s {:>14.0f} {:>10.3f} {:>8.2f}x\n", r.name, p50, p99, tps, r.imbalance, tps / base);
+    out << fmt::format("{:<16} {:>10.3f} s {:>10.3f} s {:>14} {:>10.3f} {:>8.2f}x\n", r.name, p50, p99, human::count(tps), r.imbalance, tps / base);
     const std::string at = fmt::format("/policies/{}", i);
     report.set(at + "/name", r.name);
     report.set(at + "/step_time_p50_s", p50);
@@ -406,34 +456,45 @@ void compare(const CompareOptions& o, std::ostream& out) {
 }
 
 void doclens(const DoclensOptions& o, std::ostream& out) {
-  if (o.tokens < 1) throw sim::InputError("<command line>", "--tokens", "expected the tokens of one global batch (1 or more)");
+  check_outputs({{"--out", o.out_path}});
   if (o.out_path.empty()) throw sim::InputError("<command line>", "--out", "expected the JSONL file to write");
-  std::vector<std::vector<std::int64_t>> batches;
+  check_count(o.tokens, "--tokens", 1, kMaxDoclensBatchTokens, "tokens per global batch; the largest trained models use 16M");
+  check_count(o.batches, "--batches", o.action == "generate" ? 1 : 0, kMaxDoclensBatches,
+              o.action == "generate" ? "batches to generate: one line each" : "batches to keep, 0: all the source holds");
+  if (o.action == "generate" && o.tokens * o.batches > kMaxDoclensTokens) {
+    throw sim::InputError("<command line>", "--tokens x --batches",
+                          fmt::format("found {} x {} = {} tokens, expected at most {} (2^36) in all, about 80 MB of JSONL; write several "
+                                      "traces instead",
+                                      o.tokens, o.batches, o.tokens * o.batches, kMaxDoclensTokens));
+  }
+  // Batches go to the file as they are made: memory holds one batch, whatever the trace's length.
+  traces::AtomicFile file(o.out_path);
+  const auto write_batch = [&](const std::vector<std::int64_t>& batch) { file.write(fmt::format("[{}]\n", fmt::join(batch, ", "))); };
+  std::int64_t written = 0;
   if (o.action == "convert") {
     const std::vector<std::int64_t> lengths = traces::read_length_source(o.source, o.data_dir);
     std::vector<std::int64_t> batch;
     std::int64_t room = o.tokens;
     for (std::int64_t l : lengths) {
-      while (l > 0) {
+      while (l > 0 && (o.batches == 0 || written < o.batches)) {
         const std::int64_t piece = std::min(l, room);
         batch.push_back(piece);
         room -= piece;
         l -= piece;
         if (room == 0) {
-          batches.push_back(std::move(batch));
+          write_batch(batch);
+          ++written;
           batch.clear();
           room = o.tokens;
-          if (o.batches > 0 && static_cast<int>(batches.size()) == o.batches) break;
         }
       }
-      if (o.batches > 0 && static_cast<int>(batches.size()) == o.batches) break;
+      if (o.batches > 0 && written == o.batches) break;
     }
-    if (batches.empty()) {
+    if (written == 0) {
       throw sim::InputError(o.source, "", fmt::format("holds fewer than {} tokens: not one full batch", o.tokens));
     }
-    out << fmt::format("{}: {} documents, {} full batches of {} tokens\n", o.source, lengths.size(), batches.size(), o.tokens);
+    out << fmt::format("{}: {} documents, {} full batches of {} tokens\n", o.source, lengths.size(), written, o.tokens);
   } else if (o.action == "generate") {
-    if (o.batches < 1) throw sim::InputError("<command line>", "--batches", "expected how many batches to generate (1 or more)");
     if (!(o.median >= 1 && o.p99 > o.median && static_cast<double>(o.max) > o.p99)) {
       throw sim::InputError("<command line>", "--median/--p99/--max", "expected 1 <= median < p99 < max");
     }
@@ -445,13 +506,13 @@ void doclens(const DoclensOptions& o, std::ostream& out) {
     } else {
       throw sim::InputError("<command line>", "--model", fmt::format("found {}, expected lognormal or lognormal_pareto", sim::quote(o.model)));
     }
-    models::DocSampler s(m, o.seed);
-    for (int i = 0; i < o.batches; ++i) batches.push_back(s.batch(o.tokens));
-    out << fmt::format("{}: {} batches of {} tokens\n", m.describe(), batches.size(), o.tokens);
+    models::DocSampler sampler(m, o.seed);
+    for (; written < o.batches; ++written) write_batch(sampler.batch(o.tokens));
+    out << fmt::format("{}: {} batches of {} tokens\n", m.describe(), written, o.tokens);
   } else {
     throw sim::InputError("<command line>", "doclens", fmt::format("found {}, expected convert or generate", sim::quote(o.action)));
   }
-  traces::write_file_atomically(o.out_path, traces::doclens_to_jsonl(batches));
+  file.commit();
   out << fmt::format("written to {}\n", o.out_path);
 }
 

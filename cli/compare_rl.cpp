@@ -1,6 +1,8 @@
 // `orrery compare` on RL scenarios: the same rollouts under each RL policy, side by side.
 #include "cli/commands.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/human.hpp"
+#include "cli/progress.hpp"
 #include "cli/policy_spec.hpp"
 #include "cli/report_out.hpp"
 #include "policies/rl.hpp"
@@ -86,15 +88,18 @@ void compare_rl(const CompareOptions& o, std::ostream& out) {
   report.set("/iterations", static_cast<std::int64_t>(o.iterations));
   double base = 0;
   std::vector<policies::RlRun> runs;  // --html
+  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(specs.size()));
   for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (o.progress != nullptr) o.progress->note(labels[i]);
     const policies::RlRun r = policies::run_rl_policy(setup, specs[i].name, specs[i].params, o.iterations);
+    if (o.progress != nullptr) o.progress->advance();
     if (i == 0) base = r.samples_per_s;
     const double p50 = percentile(r.iteration_s, 0.5), p99 = percentile(r.iteration_s, 0.99);
     std::string split = r.policy == "colocated" ? fmt::format("{} GPUs, {} instances", r.generation_gpus, r.instances)
                                                 : fmt::format("gen {} ({} inst.) / train {}", r.generation_gpus, r.instances, r.training_gpus);
     if (r.resizes > 0) split += fmt::format(" after {} elastic moves", r.resizes);
-    out << fmt::format("{:<{}} {:>7.1f} s {:>7.1f} s {:>9.2f} {:>10.0f} {:>8.1f}% {:>8.1f}% {:>10.1f} {:>6.2f} {:>7.2f}x  {}\n", labels[i], width, p50, p99,
-                       r.samples_per_s, r.tokens_per_s, 100 * r.pipeline_bubble, 100 * r.skewness_bubble, r.samples_per_dollar, r.staleness,
+    out << fmt::format("{:<{}} {:>7.1f} s {:>7.1f} s {:>9.2f} {:>10} {:>8.1f}% {:>8.1f}% {:>10.1f} {:>6.2f} {:>7.2f}x  {}\n", labels[i], width, p50, p99,
+                       r.samples_per_s, human::count(r.tokens_per_s), 100 * r.pipeline_bubble, 100 * r.skewness_bubble, r.samples_per_dollar, r.staleness,
                        r.samples_per_s / base, split);
     const std::string at = fmt::format("/policies/{}", i);
     report.set(at + "/name", r.policy);

@@ -1,5 +1,6 @@
 // `orrery gpus` and `orrery cost`: the hardware catalog and the kernel cost models.
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 #include "models/cost.hpp"
 #include "sim/error.hpp"
@@ -37,6 +38,7 @@ void gpus(const GpusOptions& o, std::ostream& out) {
 }
 
 void cost(const CostOptions& o, std::ostream& out) {
+  check_outputs({{"--report", o.report_path}});
   if (o.kernels.empty()) throw sim::InputError("<command line>", "--kernel", "expected at least one kernel, e.g. gemm:m=4096,n=4096,k=4096");
   const models::HardwareCatalog catalog = traces::load_gpu_catalog(o.gpus_path);
   const models::GpuSpec& gpu = catalog.gpu(o.gpu, "<command line>", "--gpu");

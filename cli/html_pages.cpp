@@ -1,5 +1,6 @@
 // The `--html` pages: what each command's report shows (see cli/README.md).
 #include "cli/html_pages.hpp"
+#include "cli/options.hpp"
 
 #include "cli/policy_spec.hpp"
 #include "models/step.hpp"
@@ -121,19 +122,7 @@ std::string cluster_subtitle(const ClusterSetup& setup) {
 
 }  // namespace
 
-void check_html_path(const std::string& path) {
-  if (path.empty()) return;
-  const std::filesystem::path p(path);
-  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw sim::InputError("<command line>", "--html",
-                          fmt::format("cannot write {}: the folder {} does not exist", sim::quote(path), sim::quote(dir.string())));
-  }
-  if (p.filename().empty() || std::filesystem::is_directory(p, ec)) {
-    throw sim::InputError("<command line>", "--html", fmt::format("found {}, expected a file name (report.html)", sim::quote(path)));
-  }
-}
+void check_html_path(const std::string& path) { check_outputs({{"--html", path}}); }
 
 void write_step_html(const std::string& path, const std::string& title, const models::StepScenario& sc, const models::StepResult& r) {
   const models::ParallelPlan& p = sc.plan;

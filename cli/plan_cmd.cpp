@@ -1,7 +1,9 @@
 // `orrery plan`: plan search. Enumerate, prune (divisibility, memory), rank by the closed-form
 // estimate, confirm the best few with the step emulator.
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/plan_search.hpp"
+#include "cli/progress.hpp"
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
@@ -241,12 +243,15 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   }
   result.search_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
+  Progress progress("plan: confirming", std::min<std::int64_t>(s.top_k, static_cast<std::int64_t>(result.top.size())), "plans");
   for (PlanCandidate& c : result.top) {
     if (static_cast<int>(result.confirmed) >= s.top_k) break;
     sc.plan = c.plan;
     c.emulated = models::run_step(sc, cost, *schedules.at(c.plan.schedule));
     ++result.confirmed;
+    progress.advance();
   }
+  progress.finish();
   result.confirm_s = seconds_since(t1);
   return result;
 }
@@ -371,9 +376,8 @@ void set_search_report(traces::Report& rep, const std::string& base, const PlanS
 }  // namespace
 
 void plan(const PlanOptions& o, std::ostream& out) {
-  if (o.top_k && (*o.top_k < 0 || *o.top_k > 100)) {
-    throw sim::InputError("<command line>", "--top", fmt::format("found {}, expected 0 to 100 plans to confirm with the emulator (0: rank by the estimate only)", *o.top_k));
-  }
+  if (o.top_k) check_count(*o.top_k, "--top", 0, 100, "plans to confirm with the emulator; 0: rank by the estimate only");
+  check_outputs({{"--report", o.report_path}});
   const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
   const std::vector<int> cli_sizes = parse_cluster_sizes(o.cluster_sizes);
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);

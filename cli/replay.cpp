@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 #include "sim/executor.hpp"
 #include "traces/chrome_trace.hpp"
@@ -14,6 +15,7 @@
 namespace orrery::cli {
 
 void replay(const ReplayOptions& options, std::ostream& out) {
+  check_outputs({{"--trace", options.trace_path}, {"--report", options.report_path}});
   const traces::LoadedGraph loaded = traces::read_task_graph_file(options.graph_path);
   const sim::TaskGraph& graph = loaded.graph;
 

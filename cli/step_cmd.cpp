@@ -1,6 +1,8 @@
 // `orrery step`: one training step of a scenario.
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/human.hpp"
 #include "cli/plan_search.hpp"
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
@@ -76,7 +78,7 @@ std::string default_step_scenario() {
 }
 
 void step(const StepOptions& o, std::ostream& out) {
-  check_html_path(o.html_path);
+  check_outputs({{"--report", o.report_path}, {"--trace", o.trace_path}, {"--html", o.html_path}});
   if (o.estimate && !o.html_path.empty()) throw sim::InputError("<command line>", "--html", "the report needs the emulator's timeline: drop --estimate");
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
@@ -105,8 +107,8 @@ void step(const StepOptions& o, std::ostream& out) {
   out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
   out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {}  ({} micro-batches)\n", sim::to_string(r.step_time), r.micro_batches);
-  out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}% (HFU {:.1f}%)\n", r.tokens_per_s, r.tflops_per_gpu, 100 * r.mfu,
-                     100 * r.hfu);
+  out << fmt::format("throughput {}, {:.1f} TFLOP/s per GPU, MFU {} (HFU {})\n", human::rate(r.tokens_per_s, "tokens/s"), r.tflops_per_gpu,
+                     human::percent(r.mfu), human::percent(r.hfu));
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * r.bubble_fraction, 100 * r.exposed_comm_fraction);
   out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, logits {:.1f}) "
                      "of {}{}\n",

@@ -3,6 +3,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/html_pages.hpp"
+#include "cli/options.hpp"
+#include "cli/progress.hpp"
 #include "cli/step_cost.hpp"
 #include "sim/error.hpp"
 #include "traces/atomic_file.hpp"
@@ -11,10 +13,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <exception>
 #include <chrono>
 #include <cmath>
@@ -40,6 +42,8 @@ using traces::JsonNode;
 using traces::JsonObject;
 
 constexpr std::int64_t kMaxPoints = 10'000'000;
+// Threads beyond a few thousand only add contention: no machine has that many cores.
+constexpr std::int64_t kMaxThreads = 4096;
 
 const std::vector<std::string> kCommands = {"step", "estimate", "compare", "cluster", "collective"};
 
@@ -444,42 +448,6 @@ json shown(const SweepAxis& axis, const json& v) {
   return v;
 }
 
-std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const auto total = static_cast<std::int64_t>(std::llround(s));
-  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, (total % 3600) / 60);
-  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
-  return fmt::format("{}s", total);
-}
-
-// A one-line progress bar on stderr, redrawn at most every 100 ms; only on a terminal.
-class Progress {
- public:
-  Progress(int total, int done, bool enabled) : total_(total), done_(done), start_done_(done), enabled_(enabled), start_(Clock::now()) {}
-  void advance() {
-    ++done_;
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (done_ < total_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double rate = elapsed > 0 ? (done_ - start_done_) / elapsed : 0;
-    const double eta = rate > 0 ? (total_ - done_) / rate : std::numeric_limits<double>::quiet_NaN();
-    constexpr int kWidth = 30;
-    const int filled = total_ > 0 ? static_cast<int>(static_cast<std::int64_t>(kWidth) * done_ / total_) : kWidth;
-    std::fprintf(stderr, "\r[%s%s] %d/%d points  %.1f/s  ETA %s   ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done_, total_, rate, format_duration(eta).c_str());
-    if (done_ >= total_) std::fprintf(stderr, "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  int total_, done_, start_done_;
-  bool enabled_;
-  Clock::time_point start_, last_{};
-};
-
 }  // namespace
 
 SweepPlan read_sweep_plan(std::string_view text, const std::string& source) {
@@ -702,16 +670,72 @@ std::map<int, SweepRow> read_journal(const std::string& path, const std::string&
   return rows;
 }
 
+// "stages.3.bubble_s" -> "stages.#.bubble_s": metrics that differ only in an index (a stage, a
+// policy) have one shape, so a row with fewer stages does not make a later stage unknown.
+std::string metric_shape(std::string_view metric) {
+  std::string shape;
+  for (std::size_t i = 0; i < metric.size();) {
+    if (std::isdigit(static_cast<unsigned char>(metric[i])) != 0) {
+      while (i < metric.size() && std::isdigit(static_cast<unsigned char>(metric[i])) != 0) ++i;
+      shape += '#';
+    } else {
+      shape += metric[i++];
+    }
+  }
+  return shape;
+}
+
+// The plan's objective and shown metrics must be metrics the points report. `rows` are rows that
+// ran; with `by_shape`, a metric passes when one of the same shape is there (an early check on the
+// first row). Throws at the metric's place in the plan, with the metrics there are.
+void check_metrics(const SweepPlan& plan, const std::vector<const SweepRow*>& rows, bool by_shape) {
+  if (rows.empty()) return;
+  // The objective ranks points, so it is a number; a shown metric may be any value.
+  std::set<std::string> names, numeric_shapes, any_shapes;
+  for (const SweepRow* row : rows) {
+    for (const auto& [k, v] : row->metrics.items()) {
+      if (v.is_number()) {
+        names.insert(k);
+        numeric_shapes.insert(by_shape ? metric_shape(k) : k);
+      }
+      any_shapes.insert(by_shape ? metric_shape(k) : k);
+    }
+  }
+  struct Wanted {
+    std::string metric, where;
+    bool number;
+  };
+  std::vector<Wanted> wanted;
+  if (!plan.objective.empty()) wanted.push_back({plan.objective, "/objective/metric", true});
+  for (std::size_t i = 0; i < plan.show.size(); ++i) wanted.push_back({plan.show[i], fmt::format("/objective/show/{}", i), false});
+  for (const auto& [metric, where, number] : wanted) {
+    if ((number ? numeric_shapes : any_shapes).contains(by_shape ? metric_shape(metric) : metric)) continue;
+    // The headline metrics first (no dots), then the others, at most 20 in all.
+    std::vector<std::string> listed(names.begin(), names.end());
+    std::stable_partition(listed.begin(), listed.end(), [](const std::string& n) { return n.find('.') == std::string::npos; });
+    const std::size_t more = listed.size() > 20 ? listed.size() - 20 : 0;
+    std::string text;
+    for (std::size_t i = 0; i < listed.size() - more; ++i) text += (i ? ", " : "") + listed[i];
+    if (more > 0) text += fmt::format(" and {} more (the CSV's columns)", more);
+    throw InputError(plan.source, where,
+                     fmt::format("found {}, expected {} the points of `{}` report: {}{}; the journal keeps the points run, so "
+                                 "fix the plan and continue with --resume",
+                                 sim::quote(metric), number ? "a numeric metric" : "a metric", plan.command, text, sim::did_you_mean(metric, std::vector<std::string>(names.begin(), names.end()))));
+  }
+}
+
 }  // namespace
 
 void sweep(const SweepOptions& o, std::ostream& out) {
   const auto started = std::chrono::steady_clock::now();
-  check_html_path(o.html_path);
-  const SweepPlan plan = load_sweep_plan(o.plan_path);
-  const std::vector<std::vector<json>> points = sweep_points(plan);
+  check_count(o.jobs, "--jobs", 0, kMaxThreads, "threads per process; 0: one per core");
+  check_count(o.max_points, "--max-points", 0, kMaxPoints, "new points to run before stopping; 0: all");
   const std::string out_path = o.out_path.empty() ? (std::filesystem::path(o.plan_path).replace_extension("").string() + ".results.json") : o.out_path;
   const std::string csv_path = o.csv_path.empty() ? std::filesystem::path(out_path).replace_extension(".csv").string() : o.csv_path;
   const std::string journal_path = out_path + ".journal";
+  check_outputs({{"--out", out_path}, {"--csv", csv_path}, {"--html", o.html_path}, {"--out (its journal)", journal_path}});
+  const SweepPlan plan = load_sweep_plan(o.plan_path);
+  const std::vector<std::vector<json>> points = sweep_points(plan);
   json identity = {{"command", plan.command}, {"base", plan.base}, {"options", plan.options}, {"points", points}};
   const std::string print = fingerprint(identity.dump());
 
@@ -726,12 +750,20 @@ void sweep(const SweepOptions& o, std::ostream& out) {
   const auto evaluate = [&](int i) { return sweep_row_to_json(run_sweep_point(plan, i, points[static_cast<std::size_t>(i)])).dump(); };
   std::mutex lock;
   std::unique_ptr<Progress> progress;
+  const ProgressSettings sweep_progress = current_progress_settings();  // before the points' commands are silenced
+  bool metrics_checked = false;
   const auto record = [&](int i, const std::string& text) {
     const std::lock_guard<std::mutex> guard(lock);
     done[i] = sweep_row_from_json(json::parse(text));
     *journal << text << '\n';
     journal->flush();
     progress->advance();
+    // The first row that ran tells whether the objective is a metric at all: a typo fails now,
+    // not after the whole sweep (over MPI, where ranks wait on rank 0, at the end).
+    if (!metrics_checked && !mpi && done[i].status == "ok") {
+      metrics_checked = true;
+      check_metrics(plan, {&done[i]}, true);
+    }
   };
   const auto prepare = [&] {
     std::vector<int> pending;
@@ -747,15 +779,23 @@ void sweep(const SweepOptions& o, std::ostream& out) {
       journal->open(journal_path, std::ios::trunc);
       *journal << json{{"fingerprint", print}, {"plan", plan.source}, {"points", points.size()}}.dump() << '\n';
     }
-    progress = std::make_unique<Progress>(static_cast<int>(points.size()), static_cast<int>(done.size()), !o.quiet && isatty(fileno(stderr)) != 0);
+    ProgressSettings settings = sweep_progress;
+    if (o.quiet) settings.stream = nullptr;
+    progress = std::make_unique<Progress>(fmt::format("sweep {}", plan.source), static_cast<std::int64_t>(points.size()), "points",
+                                          static_cast<std::int64_t>(done.size()), std::move(settings));
     ran = pending.size();
     return pending;
   };
-  if (mpi) {
-    root = sweep_run_mpi(prepare, threads, evaluate, record, per_rank);
-  } else {
-    sweep_run_local(prepare(), threads, evaluate, record);
+  {
+    // The points' own commands report nothing beneath the sweep's line.
+    const ProgressTarget quiet_points(nullptr, false);
+    if (mpi) {
+      root = sweep_run_mpi(prepare, threads, evaluate, record, per_rank);
+    } else {
+      sweep_run_local(prepare(), threads, evaluate, record);
+    }
   }
+  if (progress) progress->finish();
   if (!root) return;
   journal->close();
   if (done.size() < points.size()) {
@@ -797,6 +837,11 @@ void sweep(const SweepOptions& o, std::ostream& out) {
     invalid += row.status == "invalid";
     errors += row.status == "error";
   }
+  std::vector<const SweepRow*> ran_ok;
+  for (const auto& [i, row] : done) {
+    if (row.status == "ok") ran_ok.push_back(&row);
+  }
+  check_metrics(plan, ran_ok, false);
   json results = {{"plan", plan.source}, {"command", plan.command}, {"design", plan.design}, {"seed", plan.seed}, {"points", points.size()},
                   {"columns", columns}, {"rows", rows}};
   traces::write_file_atomically(out_path, results.dump(2) + "\n");

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 #include "models/topology.hpp"
 #include "traces/topology_json.hpp"
@@ -11,6 +12,7 @@
 namespace orrery::cli {
 
 void topology(const TopologyOptions& o, std::ostream& out) {
+  check_outputs({{"--save", o.save_path}});
   const models::Topology t = traces::load_topology(o.topology);
   std::map<std::string_view, int> nodes;
   for (const models::TopoNode& n : t.nodes()) ++nodes[models::to_string(n.kind)];

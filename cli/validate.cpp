@@ -1,4 +1,6 @@
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "cli/options.hpp"
 
 #include "models/collectives.hpp"
 #include "sim/error.hpp"
@@ -7,6 +9,8 @@
 #include "traces/csv.hpp"
 
 #include <fmt/format.h>
+
+#include <functional>
 
 #include <filesystem>
 #include <map>
@@ -224,6 +228,7 @@ ValidationSummary validate_network(const std::string& data_dir, std::string& md,
 }
 
 void validate(const ValidateOptions& o, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}});
   if (!o.only.empty() && o.only != "network" && o.only != "kernels" && o.only != "steps" && o.only != "balance" && o.only != "cluster" &&
       o.only != "multimodal" && o.only != "rl" && o.only != "estimate") {
     throw sim::InputError("<command line>", "--only",
@@ -232,14 +237,34 @@ void validate(const ValidateOptions& o, std::ostream& out) {
   std::string md = "# Validation: simulated vs published measurements\n\n";
   md += fmt::format("Produced by `build/bin/orrery validate --data ../shared/data --out docs/validation.md{}`; do not edit by hand.\n\n",
                     o.only.empty() ? "" : " --only " + o.only);
-  if (o.only.empty() || o.only == "network") validate_network(o.data_dir, md, out);
-  if (o.only.empty() || o.only == "kernels") validate_kernels(o.data_dir, md, out);
-  if (o.only.empty() || o.only == "steps") validate_steps(o.data_dir, md, out);
-  if (o.only.empty() || o.only == "balance") validate_balance(md, out);
-  if (o.only.empty() || o.only == "cluster") validate_cluster(o.data_dir, md, out);
-  if (o.only.empty() || o.only == "multimodal") validate_multimodal(md, out);
-  if (o.only.empty() || o.only == "rl") validate_rl(o.data_dir, md, out);
-  if (o.only.empty() || o.only == "estimate") validate_estimate(o.data_dir, md, out);
+  // Each section prints its summary line as it ends: beneath the progress line, not onto it.
+  Progress progress("validate", 0, "sections");
+  ProgressStream lines(out, progress);
+  struct Section {
+    const char* name;
+    std::function<void()> run;
+  };
+  const std::vector<Section> all = {
+      {"network", [&] { validate_network(o.data_dir, md, lines); }},
+      {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
+      {"steps", [&] { validate_steps(o.data_dir, md, lines); }},
+      {"balance", [&] { validate_balance(md, lines); }},
+      {"cluster", [&] { validate_cluster(o.data_dir, md, lines); }},
+      {"multimodal", [&] { validate_multimodal(md, lines); }},
+      {"rl", [&] { validate_rl(o.data_dir, md, lines); }},
+      {"estimate", [&] { validate_estimate(o.data_dir, md, lines); }},
+  };
+  std::vector<const Section*> chosen;
+  for (const Section& section : all) {
+    if (o.only.empty() || o.only == section.name) chosen.push_back(&section);
+  }
+  progress.set_total(static_cast<std::int64_t>(chosen.size()));
+  for (const Section* section : chosen) {
+    progress.note(section->name);
+    section->run();
+    progress.advance();
+  }
+  progress.finish();
   if (!o.out_path.empty()) {
     traces::write_file_atomically(o.out_path, md);
     out << fmt::format("tables written to {}\n", o.out_path);

@@ -265,6 +265,7 @@ ClusterResult ClusterSim::run() {
         stop(active[k]);
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(k));
         changed = true;
+        if (options_.on_job_finished) options_.on_job_finished();
       } else {
         ++k;
       }

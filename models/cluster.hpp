@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -147,6 +148,7 @@ struct ClusterOptions {
   double restart_overhead_s = 30;  // preemption, migration and resizing: checkpoint and restore
   bool record_allocations = false; // fill ClusterResult::allocations (for the node timeline)
   SharedFabric fabric;
+  std::function<void()> on_job_finished;  // progress reports: called as each job finishes
 };
 
 struct JobRecord {

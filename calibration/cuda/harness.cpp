@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -365,10 +366,33 @@ void measure_nccl(int gpus, const Options& o, Profile& p) {
 }
 #endif
 
-int run(const Options& o) {
+// The user's machine, not a bug of ours: no GPU, no driver, or a driver older than this build.
+class NoGpu : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int count_gpus() {
   int gpus = 0;
-  check(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount");
-  if (gpus == 0) throw std::runtime_error("no CUDA device");
+  const cudaError_t e = cudaGetDeviceCount(&gpus);
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  const std::string built = fmt::format("{}.{}", runtime / 1000, (runtime % 1000) / 10);
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && gpus == 0)) {
+    throw NoGpu("no GPU found: the CUDA driver sees no device (check nvidia-smi, and CUDA_VISIBLE_DEVICES if set)");
+  }
+  if (e == cudaErrorInsufficientDriver) {
+    throw NoGpu(fmt::format("no GPU found: no NVIDIA driver is loaded, or it is older than this build's CUDA {} runtime "
+                            "(cudaErrorInsufficientDriver; check nvidia-smi)", built));
+  }
+  if (e != cudaSuccess) {
+    throw NoGpu(fmt::format("no usable GPU: cudaGetDeviceCount failed with {} ({})", cudaGetErrorName(e), cudaGetErrorString(e)));
+  }
+  return gpus;
+}
+
+int run(const Options& o) {
+  const int gpus = count_gpus();
   Device dev;
   check(cudaGetDeviceProperties(&dev.prop, 0), "cudaGetDeviceProperties");
   check(cudaStreamCreate(&dev.stream), "cudaStreamCreate");
@@ -408,11 +432,22 @@ int run(const Options& o) {
   p.date = utc_now_iso8601();
   std::fprintf(stderr, "orrery-calibrate-cuda: %s (%s), %d GPU(s)\n", p.device.c_str(), uuid.c_str(), gpus);
 
-  if (o.wants("gemm")) measure_gemms(dev, o, p);
-  if (o.wants("memory")) measure_memory(dev, o, p);
-  if (o.wants("attention")) measure_attention(dev, o, p);
+  const auto stage = [&](const char* what, const std::function<void()>& measure) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t before = p.points.size() + p.collectives.size();
+    std::fprintf(stderr, "measuring %s ...\n", what);
+    measure();
+    std::fprintf(stderr, "measured %s: %zu points in %.1f s\n", what, p.points.size() + p.collectives.size() - before,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  if (o.wants("gemm")) stage("gemm", [&] { measure_gemms(dev, o, p); });
+  if (o.wants("memory")) stage("memory", [&] { measure_memory(dev, o, p); });
+  if (o.wants("attention")) stage("attention", [&] { measure_attention(dev, o, p); });
 #ifdef ORRERY_HAVE_NCCL
-  if (o.wants("nccl") && gpus > 1) measure_nccl(gpus, o, p);
+  if (o.wants("nccl") && gpus > 1) stage("nccl all-reduce", [&] { measure_nccl(gpus, o, p); });
+  if (o.wants("nccl") && gpus < 2) std::fprintf(stderr, "nccl skipped: all-reduce needs 2 GPUs or more, this machine has %d\n", gpus);
+#else
+  if (o.wants("nccl")) std::fprintf(stderr, "nccl skipped: this build has no NCCL (CMake found none)\n");
 #endif
   write_profile(p, o.out_path);
   std::fprintf(stderr, "%zu points written to %s\n", p.points.size(), o.out_path.c_str());
@@ -424,32 +459,89 @@ int run(const Options& o) {
 }  // namespace
 }  // namespace orrery::calibration::cuda
 
+namespace {
+
+constexpr const char* kUsage = "usage: orrery-calibrate-cuda -o profile.json [--quick] [--only gemm,memory,attention,nccl] [--seed N]\n";
+
+constexpr const char* kHelp =
+    "orrery-calibrate-cuda: measure kernels on this machine's GPU and write a calibration profile.\n"
+    "\n"
+    "It times GEMMs (cuBLASLt, bf16/fp16/fp8 where supported), memory-bound kernels, attention forward and\n"
+    "backward on the first GPU, and NCCL all-reduce across every GPU when there are several (and NCCL was\n"
+    "found at build time). Each point is the median of timed runs after warm-ups, with CUDA events, on\n"
+    "inputs rotated to defeat the L2 cache. The full grid takes minutes; --quick a smaller one.\n"
+    "\n"
+    "Then fit cost curves and use them in a scenario:\n"
+    "  orrery-calibrate-cuda -o h100.json\n"
+    "  orrery calibrate fit h100.json -o h100-curves.json      (prints leave-one-out errors per kind)\n"
+    "  a step scenario: \"calibration\": \"h100-curves.json\"     (or orrery cost --calibration h100-curves.json)\n"
+    "\n"
+    "Options:\n"
+    "  -o, --out FILE   the profile JSON to write (required; its folder must exist)\n"
+    "  --quick          a small grid: about a minute\n"
+    "  --only LIST      comma-separated: gemm, memory, attention, nccl (default: all)\n"
+    "  --seed N         seed of the random inputs (default 1)\n"
+    "  --help           this text\n"
+    "\n"
+    "Without a GPU, `orrery calibrate measure --device cpu` runs the same pipeline on the CPU.\n"
+    "Exit codes: 0 done, 1 bad options or no usable GPU, 2 a failed CUDA, cuBLASLt or NCCL call.\n";
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "orrery-calibrate-cuda: error: %s\n%s", message.c_str(), kUsage);
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   orrery::calibration::cuda::Options o;
+  const std::vector<std::string> kinds = {"gemm", "memory", "attention", "nccl"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "-o" || a == "--out") && i + 1 < argc) {
+    const bool has_value = i + 1 < argc;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "-o" || a == "--out") {
+      if (!has_value) return usage_error(a + " expects a file name");
       o.out_path = argv[++i];
     } else if (a == "--quick") {
       o.quick = true;
-    } else if (a == "--only" && i + 1 < argc) {
-      std::string list = argv[++i];
+    } else if (a == "--seed") {
+      if (!has_value) return usage_error("--seed expects a number");
+      const std::string v = argv[++i];
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19) {
+        return usage_error(fmt::format("--seed: found \"{}\", expected a whole number of 0 or more", v));
+      }
+      o.seed = std::stoull(v);
+    } else if (a == "--only") {
+      if (!has_value) return usage_error("--only expects a list such as gemm,attention");
+      const std::string list = argv[++i];
       for (std::size_t b = 0; b <= list.size();) {
         const std::size_t e = std::min(list.find(',', b), list.size());
-        o.only.push_back(list.substr(b, e - b));
+        const std::string kind = list.substr(b, e - b);
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+          return usage_error(fmt::format("--only: found \"{}\", expected gemm, memory, attention or nccl", kind));
+        }
+        o.only.push_back(kind);
         b = e + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: orrery-calibrate-cuda -o profile.json [--quick] [--only gemm,memory,attention,nccl]\n");
-      return a == "--help" ? 0 : 1;
+      return usage_error(fmt::format("unknown option \"{}\" (see --help)", a));
     }
   }
-  if (o.out_path.empty()) {
-    std::fprintf(stderr, "orrery-calibrate-cuda: error: expected -o profile.json\n");
-    return 1;
-  }
+  if (o.out_path.empty()) return usage_error("expected -o profile.json");
+  // The profile is written after minutes of measuring: a folder that cannot take it fails now.
+  const std::filesystem::path out(o.out_path);
+  const std::filesystem::path dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return usage_error(fmt::format("-o: cannot write \"{}\": the folder \"{}\" does not exist", o.out_path, dir.string()));
+  if (std::filesystem::is_directory(out, ec)) return usage_error(fmt::format("-o: found \"{}\", expected a file name", o.out_path));
   try {
     return orrery::calibration::cuda::run(o);
+  } catch (const orrery::calibration::cuda::NoGpu& e) {
+    std::fprintf(stderr, "orrery-calibrate-cuda: error: %s; without a GPU, `orrery calibrate measure --device cpu` runs the CPU harness\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "orrery-calibrate-cuda: error: %s\n", e.what());
     return 2;

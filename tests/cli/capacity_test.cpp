@@ -309,7 +309,7 @@ TEST_CASE("capacity: plan options are range-checked") {
     const Result r = run({"plan", example, "--top", top, "--report", "cap-top-r.json"});
     CHECK(r.code == 1);
     CHECK(lines(r.err) == 1);
-    CHECK(r.err.find(fmt::format("<command line>:--top: found {}, expected 0 to 100 plans to confirm with the emulator", found)) != std::string::npos);
+    CHECK(r.err.find(fmt::format("<command line>:--top: found {}, expected 0 to 100 (plans to confirm with the emulator; 0: rank by the estimate only)", found)) != std::string::npos);
     CHECK_FALSE(fs::exists("cap-top-r.json"));
   }
   const Result tokens = run({"plan", example, "--train-tokens", "lots"});
