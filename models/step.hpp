@@ -17,6 +17,7 @@
 #include "models/llm.hpp"
 #include "models/parallel.hpp"
 #include "models/pipeline.hpp"
+#include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "sim/task_graph.hpp"
 #include "sim/units.hpp"
@@ -33,7 +34,13 @@ struct StepScenario {
   ParallelPlan plan;
   GpuSpec gpu;
   std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
+  std::string source = "<scenario>";  // the scenario file, named by errors found when it runs
 };
+
+// The InputError for a step whose times pass the clock's range (sim::DurationOverflow): each
+// input in range, but together too large (a long sequence on a slow GPU). It names the
+// scenario's plan and the sizes that drive the times.
+sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationOverflow& e);
 
 struct StepOptions {
   bool reuse = true;

@@ -2,6 +2,7 @@
 
 #include "models/hardware.hpp"
 #include "models/llm.hpp"
+#include "models/parallel.hpp"
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
@@ -302,7 +303,9 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.step_global_batch = static_cast<int>(v->as_int());
       }
       if (auto v = o.optional("seq_len")) {
-        if (v->as_int() < 1) v->fail_expected("a positive sequence length");
+        if (v->as_int() < 1 || v->as_int() > models::kMaxSeqLen) {
+          v->fail_expected(fmt::format("a sequence length from 1 to {} tokens ({})", models::kMaxSeqLen, models::kMaxSeqLenReason));
+        }
         s.step_seq_len = v->as_int();
       }
       if (auto v = o.optional("reference_gpu")) {
