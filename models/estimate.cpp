@@ -39,7 +39,12 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
 
 StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric) {
   try {
-    return estimate_step_unchecked(sc, cost, schedule, fabric);
+    StepEstimate e = estimate_step_unchecked(sc, cost, schedule, fabric);
+    // The estimate sums in seconds; the emulator of the same step would pass the clock.
+    if (!(e.step_time_s < 9.2e9)) {
+      throw sim::DurationOverflow(fmt::format("a step of {:.3g} s passes the clock's range of 292 years", e.step_time_s));
+    }
+    return e;
   } catch (const sim::DurationOverflow& e) {
     throw step_overflow(sc, e);
   }
