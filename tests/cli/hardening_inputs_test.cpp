@@ -253,3 +253,45 @@ TEST_CASE("hardening: schedule errors found when the step runs name the scenario
 TEST_CASE("hardening: a file name with a newline is escaped on its one line") {
   CHECK(one_error({"step", "no\nsuch.json"}).starts_with("no\\x0asuch.json"));
 }
+
+// A duplicate module name was reported as a dangling edge (the edge found the first module, the
+// second fed nothing).
+TEST_CASE("hardening: a duplicate module name is named as such") {
+  const std::string vit = R"({"name": "vit", "kind": "vision_encoder", "layers": 4, "hidden": 256, "heads": 4, "ffn_hidden": 1024, "mlp": "gelu", "patch": 14})";
+  const std::string proj = R"({"name": "vit", "kind": "projector", "hidden": 512, "merge": 4})";
+  const std::string llm = R"({"name": "lm", "kind": "llm", "layers": 4, "hidden": 512, "heads": 8, "ffn_hidden": 2048, "vocab": 32000})";
+  write("mm-twice.json", R"({"multimodal": {"model": {"name": "tiny", "modules": [)" + vit + ", " + proj + ", " + llm +
+                             R"(], "edges": [["vit", "vit"], ["vit", "lm"]]}, "gpu": "H100", "pp": 2},
+      "workload": {"mix": {"samples": 16, "text_only": 0.3, "images_mean": 1.5, "video_fraction": 0.1, "frames_p99": 64, "frames_max": 96}, "seed": 3}})");
+  CHECK(one_error({"compare", "mm-twice.json", "--steps", "2"}) ==
+        "mm-twice.json:/multimodal/model/modules/1/name: duplicate module name \"vit\", first used at /multimodal/model/modules/0; "
+        "expected each module named once");
+}
+
+// A 20,000-task cycle once printed every task on one line (a 100k-task cycle: 1.2 MB).
+TEST_CASE("hardening: a long dependency cycle is cut with a count") {
+  constexpr int kTasks = 20000;
+  std::string json = R"({"nodes": [)";
+  for (int i = 0; i < kTasks; ++i) {
+    json += (i ? "," : "") + std::string(R"({"id": "t)") + std::to_string(i) + R"(", "kind": "delay", "duration": "1 us", "deps": ["t)" +
+            std::to_string((i + kTasks - 1) % kTasks) + R"("]})";
+  }
+  json += "]}";
+  write("long-cycle.json", json);
+  const std::string err = one_error({"replay", "long-cycle.json", "--report", "cycle-report.json"});
+  CHECK(err.starts_with("long-cycle.json:/nodes/"));
+  CHECK(err.find("dependency cycle of 20000 tasks: ") != std::string::npos);
+  CHECK(err.find(" -> ... (19,990 more tasks) -> ") != std::string::npos);
+  CHECK(err.size() < 1000);
+  CHECK_FALSE(fs::exists("cycle-report.json"));
+}
+
+// A 1 MB unknown key was printed twice in full (a 10 MB one: 20 MB of stderr).
+TEST_CASE("hardening: a huge unknown key is quoted in part, with a count") {
+  const std::string key(1'000'000, 'k');
+  write("huge-key.json", R"({"nodes": [], "links": [], ")" + key + R"(": 1})");
+  const std::string err = one_error({"topology", "--topology", "huge-key.json"});
+  CHECK(err.starts_with("huge-key.json:/"));
+  CHECK(err.find("(and 999,800 more bytes)") != std::string::npos);
+  CHECK(err.size() < 5000);
+}
