@@ -414,6 +414,14 @@ Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
     at.fail("oversubscription", fmt::format("found {}, expected a ratio from 1 to leaf_ports = {} (a leaf keeps at least one uplink)",
                                             f.oversubscription, f.leaf_down));
   }
+  // The leaf uplinks attach_fabric derives: spraying puts a leaf's whole uplink capacity on one link.
+  const double port = f.nic.value() / static_cast<double>(f.planes);
+  const double spines = f.spray ? 1.0 : std::max(1.0, std::round(static_cast<double>(f.leaf_down) / f.oversubscription));
+  const double uplink = port * static_cast<double>(f.leaf_down) / (f.oversubscription * spines);
+  if (uplink > kMaxLinkBandwidth.value()) {
+    at.fail("nic", fmt::format("{} makes leaf uplinks of {}, expected at most 1 PB/s per link ({})", quote(p.get_string("nic")),
+                               sim::to_string(sim::BytesPerSecond(uplink)), kLinkBandwidthRange));
+  }
   return f;
 }
 

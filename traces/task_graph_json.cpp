@@ -101,7 +101,8 @@ LoadedGraph build(const JsonDocument& doc) {
     }
     path += sim::quote(ids[sim::index_of(cycle.front())]);
     throw sim::InputError(doc.source(), pointer_of_task[sim::index_of(cycle.front())] + "/deps",
-                          fmt::format("dependency cycle of {} tasks: {}; expected an acyclic graph", cycle.size(), path));
+                          fmt::format("dependency cycle{}: {}; expected an acyclic graph",
+                                      cycle.size() > kShown ? fmt::format(" of {} tasks", cycle.size()) : std::string(), path));
   }
   return out;
 }

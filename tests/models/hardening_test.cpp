@@ -76,6 +76,10 @@ TEST_CASE("hardening: spec bandwidths are within the range of real links") {
   CHECK(spec_error("dgx-h100:nodes=2,nic=1e-9b/s") ==
         "<command line>:topology \"dgx-h100:nodes=2,nic=1e-9b/s\" parameter nic: found \"1e-9b/s\", expected a bandwidth from "
         "1 Gb/s to 1 PB/s (slower links carry no training traffic; faster ones are not built)");
+  // Derived links too: spraying over 512-port leaves puts 512 NICs' worth on each uplink.
+  CHECK(spec_error("dgx-h100:nodes=2,nic=1PB/s,leaf_ports=512,routing=spray") ==
+        "<command line>:topology \"dgx-h100:nodes=2,nic=1PB/s,leaf_ports=512,routing=spray\" parameter nic: \"1PB/s\" makes leaf "
+        "uplinks of 512 PB/s, expected at most 1 PB/s per link (slower links carry no training traffic; faster ones are not built)");
   CHECK(spec_error("dgx-h100:nodes=2,pcie=2PB/s").find("parameter pcie: found \"2PB/s\", expected a bandwidth from 1 Gb/s to 1 PB/s") !=
         std::string::npos);
 }
