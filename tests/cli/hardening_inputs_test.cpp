@@ -37,6 +37,7 @@ std::string scenario(const std::string& gpu, const std::string& topology, const 
 // The error of `orrery step` on a scenario written to `name`, with and without --estimate.
 std::string step_error(const std::string& name, const std::string& json, std::vector<std::string> extra = {}) {
   write(name, json);
+  fs::remove(name + ".report.json");
   std::vector<std::string> args = {"step", name, "--report", name + ".report.json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const std::string emulated = one_error(args);
@@ -50,6 +51,7 @@ std::string step_error(const std::string& name, const std::string& json, std::ve
 
 // Sizes without a limit once ended in "out of memory" (exit 2) after seconds or minutes.
 TEST_CASE("hardening: topology and collective sizes have ranges with reasons") {
+  for (const char* f : {"saved.json", "hard-coll.json"}) fs::remove(f);
   CHECK(one_error({"topology", "--topology", "dgx-h100:nodes=1000000000"})
             .starts_with("<command line>:topology \"dgx-h100:nodes=1000000000\" parameter nodes: found 1000000000, expected a "
                          "positive integer of at most 131072"));
@@ -79,13 +81,14 @@ TEST_CASE("hardening: topology and collective sizes have ranges with reasons") {
   CHECK(one_error(with({"--ranks", "-1"})) == "<command line>:--ranks: found -1, expected 0 (all GPUs) or 2 to 8 (the GPUs of the topology)");
   // Each in range, together beyond the plan limit: 1,024 GPUs x 64 channels x 1024 chunks.
   CHECK(one_error({"collective", "--topology", "dgx-h100:nodes=128", "--op", "all-reduce", "--size", "1GiB", "--channels", "64", "--chunks",
-                   "1024", "--report", "coll.json"})
+                   "1024", "--report", "hard-coll.json"})
             .starts_with("<command line>:--chunks: 1024 ranks x 64 channels x 1024 chunks make a plan of more than 16777216 transfers"));
-  CHECK_FALSE(fs::exists("coll.json"));
+  CHECK_FALSE(fs::exists("hard-coll.json"));
 }
 
 // A 1e30-byte message once overflowed the clock: an internal error (exit 2).
 TEST_CASE("hardening: a collective size beyond 1 PiB is an input error") {
+  fs::remove("big.json");
   CHECK(one_error({"collective", "--topology", "dgx-h100:nodes=1", "--op", "all-reduce", "--size", "1e30 B", "--report", "big.json"}) ==
         "<command line>:--size: found \"1e30 B\", expected at most 1 PiB (over 3,000 times the largest GPU memory)");
   CHECK_FALSE(fs::exists("big.json"));
@@ -174,6 +177,7 @@ TEST_CASE("hardening: sequence lengths are bounded; times beyond the clock name 
             .starts_with("long-doc.json:/plan/documents/0: found a number 1099511627776, expected a length from 1 to 16777216 tokens"));
   // Each input in range, together past 292 years: 2^18 sequences of 2^24 tokens in one micro-batch.
   write("huge-step.json", scenario("H100", "dgx-h100:nodes=1", R"({"tp": 8, "micro_batch": 262144, "global_batch": 262144, "seq_len": 16777216})"));
+  fs::remove("huge-report.json");
   for (const bool estimate : {false, true}) {
     std::vector<std::string> args = {"step", "huge-step.json", "--report", "huge-report.json"};
     if (estimate) args.push_back("--estimate");
@@ -236,6 +240,7 @@ TEST_CASE("hardening: a cluster scenario's step seq_len is bounded") {
   write("cl-long.json", R"({"cluster": {"pools": [{"gpu": "h100", "nodes": 1, "gpus_per_node": 8}]},
       "jobs": {"format": "csv", "path": "cl-jobs.csv", "columns": {"arrival": "submit", "gpus": "n", "duration": "secs", "id": "name"}},
       "throughput": {"source": "step", "model": "llama3-8b", "global_batch": 64, "seq_len": 1099511627776, "reference_gpu": "h100"}})");
+  fs::remove("cl-report.json");
   CHECK(one_error({"cluster", "cl-long.json", "--report", "cl-report.json"}) ==
         "cl-long.json:/throughput/seq_len: found a number 1099511627776, expected a sequence length from 1 to 16777216 tokens (16M "
         "tokens: beyond the longest context any model has trained with)");
@@ -278,6 +283,7 @@ TEST_CASE("hardening: a long dependency cycle is cut with a count") {
   }
   json += "]}";
   write("long-cycle.json", json);
+  fs::remove("cycle-report.json");
   const std::string err = one_error({"replay", "long-cycle.json", "--report", "cycle-report.json"});
   CHECK(err.starts_with("long-cycle.json:/nodes/"));
   CHECK(err.find("dependency cycle of 20000 tasks: ") != std::string::npos);
