@@ -427,7 +427,7 @@ Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
 
 std::vector<sim::ParamSpec> fabric_specs() {
   return {
-      {"nic", sim::ParamType::string, std::string("400 Gb/s"), "bandwidth of each NIC, per direction (one NIC per GPU)"},
+      {"nic", sim::ParamType::string, std::string("400 Gb/s"), "bandwidth of each NIC, per direction (one NIC per GPU), 1 Gb/s to 1 PB/s"},
       {"fabric", sim::ParamType::string, std::string("rail"), "rail (rail-optimized leaf-spine), fat-tree (2 levels) or fat-tree-3"},
       {"leaf_ports", sim::ParamType::integer, std::int64_t{32}, "NIC ports per leaf switch (rail: servers per rail leaf), 1 to 512"},
       {"oversubscription", sim::ParamType::number, 1.0, "leaf downlink over uplink bandwidth (1 = non-blocking), 1 to leaf_ports"},
@@ -542,9 +542,9 @@ const sim::Registry<Builder>& builders() {
     // specification); Gen4 (A100 systems) is half of it.
     const auto dgx_specs = [](std::string_view pcie) {
       std::vector<sim::ParamSpec> s = {
-          {"nodes", sim::ParamType::integer, std::int64_t{1}, "servers"},
-          {"gpus_per_node", sim::ParamType::integer, std::int64_t{8}, "GPUs per server, on one NVSwitch fabric"},
-          {"nvlink", sim::ParamType::string, std::string(), "NVLink bandwidth per GPU per direction (default: the GPU's datasheet)"},
+          {"nodes", sim::ParamType::integer, std::int64_t{1}, "servers (at most 131072 GPUs in all)"},
+          {"gpus_per_node", sim::ParamType::integer, std::int64_t{8}, "GPUs per server, on one NVSwitch fabric (1 to 576)"},
+          {"nvlink", sim::ParamType::string, std::string(), "NVLink bandwidth per GPU per direction, 1 Gb/s to 1 PB/s (default: the GPU's datasheet)"},
           {"pcie", sim::ParamType::string, std::string(pcie), "GPU-NIC PCIe bandwidth per direction"},
       };
       for (sim::ParamSpec& f : fabric_specs()) s.push_back(std::move(f));
@@ -556,8 +556,8 @@ const sim::Registry<Builder>& builders() {
              [gpu](const sim::Params& p) { return std::make_unique<DgxBuilder>(gpu, p); }});
     }
     std::vector<sim::ParamSpec> nvl = {
-        {"domains", sim::ParamType::integer, std::int64_t{1}, "NVLink domains"},
-        {"gpus_per_domain", sim::ParamType::integer, std::int64_t{72}, "GPUs per NVLink domain"},
+        {"domains", sim::ParamType::integer, std::int64_t{1}, "NVLink domains (at most 131072 GPUs in all)"},
+        {"gpus_per_domain", sim::ParamType::integer, std::int64_t{72}, "GPUs per NVLink domain (1 to 576)"},
         {"gpu", sim::ParamType::string, std::string("gb200"), "GPU type (sets the NVLink bandwidth)"},
         {"pcie", sim::ParamType::string, std::string("63 GB/s"), "GPU-NIC bandwidth per direction"},
     };
