@@ -17,6 +17,17 @@
 
 namespace orrery::cli {
 
+namespace {
+// One message of at most 1 PiB: over 3,000 times the largest GPU memory (288 GB).
+constexpr sim::Bytes kMaxMessage{0x1p50};
+constexpr std::string_view kMaxMessageReason = "over 3,000 times the largest GPU memory";
+// 16,777,216 transfers: a plan of about 1 GB, hours of simulation; 1,024 GPUs all-to-all on 8
+// channels is half of it.
+constexpr std::size_t kMaxTransfers = std::size_t{1} << 24;
+// Per-pair sizes are an n x n table.
+constexpr std::size_t kMaxAlltoallvRanks = 4096;
+}  // namespace
+
 void collective(const CollectiveOptions& o, std::ostream& out) {
   check_outputs({{"--trace", o.trace_path}, {"--report", o.report_path}});
   check_at_least(o.ranks, "--ranks", 0, "0: every GPU of the topology");
@@ -25,20 +36,42 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   spec.op = models::parse_collective_op(o.op, "<command line>", "--op");
   spec.algo = models::parse_collective_algo(o.algo, "<command line>", "--algo");
   spec.size = sim::parse_bytes(o.size, {"<command line>", "--size"});
+  if (spec.size > kMaxMessage) {
+    throw sim::InputError("<command line>", "--size",
+                          fmt::format("found {}, expected at most 1 PiB ({})", sim::quote(o.size), kMaxMessageReason));
+  }
+  const auto gpus = static_cast<int>(topology.gpus().size());
+  if (o.ranks < 0 || o.ranks == 1 || o.ranks > gpus) {
+    throw sim::InputError("<command line>", "--ranks",
+                          fmt::format("found {}, expected 0 (all GPUs) or 2 to {} (the GPUs of the topology)", o.ranks, gpus));
+  }
+  // NCCL runs at most 64 channels (MAXCHANNELS); pieces finer than 1/1024 of a step only
+  // multiply the flows of a fluid model.
+  if (o.channels < 0 || o.channels > 64) {
+    throw sim::InputError("<command line>", "--channels",
+                          fmt::format("found {}, expected 0 (automatic) to 64 (NCCL runs at most 64 channels)", o.channels));
+  }
+  if (o.chunks < 1 || o.chunks > 1024) {
+    throw sim::InputError("<command line>", "--chunks",
+                          fmt::format("found {}, expected 1 to 1024 (finer pieces only multiply the flows)", o.chunks));
+  }
+  spec.max_transfers = kMaxTransfers;
   spec.ranks = o.ranks;
   spec.channels = o.channels;
   spec.chunks = o.chunks;
   spec.root = o.root;
   spec.peer = o.peer;
   spec.quantum = o.quantum == "0" ? sim::Duration::zero() : sim::parse_duration(o.quantum, {"<command line>", "--quantum"});
-  if (spec.channels < 0) throw sim::InputError("<command line>", "--channels", "expected 0 (automatic) or more");
-  if (spec.chunks < 1) throw sim::InputError("<command line>", "--chunks", "expected 1 or more");
   if (!o.alltoallv_path.empty()) {
     if (spec.op != models::CollectiveOp::all_to_all) {
       throw sim::InputError("<command line>", "--alltoallv", "per-pair sizes need --op all-to-all");
     }
     const traces::CsvTable csv = traces::read_csv_file(o.alltoallv_path);
-    const auto n = static_cast<std::size_t>(spec.ranks > 0 ? spec.ranks : static_cast<int>(topology.gpus().size()));
+    const auto n = static_cast<std::size_t>(spec.ranks > 0 ? spec.ranks : gpus);
+    if (n > kMaxAlltoallvRanks) {
+      throw sim::InputError("<command line>", "--alltoallv",
+                            fmt::format("{} ranks, expected at most {} for per-pair sizes (a table of n x n pairs)", n, kMaxAlltoallvRanks));
+    }
     spec.pair_bytes.assign(n * n, 0.0);
     for (std::size_t r = 0; r < csv.rows.size(); ++r) {
       const std::string where = fmt::format("line {}", csv.lines[r]);
@@ -51,13 +84,25 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
       };
       const std::size_t from = rank("from"), to = rank("to");
       if (from == to) throw sim::InputError(csv.source, where, fmt::format("from and to are both rank {}; expected two ranks", from));
-      spec.pair_bytes[from * n + to] += sim::parse_bytes(csv.at(r, "bytes"), {csv.source, where}).value();
+      const sim::Bytes bytes = sim::parse_bytes(csv.at(r, "bytes"), {csv.source, where});
+      if (bytes > kMaxMessage) {
+        throw sim::InputError(csv.source, where, fmt::format("bytes {}: expected at most 1 PiB ({})", sim::quote(csv.at(r, "bytes")), kMaxMessageReason));
+      }
+      spec.pair_bytes[from * n + to] += bytes.value();
     }
   }
 
   const bool counters = !o.trace_path.empty();
-  const models::CollectiveResult r = models::run_collective(topology, spec, {}, counters);
-  const sim::Duration estimate = models::alpha_beta(topology, spec);
+  models::CollectiveResult r;
+  sim::Duration estimate;
+  try {
+    r = models::run_collective(topology, spec, {}, counters);
+    estimate = models::alpha_beta(topology, spec);
+  } catch (const sim::DurationOverflow& e) {
+    // Sizes and bandwidths are each in range, but together too far apart.
+    throw sim::InputError("<command line>", "--size",
+                          fmt::format("{} on {}: {}; expected a smaller size or faster links", sim::quote(o.size), sim::quote(o.topology), e.what()));
+  }
 
   out << fmt::format("collective {} ({}) of {} on {} ranks, {} channels\n", models::to_string(spec.op),
                      models::to_string(spec.algo), sim::to_string(spec.size), r.ranks, r.channels);

@@ -73,7 +73,9 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
   s.global_batch = top.required("global_batch").as_int_in(1, 1 << 30);
   if (auto v = top.optional("seq_len")) {
     s.seq_len = v->as_int();
-    if (s.seq_len < 1) v->fail_expected("a positive number of tokens");
+    if (s.seq_len < 1 || s.seq_len > models::kMaxSeqLen) {
+      v->fail_expected(fmt::format("a sequence length from 1 to {} tokens ({})", models::kMaxSeqLen, models::kMaxSeqLenReason));
+    }
   }
   // The memory rule of step and sweep (models::memory_budget); a limit may only be stricter.
   const models::MemoryBudget budget = models::memory_budget(s.gpu);

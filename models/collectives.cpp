@@ -108,9 +108,15 @@ Layout layout_of(const Topology& t, int n) {
   return l;
 }
 
+// What a plan may hold: at most `transfers` (0: no limit), with the sizes that made it.
+struct PlanLimit {
+  std::size_t transfers = 0;
+  int ranks = 0, channels = 0, chunks = 0;
+};
+
 class PlanBuilder {
  public:
-  explicit PlanBuilder(CollectivePlan& plan) : plan_(plan) {}
+  PlanBuilder(CollectivePlan& plan, PlanLimit limit) : plan_(plan), limit_(limit) {}
   // A transfer after `deps` (kNone entries are ignored); returns its id.
   std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, std::initializer_list<std::uint32_t> deps,
                     bool nvls = false) {
@@ -124,6 +130,12 @@ class PlanBuilder {
  private:
   std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::uint32_t* first,
                     const std::uint32_t* last, bool nvls) {
+    if (limit_.transfers > 0 && plan_.transfers.size() >= limit_.transfers) {
+      throw InputError("<command line>", "--chunks",
+                       fmt::format("{} ranks x {} channels x {} chunks make a plan of more than {} transfers; expected fewer "
+                                   "--ranks, --channels or --chunks",
+                                   limit_.ranks, limit_.channels, limit_.chunks, limit_.transfers));
+    }
     const auto begin = static_cast<std::uint32_t>(plan_.deps.size());
     for (; first != last; ++first) {
       if (*first != kNone) plan_.deps.push_back(*first);
@@ -132,6 +144,7 @@ class PlanBuilder {
     return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
   }
   CollectivePlan& plan_;
+  PlanLimit limit_;
 };
 
 // The ring order of channel c. Across servers, a ring enters server i at local GPU (c + i)
@@ -277,10 +290,10 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
   const Layout l = layout_of(t, n);
   CollectivePlan plan;
   plan.ranks = n;
-  PlanBuilder b(plan);
   const double size = s.size.value();
   const int chunks = default_chunks(s);
   const int channels = default_channels(t, l, s);
+  PlanBuilder b(plan, {s.max_transfers, n, channels, chunks});
   plan.channels = channels;
 
   switch (s.algo) {

@@ -58,6 +58,8 @@ struct CollectiveSpec {
   // The flow network re-solves departures on this grid (sim::FlowNetwork::set_departure_quantum);
   // zero: at once, exact.
   sim::Duration quantum = sim::Duration::zero();
+  // The most transfers the plan may hold (0: no limit): an InputError naming --chunks beyond it.
+  std::size_t max_transfers = 0;
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.

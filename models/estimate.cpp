@@ -22,9 +22,9 @@ double seconds_of(const CostModel& cost, const Kernel& k) { return cost.time(k).
 }  // namespace
 
 MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedule& schedule) {
-  validate_model(sc.model, "<scenario>", "/model");
-  validate_plan(sc.plan, sc.model, cluster_gpus(sc.topology), "<scenario>", "/plan");
-  const PipelinePlan order = schedule.plan({sc.plan.pp, sc.plan.micro_batches(), sc.plan.vp}, "<scenario>", "/plan/schedule");
+  validate_model(sc.model, sc.source, "/model");
+  validate_plan(sc.plan, sc.model, cluster_gpus(sc.topology), sc.source, "/plan");
+  const PipelinePlan order = schedule.plan({sc.plan.pp, sc.plan.micro_batches(), sc.plan.vp}, sc.source, "/plan/schedule");
   return estimate_memory(sc.plan, sc.model, order);
 }
 
@@ -33,14 +33,32 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   return estimate_step(sc, cost, schedule, fabric);
 }
 
+namespace {
+StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric);
+}  // namespace
+
 StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric) {
+  try {
+    StepEstimate e = estimate_step_unchecked(sc, cost, schedule, fabric);
+    // The estimate sums in seconds; the emulator of the same step would pass the clock.
+    if (!(e.step_time_s < 9.2e9)) {
+      throw sim::DurationOverflow(fmt::format("a step of {:.3g} s passes the clock's range of 292 years", e.step_time_s));
+    }
+    return e;
+  } catch (const sim::DurationOverflow& e) {
+    throw step_overflow(sc, e);
+  }
+}
+
+namespace {
+StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
-  validate_model(m, "<scenario>", "/model");
-  validate_plan(p, m, cluster_gpus(sc.topology), "<scenario>", "/plan");
+  validate_model(m, sc.source, "/model");
+  validate_plan(p, m, cluster_gpus(sc.topology), sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
-  const PipelinePlan order = schedule.plan(shape, "<scenario>", "/plan/schedule");
+  const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
 
   StepEstimate e;
   e.micro_batches = mbs;
@@ -325,5 +343,6 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
   e.mfu = model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
   return e;
 }
+}  // namespace
 
 }  // namespace orrery::models

@@ -28,6 +28,7 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   };
   positive("tp", p.tp), positive("pp", p.pp), positive("vp", p.vp), positive("dp", p.dp), positive("cp", p.cp), positive("ep", p.ep);
   positive("micro_batch", p.micro_batch), positive("global_batch", p.global_batch), positive("seq_len", p.seq_len);
+  if (p.seq_len > kMaxSeqLen) bad("seq_len", fmt::format("found {}, expected at most {} tokens ({})", p.seq_len, kMaxSeqLen, kMaxSeqLenReason));
   if (p.zero < 0 || p.zero > 3) bad("zero", fmt::format("found {}, expected a ZeRO stage 0, 1, 2 or 3", p.zero));
   if (m.heads % p.tp != 0) bad("tp", fmt::format("tp={} does not divide {} attention heads", p.tp, m.heads));
   if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {

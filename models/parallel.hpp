@@ -21,6 +21,11 @@ enum class CpKind : std::uint8_t { ring, ulysses };
 std::string_view to_string(Recompute);
 std::string_view to_string(CpKind);
 
+// The longest sequence a plan takes: 2^24 = 16,777,216 tokens, beyond the longest context any
+// model has trained with (10M); longer ones only push kernel times past the clock.
+inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+inline constexpr std::string_view kMaxSeqLenReason = "16M tokens: beyond the longest context any model has trained with";
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;

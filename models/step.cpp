@@ -507,16 +507,37 @@ double step_model_flops(const ModelSpec& m, const ParallelPlan& p) {
   return 3 * forward * p.global_batch;
 }
 
+sim::InputError step_overflow(const StepScenario& sc, const sim::DurationOverflow& e) {
+  const ParallelPlan& p = sc.plan;
+  return sim::InputError(sc.source, "/plan",
+                         fmt::format("{} with seq_len {}, micro_batch {} and global_batch {} on {}: {}; expected a shorter seq_len, "
+                                     "a smaller batch or a faster GPU",
+                                     sc.model.name, p.seq_len, p.micro_batch, p.global_batch, sc.gpu.name, e.what()));
+}
+
+namespace {
+StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options);
+}  // namespace
+
 StepResult run_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
+  try {
+    return run_step_unchecked(sc, cost, schedule, options);
+  } catch (const sim::DurationOverflow& e) {
+    throw step_overflow(sc, e);
+  }
+}
+
+namespace {
+StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
   const ClusterSpec cluster = parse_cluster(sc.topology);
   const int cluster_gpus = cluster.units() * cluster.per_unit();
-  validate_model(m, "<scenario>", "/model");
-  validate_plan(p, m, cluster_gpus, "<scenario>", "/plan");
+  validate_model(m, sc.source, "/model");
+  validate_plan(p, m, cluster_gpus, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
-  const PipelinePlan order = schedule.plan(shape, "<scenario>", "/plan/schedule");
+  const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
   const int vstages = p.virtual_stages();
 
   CommCost comm(cluster);
@@ -916,6 +937,7 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
   }
   return result;
 }
+}  // namespace
 
 std::vector<std::vector<int>> stage_layers(const ParallelPlan& p, const ModelSpec& m) {
   std::vector<std::vector<int>> out(static_cast<std::size_t>(std::max(1, p.pp)));

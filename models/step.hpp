@@ -17,6 +17,7 @@
 #include "models/llm.hpp"
 #include "models/parallel.hpp"
 #include "models/pipeline.hpp"
+#include "sim/error.hpp"
 #include "sim/executor.hpp"
 #include "sim/task_graph.hpp"
 #include "sim/units.hpp"
@@ -33,6 +34,7 @@ struct StepScenario {
   ParallelPlan plan;
   GpuSpec gpu;
   std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
+  std::string source = "<scenario>";  // the scenario file, named by errors found when it runs
 };
 
 // The one memory rule of `orrery step`, `sweep` and `plan`: a plan fits when its peak per GPU
@@ -78,6 +80,11 @@ TrainingTime training_time(double tokens, const ParallelPlan& plan, double step_
 // at 256 GPUs: "dgx-h100:nodes=32,gpus_per_node=8,nic=200Gb/s"). InputError at (source, where)
 // when `gpus` is not a positive multiple of the GPUs per server.
 std::string topology_with_gpus(const std::string& spec, int gpus, std::string_view source, std::string_view where);
+
+// The InputError for a step whose times pass the clock's range (sim::DurationOverflow): each
+// input in range, but together too large (a long sequence on a slow GPU). It names the
+// scenario's plan and the sizes that drive the times.
+sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationOverflow& e);
 
 struct StepOptions {
   bool reuse = true;

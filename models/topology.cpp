@@ -334,67 +334,132 @@ void attach_fabric(Topology& t, const std::vector<std::vector<NodeIndex>>& nics,
   }
 }
 
+// Where a spec came from. On the command line the place is the spec itself ("<command line>:
+// topology "dgx-h100:nodes=0" parameter nodes: ..."); in a file it is the JSON pointer of the
+// string, and the message quotes the spec ("s.json:/cluster/topology: topology "..." parameter
+// nodes: ...").
 struct BuildContext {
+  BuildContext(std::string_view src, std::string_view ptr, std::string quoted) : source(src), pointer(ptr), spec(std::move(quoted)) {}
   std::string_view source;
-  std::string where;  // the spec string, quoted
+  std::string_view pointer;  // empty on the command line
+  std::string spec;          // "topology \"dgx-h100:nodes=4\"", the user's own text quoted
+
+  sim::InputLocation location(std::string_view param) const {
+    where_ = pointer.empty() ? (param.empty() ? spec : fmt::format("{} parameter {}", spec, param)) : std::string(pointer);
+    return {source, where_};
+  }
+  [[noreturn]] void fail(std::string_view param, const std::string& message) const {
+    const sim::InputLocation at = location(param);
+    if (!pointer.empty()) {
+      throw InputError(std::string(source), std::string(pointer),
+                       param.empty() ? fmt::format("{}: {}", spec, message) : fmt::format("{} parameter {}: {}", spec, param, message));
+    }
+    throw InputError(std::string(source), std::string(at.where), message);
+  }
+
+ private:
+  mutable std::string where_;
 };
 
-sim::BytesPerSecond bandwidth_param(const sim::Params& p, std::string_view name, const BuildContext& at) {
-  const std::string where = fmt::format("{} parameter {}", at.where, name);
-  const sim::BytesPerSecond bw = sim::parse_bandwidth(p.get_string(name), {at.source, where});
-  if (bw.value() <= 0) throw InputError(std::string(at.source), where, fmt::format("bandwidth must be positive, found {}", quote(p.get_string(name))));
-  return bw;
+// Every numeric parameter has a range, so that no spec builds a graph beyond memory or a link
+// whose transfers outlast the clock.
+// 131072 GPUs: above the largest training clusters reported (about 100,000 GPUs).
+constexpr std::int64_t kMaxGpus = 131072;
+// 576 GPUs: the largest NVLink domain announced (NVL576); one NVSwitch fabric per server or domain.
+constexpr std::int64_t kMaxGpusPerUnit = 576;
+// 512 ports: a 51.2 Tb/s switch at 100 Gb/s per port, the highest radix shipped.
+constexpr std::int64_t kMaxSwitchPorts = 512;
+// 8 planes: every plane is a full copy of the fabric.
+constexpr std::int64_t kMaxPlanes = 8;
+
+std::int64_t int_param(const sim::Params& p, std::string_view name, std::int64_t hi, std::string_view why, const BuildContext& at) {
+  const std::int64_t v = p.get_int(name);
+  if (v < 1 || v > hi) at.fail(name, fmt::format("found {}, expected a positive integer of at most {} ({})", v, hi, why));
+  return v;
 }
 
-std::int64_t positive(const sim::Params& p, std::string_view name, const BuildContext& at) {
-  const std::int64_t v = p.get_int(name);
-  if (v <= 0) {
-    throw InputError(std::string(at.source), fmt::format("{} parameter {}", at.where, name),
-                     fmt::format("found {}, expected a positive integer", v));
+sim::BytesPerSecond bandwidth_param(const sim::Params& p, std::string_view name, const BuildContext& at) {
+  const std::string& text = p.get_string(name);
+  const sim::BytesPerSecond bw = sim::parse_bandwidth(text, at.location(name));
+  if (bw.value() <= 0) at.fail(name, fmt::format("bandwidth must be positive, found {}", quote(text)));
+  if (bw < kMinLinkBandwidth || bw > kMaxLinkBandwidth) {
+    at.fail(name, fmt::format("found {}, expected a bandwidth from 1 Gb/s to 1 PB/s ({})", quote(text), kLinkBandwidthRange));
   }
-  return v;
+  return bw;
 }
 
 Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
   const std::string routing = p.get_string("routing");
   if (routing != "ecmp" && routing != "spray") {
-    throw InputError(std::string(at.source), fmt::format("{} parameter routing", at.where),
-                     fmt::format("unknown routing {}{}; valid: ecmp, spray", quote(routing), sim::did_you_mean(routing, {"ecmp", "spray"})));
+    at.fail("routing", fmt::format("unknown routing {}{}; valid: ecmp, spray", quote(routing), sim::did_you_mean(routing, {"ecmp", "spray"})));
   }
-  Fabric f{p.get_string("fabric"), bandwidth_param(p, "nic", at), positive(p, "leaf_ports", at),
-           p.get_number("oversubscription"), positive(p, "planes", at), positive(p, "pod_leaves", at), routing == "spray"};
+  Fabric f{p.get_string("fabric"),
+           bandwidth_param(p, "nic", at),
+           int_param(p, "leaf_ports", kMaxSwitchPorts, "a 51.2 Tb/s switch has 512 ports of 100 Gb/s", at),
+           p.get_number("oversubscription"),
+           int_param(p, "planes", kMaxPlanes, "every plane is a full copy of the fabric", at),
+           int_param(p, "pod_leaves", kMaxSwitchPorts, "a spine switch has at most 512 ports", at),
+           routing == "spray"};
   if (f.spray && f.kind == "fat-tree-3") {
-    throw InputError(std::string(at.source), fmt::format("{} parameter routing", at.where),
-                     "spray is modelled for two-level fabrics (rail, fat-tree); use ecmp with fat-tree-3");
+    at.fail("routing", "spray is modelled for two-level fabrics (rail, fat-tree); use ecmp with fat-tree-3");
   }
   if (f.kind != "rail" && f.kind != "fat-tree" && f.kind != "fat-tree-3") {
-    throw InputError(std::string(at.source), fmt::format("{} parameter fabric", at.where),
-                     fmt::format("unknown fabric {}{}; valid: rail, fat-tree, fat-tree-3", quote(f.kind),
-                                 sim::did_you_mean(f.kind, {"rail", "fat-tree", "fat-tree-3"})));
+    at.fail("fabric", fmt::format("unknown fabric {}{}; valid: rail, fat-tree, fat-tree-3", quote(f.kind),
+                                  sim::did_you_mean(f.kind, {"rail", "fat-tree", "fat-tree-3"})));
   }
   if (!(f.oversubscription >= 1.0)) {
-    throw InputError(std::string(at.source), fmt::format("{} parameter oversubscription", at.where),
-                     fmt::format("found {}, expected a ratio of at least 1", f.oversubscription));
+    at.fail("oversubscription", fmt::format("found {}, expected a ratio of at least 1", f.oversubscription));
+  }
+  if (!(f.oversubscription <= static_cast<double>(f.leaf_down))) {
+    at.fail("oversubscription", fmt::format("found {}, expected a ratio from 1 to leaf_ports = {} (a leaf keeps at least one uplink)",
+                                            f.oversubscription, f.leaf_down));
+  }
+  // The leaf uplinks attach_fabric derives: spraying puts a leaf's whole uplink capacity on one link.
+  const double port = f.nic.value() / static_cast<double>(f.planes);
+  const double spines = f.spray ? 1.0 : std::max(1.0, std::round(static_cast<double>(f.leaf_down) / f.oversubscription));
+  const double uplink = port * static_cast<double>(f.leaf_down) / (f.oversubscription * spines);
+  if (uplink > kMaxLinkBandwidth.value()) {
+    at.fail("nic", fmt::format("{} makes leaf uplinks of {}, expected at most 1 PB/s per link ({})", quote(p.get_string("nic")),
+                               sim::to_string(sim::BytesPerSecond(uplink)), kLinkBandwidthRange));
   }
   return f;
 }
 
 std::vector<sim::ParamSpec> fabric_specs() {
   return {
-      {"nic", sim::ParamType::string, std::string("400 Gb/s"), "bandwidth of each NIC, per direction (one NIC per GPU)"},
+      {"nic", sim::ParamType::string, std::string("400 Gb/s"), "bandwidth of each NIC, per direction (one NIC per GPU), 1 Gb/s to 1 PB/s"},
       {"fabric", sim::ParamType::string, std::string("rail"), "rail (rail-optimized leaf-spine), fat-tree (2 levels) or fat-tree-3"},
-      {"leaf_ports", sim::ParamType::integer, std::int64_t{32}, "NIC ports per leaf switch (rail: servers per rail leaf)"},
-      {"oversubscription", sim::ParamType::number, 1.0, "leaf downlink over uplink bandwidth (1 = non-blocking)"},
-      {"planes", sim::ParamType::integer, std::int64_t{1}, "independent fabric planes; each NIC splits its bandwidth over them"},
-      {"pod_leaves", sim::ParamType::integer, std::int64_t{8}, "fat-tree-3: leaves per pod"},
+      {"leaf_ports", sim::ParamType::integer, std::int64_t{32}, "NIC ports per leaf switch (rail: servers per rail leaf), 1 to 512"},
+      {"oversubscription", sim::ParamType::number, 1.0, "leaf downlink over uplink bandwidth (1 = non-blocking), 1 to leaf_ports"},
+      {"planes", sim::ParamType::integer, std::int64_t{1}, "independent fabric planes; each NIC splits its bandwidth over them (1 to 8)"},
+      {"pod_leaves", sim::ParamType::integer, std::int64_t{8}, "fat-tree-3: leaves per pod, 1 to 512"},
       {"routing", sim::ParamType::string, std::string("ecmp"),
        "ecmp (per-flow hash over equal-cost spines) or spray (adaptive routing: flows spread evenly)"},
   };
 }
 
+// A spec's parameters, checked: what a builder needs, nothing built yet.
+struct Shape {
+  const GpuLinkSpec* gpu = nullptr;
+  std::int64_t units = 0;     // servers or NVLink domains
+  std::int64_t per_unit = 0;  // GPUs in each
+  sim::BytesPerSecond nvlink;
+  sim::BytesPerSecond pcie;
+  Fabric fabric;
+};
+
+// The units x GPUs per unit of a spec, within kMaxGpus.
+void check_gpu_count(const Shape& s, std::string_view units_key, std::string_view per_key, const BuildContext& at) {
+  if (s.units * s.per_unit > kMaxGpus) {
+    at.fail(units_key, fmt::format("{} x {} = {} x {} = {} GPUs, expected at most {} (above the largest training clusters built)",
+                                   units_key, per_key, s.units, s.per_unit, s.units * s.per_unit, kMaxGpus));
+  }
+}
+
 struct Builder {
   virtual ~Builder() = default;
-  virtual Topology build(const BuildContext& at) const = 0;
+  virtual Shape check(const BuildContext& at) const = 0;
+  virtual Topology build(const Shape& shape) const = 0;
 };
 
 // HGX/DGX servers: `gpus` GPUs on one NVSwitch fabric (modelled as one non-blocking switch
@@ -403,28 +468,33 @@ struct DgxBuilder : Builder {
   std::string gpu;
   sim::Params p;
   DgxBuilder(std::string g, sim::Params params) : gpu(std::move(g)), p(std::move(params)) {}
-  Topology build(const BuildContext& at) const override {
-    const GpuLinkSpec& spec = gpu_link_spec(gpu, at.source, at.where);
-    const std::int64_t nodes = positive(p, "nodes", at);
-    const std::int64_t per_node = positive(p, "gpus_per_node", at);
-    const sim::BytesPerSecond nvlink = p.get_string("nvlink").empty() ? spec.nvlink : bandwidth_param(p, "nvlink", at);
-    const sim::BytesPerSecond pcie = bandwidth_param(p, "pcie", at);
-    const Fabric fabric = fabric_params(p, at);
+  Shape check(const BuildContext& at) const override {
+    Shape s;
+    s.gpu = &gpu_link_spec(gpu, at.source, at.location("").where);
+    s.units = int_param(p, "nodes", kMaxGpus, "the GPUs of the largest training clusters built", at);
+    s.per_unit = int_param(p, "gpus_per_node", kMaxGpusPerUnit, "the largest NVLink domain announced, NVL576", at);
+    check_gpu_count(s, "nodes", "gpus_per_node", at);
+    s.nvlink = p.get_string("nvlink").empty() ? s.gpu->nvlink : bandwidth_param(p, "nvlink", at);
+    s.pcie = bandwidth_param(p, "pcie", at);
+    s.fabric = fabric_params(p, at);
+    return s;
+  }
+  Topology build(const Shape& s) const override {
     Topology t;
-    std::vector<std::vector<NodeIndex>> nics(static_cast<std::size_t>(nodes));
-    for (std::int64_t s = 0; s < nodes; ++s) {
-      const auto server = static_cast<std::int32_t>(s);
+    std::vector<std::vector<NodeIndex>> nics(static_cast<std::size_t>(s.units));
+    for (std::int64_t n = 0; n < s.units; ++n) {
+      const auto server = static_cast<std::int32_t>(n);
       std::vector<NodeIndex> gpus;
-      for (std::int64_t g = 0; g < per_node; ++g) gpus.push_back(t.add_node(fmt::format("s{}.gpu{}", s, g), NodeKind::gpu, server));
-      const NodeIndex nvswitch = t.add_node(fmt::format("s{}.nvswitch", s), NodeKind::nvswitch, server, spec.nvls_efficiency);
-      for (std::int64_t g = 0; g < per_node; ++g) {
-        t.connect(gpus[static_cast<std::size_t>(g)], nvswitch, nvlink, kNvlinkLatency, LinkKind::nvlink);
-        const NodeIndex nic = t.add_node(fmt::format("s{}.nic{}", s, g), NodeKind::nic, server);
-        t.connect(gpus[static_cast<std::size_t>(g)], nic, pcie, kPcieLatency, LinkKind::pcie);
-        nics[static_cast<std::size_t>(s)].push_back(nic);
+      for (std::int64_t g = 0; g < s.per_unit; ++g) gpus.push_back(t.add_node(fmt::format("s{}.gpu{}", n, g), NodeKind::gpu, server));
+      const NodeIndex nvswitch = t.add_node(fmt::format("s{}.nvswitch", n), NodeKind::nvswitch, server, s.gpu->nvls_efficiency);
+      for (std::int64_t g = 0; g < s.per_unit; ++g) {
+        t.connect(gpus[static_cast<std::size_t>(g)], nvswitch, s.nvlink, kNvlinkLatency, LinkKind::nvlink);
+        const NodeIndex nic = t.add_node(fmt::format("s{}.nic{}", n, g), NodeKind::nic, server);
+        t.connect(gpus[static_cast<std::size_t>(g)], nic, s.pcie, kPcieLatency, LinkKind::pcie);
+        nics[static_cast<std::size_t>(n)].push_back(nic);
       }
     }
-    if (nodes > 1) attach_fabric(t, nics, fabric);
+    if (s.units > 1) attach_fabric(t, nics, s.fabric);
     return t;
   }
 };
@@ -434,27 +504,33 @@ struct DgxBuilder : Builder {
 struct Nvl72Builder : Builder {
   sim::Params p;
   explicit Nvl72Builder(sim::Params params) : p(std::move(params)) {}
-  Topology build(const BuildContext& at) const override {
-    const GpuLinkSpec& spec = gpu_link_spec(p.get_string("gpu"), at.source, at.where);
-    const std::int64_t domains = positive(p, "domains", at);
-    const std::int64_t per_domain = positive(p, "gpus_per_domain", at);
-    const sim::BytesPerSecond pcie = bandwidth_param(p, "pcie", at);
-    const Fabric fabric = fabric_params(p, at);
+  Shape check(const BuildContext& at) const override {
+    Shape s;
+    s.gpu = &gpu_link_spec(p.get_string("gpu"), at.source, at.location("gpu").where);
+    s.units = int_param(p, "domains", kMaxGpus, "the GPUs of the largest training clusters built", at);
+    s.per_unit = int_param(p, "gpus_per_domain", kMaxGpusPerUnit, "the largest NVLink domain announced, NVL576", at);
+    check_gpu_count(s, "domains", "gpus_per_domain", at);
+    s.nvlink = s.gpu->nvlink;
+    s.pcie = bandwidth_param(p, "pcie", at);
+    s.fabric = fabric_params(p, at);
+    return s;
+  }
+  Topology build(const Shape& s) const override {
     Topology t;
     std::vector<std::vector<NodeIndex>> nics;  // per tray of 4
-    for (std::int64_t d = 0; d < domains; ++d) {
-      const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, spec.nvls_efficiency);
-      for (std::int64_t g = 0; g < per_domain; ++g) {
-        const auto tray = static_cast<std::int32_t>((d * per_domain + g) / 4);
+    for (std::int64_t d = 0; d < s.units; ++d) {
+      const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, s.gpu->nvls_efficiency);
+      for (std::int64_t g = 0; g < s.per_unit; ++g) {
+        const auto tray = static_cast<std::int32_t>((d * s.per_unit + g) / 4);
         const NodeIndex gpu = t.add_node(fmt::format("d{}.gpu{}", d, g), NodeKind::gpu, tray);
-        t.connect(gpu, nvswitch, spec.nvlink, kNvlinkLatency, LinkKind::nvlink);
+        t.connect(gpu, nvswitch, s.nvlink, kNvlinkLatency, LinkKind::nvlink);
         const NodeIndex nic = t.add_node(fmt::format("d{}.nic{}", d, g), NodeKind::nic, tray);
-        t.connect(gpu, nic, pcie, kPcieLatency, LinkKind::pcie);
+        t.connect(gpu, nic, s.pcie, kPcieLatency, LinkKind::pcie);
         if (static_cast<std::size_t>(tray) >= nics.size()) nics.emplace_back();
         nics[static_cast<std::size_t>(tray)].push_back(nic);
       }
     }
-    if (domains > 1) attach_fabric(t, nics, fabric);
+    if (s.units > 1) attach_fabric(t, nics, s.fabric);
     return t;
   }
 };
@@ -466,9 +542,9 @@ const sim::Registry<Builder>& builders() {
     // specification); Gen4 (A100 systems) is half of it.
     const auto dgx_specs = [](std::string_view pcie) {
       std::vector<sim::ParamSpec> s = {
-          {"nodes", sim::ParamType::integer, std::int64_t{1}, "servers"},
-          {"gpus_per_node", sim::ParamType::integer, std::int64_t{8}, "GPUs per server, on one NVSwitch fabric"},
-          {"nvlink", sim::ParamType::string, std::string(), "NVLink bandwidth per GPU per direction (default: the GPU's datasheet)"},
+          {"nodes", sim::ParamType::integer, std::int64_t{1}, "servers (at most 131072 GPUs in all)"},
+          {"gpus_per_node", sim::ParamType::integer, std::int64_t{8}, "GPUs per server, on one NVSwitch fabric (1 to 576)"},
+          {"nvlink", sim::ParamType::string, std::string(), "NVLink bandwidth per GPU per direction, 1 Gb/s to 1 PB/s (default: the GPU's datasheet)"},
           {"pcie", sim::ParamType::string, std::string(pcie), "GPU-NIC PCIe bandwidth per direction"},
       };
       for (sim::ParamSpec& f : fabric_specs()) s.push_back(std::move(f));
@@ -480,8 +556,8 @@ const sim::Registry<Builder>& builders() {
              [gpu](const sim::Params& p) { return std::make_unique<DgxBuilder>(gpu, p); }});
     }
     std::vector<sim::ParamSpec> nvl = {
-        {"domains", sim::ParamType::integer, std::int64_t{1}, "NVLink domains"},
-        {"gpus_per_domain", sim::ParamType::integer, std::int64_t{72}, "GPUs per NVLink domain"},
+        {"domains", sim::ParamType::integer, std::int64_t{1}, "NVLink domains (at most 131072 GPUs in all)"},
+        {"gpus_per_domain", sim::ParamType::integer, std::int64_t{72}, "GPUs per NVLink domain (1 to 576)"},
         {"gpu", sim::ParamType::string, std::string("gb200"), "GPU type (sets the NVLink bandwidth)"},
         {"pcie", sim::ParamType::string, std::string("63 GB/s"), "GPU-NIC bandwidth per direction"},
     };
@@ -493,42 +569,88 @@ const sim::Registry<Builder>& builders() {
   return registry;
 }
 
-// "4" -> integer, "1.5" -> number, "true" -> boolean, anything else -> string.
-sim::ParamValue param_value(std::string_view text) {
-  std::int64_t i = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), i); ec == std::errc() && end == text.data() + text.size()) return i;
-  double d = 0;
-  if (auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d); ec == std::errc() && end == text.data() + text.size()) return d;
-  if (text == "true") return true;
-  if (text == "false") return false;
+// The value of `key` in a spec, read as the parameter's declared type: integers in digits only
+// ("1e0" and "1;x" are not server counts), numbers finite, booleans true or false.
+sim::ParamValue param_value(const sim::ParamSpec& spec, std::string_view key, std::string_view text, const BuildContext& at) {
+  const auto whole = [&](auto& value) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc() && end == text.data() + text.size();
+  };
+  switch (spec.type) {
+    case sim::ParamType::integer: {
+      std::int64_t i = 0;
+      if (!whole(i)) at.fail(key, fmt::format("found {}, expected an integer (digits only)", quote(text)));
+      return i;
+    }
+    case sim::ParamType::number: {
+      double d = 0;
+      if (!whole(d) || !std::isfinite(d)) at.fail(key, fmt::format("found {}, expected a finite number", quote(text)));
+      return d;
+    }
+    case sim::ParamType::boolean:
+      if (text != "true" && text != "false") at.fail(key, fmt::format("found {}, expected true or false", quote(text)));
+      return text == "true";
+    case sim::ParamType::string:
+      if (text.empty()) at.fail(key, "found an empty value, expected one (or leave the key out for its default)");
+      return std::string(text);
+  }
   return std::string(text);
 }
 
-}  // namespace
-
-Topology build_topology(std::string_view spec, std::string_view source) {
-  const BuildContext at{source, fmt::format("topology {}", quote(spec))};
+// Parses and checks a spec: its kind, every key known and given once, every value of its type
+// and range. Nothing is built.
+std::pair<std::unique_ptr<Builder>, Shape> checked_spec(std::string_view spec, const BuildContext& at) {
   const auto colon = spec.find(':');
   const std::string_view kind = spec.substr(0, colon);
+  const auto& entry = builders().get(kind, at.location(""));
   sim::GivenParams given;
   if (colon != std::string_view::npos) {
     std::string_view rest = spec.substr(colon + 1);
-    while (!rest.empty()) {
+    std::vector<std::string> keys;
+    for (const sim::ParamSpec& p : entry.params) keys.push_back(p.name);
+    while (true) {
       const auto comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
       const auto eq = item.find('=');
       if (eq == std::string_view::npos || eq == 0) {
-        throw InputError(std::string(source), at.where,
-                         fmt::format("found {}, expected key=value (e.g. \"dgx-h100:nodes=4,nic=400Gb/s\")", quote(item)));
+        at.fail("", fmt::format("found {}, expected key=value (e.g. \"dgx-h100:nodes=4,nic=400Gb/s\")", quote(item)));
       }
-      given[std::string(item.substr(0, eq))] = param_value(item.substr(eq + 1));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const std::string_view key = item.substr(0, eq);
+      const auto declared = std::find_if(entry.params.begin(), entry.params.end(), [&](const sim::ParamSpec& p) { return p.name == key; });
+      if (declared == entry.params.end()) {
+        std::string listed;
+        for (const auto& k : keys) listed += (listed.empty() ? "" : ", ") + k;
+        at.fail("", fmt::format("unknown parameter {} of topology {}{}; valid: {}", quote(key), quote(kind), sim::did_you_mean(key, keys), listed));
+      }
+      if (given.contains(key)) at.fail(key, "given twice; expected each parameter once");
+      given.emplace(std::string(key), param_value(*declared, key, item.substr(eq + 1), at));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
     }
   }
-  const auto builder = builders().create(kind, given, {source, at.where});
-  Topology t = builder->build(at);
+  std::unique_ptr<Builder> builder = builders().create(kind, given, at.location(""));
+  Shape shape = builder->check(at);
+  return {std::move(builder), shape};
+}
+
+BuildContext context_of(std::string_view spec, std::string_view source, std::string_view where) {
+  return BuildContext{source, where, fmt::format("topology {}", quote(spec))};
+}
+
+}  // namespace
+
+TopologySpecInfo check_topology_spec(std::string_view spec, std::string_view source, std::string_view where) {
+  const BuildContext at = context_of(spec, source, where);
+  const auto [builder, shape] = checked_spec(spec, at);
+  return {shape.units * shape.per_unit, shape.units, shape.per_unit, std::string(shape.gpu->name)};
+}
+
+Topology build_topology(std::string_view spec, std::string_view source, std::string_view where) {
+  const BuildContext at = context_of(spec, source, where);
+  const auto [builder, shape] = checked_spec(spec, at);
+  Topology t = builder->build(shape);
   const std::vector<std::string> problems = t.problems();
-  ORRERY_CHECK(problems.empty(), "builder {} made an unsound topology: {}", kind, problems.front());
+  ORRERY_CHECK(problems.empty(), "builder {} made an unsound topology: {}", spec.substr(0, spec.find(':')), problems.front());
   return t;
 }
 

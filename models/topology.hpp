@@ -104,11 +104,32 @@ struct GpuLinkSpec {
 };
 const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, std::string_view where);
 
+// The range of a link's bandwidth, per direction, in every topology (spec or file): 1 Gb/s is
+// slower than any link that carries training traffic; 1 PB/s is beyond any link built (and the
+// flow network's capacity limit). Within it no transfer of a bounded size outlasts the clock.
+inline constexpr sim::BytesPerSecond kMinLinkBandwidth{1e9 / 8};
+inline constexpr sim::BytesPerSecond kMaxLinkBandwidth{1e15};
+inline constexpr std::string_view kLinkBandwidthRange = "slower links carry no training traffic; faster ones are not built";
+// A link's latency, at most 1 s: light crosses the Earth in under 70 ms.
+inline constexpr sim::Duration kMaxLinkLatency = sim::Duration::seconds(1);
+
 // Builders, from a spec string "<kind>:key=value,...", e.g. "dgx-h100:nodes=4",
 // "dgx-h100:nodes=64,fabric=fat-tree,oversubscription=2", "nvl72:domains=2". Unknown kinds
 // and keys are InputErrors listing the valid ones. `source` names where the string came
 // from ("<command line>" or a file) for messages.
-Topology build_topology(std::string_view spec, std::string_view source = "<command line>");
+// `where` is the JSON pointer of the spec in the file `source`; empty on the command line.
+// Every numeric key has a range with its reason; a repeated key, a key the kind does not take
+// and an integer not written in digits are errors.
+Topology build_topology(std::string_view spec, std::string_view source = "<command line>", std::string_view where = "");
+
+// What a spec describes, checked as build_topology checks it, without building the graph.
+struct TopologySpecInfo {
+  std::int64_t gpus = 0;
+  std::int64_t units = 0;     // servers (dgx-*) or NVLink domains (nvl72)
+  std::int64_t per_unit = 0;  // GPUs in each
+  std::string gpu;            // the GPU its builder wires ("h100", "gb200")
+};
+TopologySpecInfo check_topology_spec(std::string_view spec, std::string_view source = "<command line>", std::string_view where = "");
 // The spec kinds with their parameters, for --help.
 std::string topology_help();
 

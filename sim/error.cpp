@@ -6,17 +6,54 @@
 namespace orrery::sim {
 
 namespace {
+
+// The largest prefix of `text` of at most `limit` bytes that does not split a UTF-8 character.
+std::size_t cut_at(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return text.size();
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
+// One printable line: control characters escaped, at most `limit` bytes kept with a count.
+std::string one_line(std::string_view text, std::size_t limit) {
+  std::string out;
+  const std::size_t keep = cut_at(text, limit);
+  out.reserve(keep + 16);
+  for (std::size_t i = 0; i < keep; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (keep < text.size()) out += fmt::format("... (and {} more bytes)", with_thousands(text.size() - keep));
+  return out;
+}
+
 std::string compose(const std::string& source, const std::string& where, const std::string& message) {
   if (where.empty()) return fmt::format("{}: {}", source, message);
   return fmt::format("{}:{}: {}", source, where, message);
 }
+
 }  // namespace
 
 InputError::InputError(std::string source, std::string where, std::string message)
-    : std::runtime_error(compose(source, where, message)),
-      source_(std::move(source)),
-      where_(std::move(where)),
-      message_(std::move(message)) {}
+    : std::runtime_error(compose(one_line(source, kMessageLimit / 4), one_line(where, kMessageLimit / 4), one_line(message, kMessageLimit / 2))),
+      source_(one_line(source, kMessageLimit / 4)),
+      where_(one_line(where, kMessageLimit / 4)),
+      message_(one_line(message, kMessageLimit / 2)) {}
+
+std::string with_thousands(std::size_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 void fail_check(std::string_view condition, std::string_view message, std::source_location where) {
   throw InternalError(fmt::format("internal error: check `{}` failed at {}:{}: {}", condition,
@@ -49,6 +86,10 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   std::string best;
   std::size_t best_distance = limit + 1;
   for (const auto& candidate : candidates) {
+    // The distance is at least the difference in length: a 10 MB key is no typo of "nodes",
+    // and is not compared byte by byte.
+    const std::size_t longer = std::max(word.size(), candidate.size()), shorter = std::min(word.size(), candidate.size());
+    if (longer - shorter >= best_distance) continue;
     const std::size_t d = edit_distance(word, candidate);
     if (d < best_distance) {
       best_distance = d;
@@ -64,8 +105,9 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 }
 
 std::string quote(std::string_view text) {
+  const std::size_t keep = cut_at(text, kQuoteLimit);
   std::string out = "\"";
-  for (const char c : text) {
+  for (const char c : text.substr(0, keep)) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
@@ -76,6 +118,10 @@ std::string quote(std::string_view text) {
     }
   }
   out += '"';
+  if (keep < text.size()) {
+    out.insert(out.size() - 1, "...");
+    out += fmt::format(" (and {} more bytes)", with_thousands(text.size() - keep));
+  }
   return out;
 }
 

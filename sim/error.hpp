@@ -16,6 +16,8 @@ namespace orrery::sim {
 
 // A mistake in the user's input. `what()` is one line: "<source>:<where>: <message>", where
 // <source> is a file name (or "<command line>") and <where> a JSON pointer or "line L, column C".
+// Control characters in any part (a NUL, a newline in a file name) are escaped and the line is
+// at most kMessageLimit characters, whatever the input.
 class InputError : public std::runtime_error {
  public:
   InputError(std::string source, std::string where, std::string message);
@@ -52,8 +54,17 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 // ASCII case-insensitive equality ("H100" == "h100").
 bool iequals(std::string_view a, std::string_view b);
 
-// Quotes a user-supplied string for an error message, escaping quotes and control characters.
+// Quotes a user-supplied string for an error message, escaping quotes and control characters
+// (a NUL, a newline). A text longer than kQuoteLimit bytes is cut there with a count:
+// "\"abc...\" (and 9,999,900 more bytes)".
+inline constexpr std::size_t kQuoteLimit = 200;
 std::string quote(std::string_view text);
+
+// 1234567 -> "1,234,567", for counts in messages.
+std::string with_thousands(std::size_t n);
+
+// The longest line an InputError prints; beyond it the message is cut with a count.
+inline constexpr std::size_t kMessageLimit = 4000;
 
 }  // namespace orrery::sim
 

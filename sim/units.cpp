@@ -8,15 +8,28 @@
 
 namespace orrery::sim {
 
+namespace detail {
+void duration_overflow(std::string_view what) {
+  throw DurationOverflow(fmt::format("{} passes the clock's range of 292 years", what));
+}
+}  // namespace detail
+
 Duration ceil_duration_ns(double ns) {
-  // 9.2e18 ns is the int64 limit; anything near it is a bug, not a simulated time.
-  ORRERY_CHECK(std::isfinite(ns) && ns >= 0.0 && ns < 9.2e18,
-               "duration of {} ns is negative, infinite or out of range", ns);
+  ORRERY_CHECK(!std::isnan(ns) && ns >= 0.0, "duration of {} ns is negative or not a number", ns);
+  // 9.2e18 ns is the int64 limit (292 years).
+  if (!(ns < 9.2e18)) {
+    throw DurationOverflow(fmt::format("a duration of {:.3g} s passes the clock's range of 292 years", ns * 1e-9));
+  }
   const double nearest = std::nearbyint(ns);
   if (std::fabs(ns - nearest) <= 1e-14 * std::max(1.0, nearest)) {
     return Duration::nanoseconds(static_cast<std::int64_t>(nearest));
   }
   return Duration::nanoseconds(static_cast<std::int64_t>(std::ceil(ns)));
+}
+
+Duration duration_at_rate(double amount, double rate) {
+  ORRERY_CHECK(rate > 0, "an amount of {} at a rate of {} per second", amount, rate);
+  return ceil_duration_ns(amount / rate * 1e9);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "models/hardware.hpp"
 #include "models/llm.hpp"
+#include "models/parallel.hpp"
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
@@ -60,10 +61,9 @@ bool parse_timestamp(std::string_view text, double& out) {
 }
 
 // Cluster sizes beyond any built (the largest hold a few hundred thousand GPUs), which keep
-// GPU counts far inside int; and sequences longer than any model's context.
+// GPU counts far inside int.
 constexpr std::int64_t kMaxPoolNodes = 100'000;
 constexpr std::int64_t kMaxClusterGpus = 1'000'000;
-constexpr std::int64_t kMaxStepSeqLen = std::int64_t{1} << 24;
 
 const std::vector<std::string>& table_only_gpus() {
   // Gavel's K80 and P100 (gavel/simulation_throughputs.json), Sia's RTX cards (sia/traces).
@@ -396,8 +396,8 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.step_global_batch = static_cast<int>(v->as_int());
       }
       if (auto v = o.optional("seq_len")) {
-        if (v->as_int() < 1 || v->as_int() > kMaxStepSeqLen) {
-          v->fail_expected(fmt::format("a sequence length of 1 to {} tokens (longer than any model's context)", kMaxStepSeqLen));
+        if (v->as_int() < 1 || v->as_int() > models::kMaxSeqLen) {
+          v->fail_expected(fmt::format("a sequence length from 1 to {} tokens ({})", models::kMaxSeqLen, models::kMaxSeqLenReason));
         }
         s.step_seq_len = v->as_int();
       }

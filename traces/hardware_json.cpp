@@ -14,6 +14,23 @@ double positive(const JsonNode& node, double value, std::string_view what) {
   return value;
 }
 
+// A figure of a GPU within physical bounds, so that no kernel or transfer time derived from it
+// outlasts the clock.
+double within(const JsonNode& node, double value, std::string_view what, double lo, double hi, std::string_view range) {
+  positive(node, value, what);
+  if (value < lo || value > hi) node.fail(fmt::format("found {}, expected a {} from {}", node.describe(), what, range));
+  return value;
+}
+
+// 1 TFLOP/s is below every accelerator in the catalog (the T4's fp32 is 8.1 TFLOP/s); 1 EFLOP/s
+// is 100 times a B200's fp8.
+constexpr std::string_view kFlopRateRange = "1 TFLOP/s to 1 EFLOP/s (the catalog's slowest, a T4, does 8.1 TFLOP/s fp32)";
+// Memory from 1 GiB to 16 TiB (the largest HBM shipped is 288 GB), at 10 GB/s (below a T4's
+// 320 GB/s) to 1 PB/s.
+constexpr std::string_view kHbmRange = "1 GiB to 16 TiB (the largest HBM shipped is 288 GB)";
+constexpr std::string_view kHbmBandwidthRange = "10 GB/s to 1 PB/s (the catalog's slowest, a T4, reads 320 GB/s)";
+constexpr std::string_view kLinkRange = "1 Gb/s to 1 PB/s (the range of any link in a topology)";
+
 }  // namespace
 
 void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_text, const std::string& source) {
@@ -22,11 +39,22 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
   top.optional("description");
   const std::vector<JsonNode> gpus = top.required("gpus").as_array();
   top.finish();
+  std::vector<std::pair<std::string, std::string>> defined;  // names (and aliases) given in this file, with their pointers
+  const auto first_definition = [&](std::string_view name) -> const std::string* {
+    for (const auto& [n, pointer] : defined) {
+      if (sim::iequals(n, name)) return &pointer;
+    }
+    return nullptr;
+  };
   for (const JsonNode& g : gpus) {
     JsonObject f = g.as_object();
     const JsonNode name_node = f.required("name");
     const std::string name = name_node.as_string();
     if (name.empty()) name_node.fail_expected("a non-empty GPU name");
+    if (const std::string* first = first_definition(name)) {
+      name_node.fail(fmt::format("GPU {} is defined twice, first at {}; expected each GPU once", sim::quote(name), *first));
+    }
+    defined.emplace_back(name, g.pointer());
     models::GpuSpec spec;
     bool complete = false;  // starts from a full spec (a base, or the built-in of that name)
     if (auto base = f.optional("base")) {
@@ -40,7 +68,13 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
     spec.name = name;
     if (auto aliases = f.optional("aliases")) {
       spec.aliases.clear();
-      for (const JsonNode& a : aliases->as_array()) spec.aliases.push_back(a.as_string());
+      for (const JsonNode& a : aliases->as_array()) {
+        spec.aliases.push_back(a.as_string());
+        if (const std::string* first = first_definition(spec.aliases.back())) {
+          a.fail(fmt::format("alias {} names a GPU defined at {}; expected each GPU once", sim::quote(spec.aliases.back()), *first));
+        }
+        defined.emplace_back(spec.aliases.back(), a.pointer());
+      }
     } else if (!catalog.find(name)) {
       spec.aliases.clear();  // a new GPU does not inherit its base's other names
     }
@@ -49,7 +83,7 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       JsonObject pf = flops->as_object();
       for (const models::DType t : models::kAllDTypes) {
         if (auto v = pf.optional(models::to_string(t))) {
-          const double rate = v->is_null() ? 0.0 : positive(*v, v->as_flop_rate().value(), "FLOP rate");
+          const double rate = v->is_null() ? 0.0 : within(*v, v->as_flop_rate().value(), "FLOP rate", 1e12, 1e18, kFlopRateRange);
           spec.peak_flops[static_cast<std::size_t>(t)] = rate;
           if (t == models::DType::bf16) have_bf16 = rate > 0;
         }
@@ -64,8 +98,10 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       }
       return v;
     };
-    if (auto v = need("hbm")) spec.hbm_bytes = positive(*v, v->as_bytes().value(), "memory size");
-    if (auto v = need("hbm_bandwidth")) spec.hbm_bandwidth = positive(*v, v->as_bandwidth().value(), "bandwidth");
+    if (auto v = need("hbm")) spec.hbm_bytes = within(*v, v->as_bytes().value(), "memory size", 0x1p30, 0x1p44, kHbmRange);
+    if (auto v = need("hbm_bandwidth")) {
+      spec.hbm_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 10e9, 1e15, kHbmBandwidthRange);
+    }
     if (auto v = need("sm_count")) {
       const std::int64_t n = v->as_int();
       if (n <= 0 || n > 100000) v->fail_expected("an SM count from 1 to 100000");
@@ -77,7 +113,9 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       if (n < 0 || n > 20) v->fail_expected("an NVLink generation from 0 to 20");
       spec.nvlink_generation = static_cast<int>(n);
     }
-    if (auto v = f.optional("nvlink_bandwidth")) spec.nvlink_bandwidth = positive(*v, v->as_bandwidth().value(), "bandwidth");
+    if (auto v = f.optional("nvlink_bandwidth")) {
+      spec.nvlink_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 1e9 / 8, 1e15, kLinkRange);
+    }
     if (auto v = f.optional("source")) spec.source = v->as_string();
     f.finish();
     if (!have_bf16) {

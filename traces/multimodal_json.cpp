@@ -54,7 +54,17 @@ models::MultimodalModel read_multimodal_model(const JsonNode& node) {
   JsonObject o = node.as_object();
   models::MultimodalModel m;
   m.name = o.required("name").as_string();
-  for (const JsonNode& mod : o.required("modules").as_array()) m.modules.push_back(read_module(mod));
+  std::vector<std::string> module_pointers;
+  for (const JsonNode& mod : o.required("modules").as_array()) {
+    m.modules.push_back(read_module(mod));
+    const int first = m.find(m.modules.back().name);
+    if (first >= 0 && static_cast<std::size_t>(first) + 1 < m.modules.size()) {
+      throw sim::InputError(std::string(mod.source()), mod.pointer() + "/name",
+                            fmt::format("duplicate module name {}, first used at {}; expected each module named once",
+                                        sim::quote(m.modules.back().name), module_pointers[static_cast<std::size_t>(first)]));
+    }
+    module_pointers.push_back(mod.pointer());
+  }
   for (const JsonNode& e : o.required("edges").as_array()) {
     const std::vector<JsonNode> ends = e.as_array();
     if (ends.size() != 2) e.fail_expected("[from, to] module names");

@@ -4,6 +4,8 @@
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 
+#include <array>
+#include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -17,6 +19,31 @@ std::int64_t size(const JsonNode& n) {
   const std::int64_t v = n.as_int();
   if (v < 1) n.fail_expected("a positive size");
   return v;
+}
+
+std::int64_t tokens(const JsonNode& n) {
+  const std::int64_t v = n.as_int();
+  if (v < 1 || v > models::kMaxSeqLen) {
+    n.fail_expected(fmt::format("a length from 1 to {} tokens ({})", models::kMaxSeqLen, models::kMaxSeqLenReason));
+  }
+  return v;
+}
+
+// The topology builder family of a catalog GPU ("h100" for H100 and its aliases, "a100" for
+// both A100s), or "" for a GPU no builder wires (MI300X, a user's own): those take any topology.
+std::string_view gpu_family(const models::GpuSpec& gpu) {
+  static constexpr std::array<std::string_view, 7> kFamilies = {"a100", "h100", "h200", "h800", "h20", "b200", "gb200"};
+  std::string name;
+  for (const char c : gpu.name) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view base = std::string_view(name).substr(0, name.find('-'));
+  for (const std::string_view f : kFamilies) {
+    if (base == f) return f;
+  }
+  return {};
+}
+
+std::string topology_example(std::string_view family) {
+  return family == "gb200" ? "nvl72:domains=1" : fmt::format("dgx-{}:nodes=1", family);
 }
 
 }  // namespace
@@ -77,10 +104,16 @@ StepCluster read_step_cluster(const JsonNode& node, const models::HardwareCatalo
   if (out.topology.ends_with(".json")) {
     topo.fail("found a topology file; step scenarios take a builder spec such as \"dgx-h100:nodes=16\" (see `orrery topology --help`)");
   }
-  try {
-    out.gpus = models::cluster_gpus(out.topology);
-  } catch (const std::exception&) {
-    topo.fail(fmt::format("found {}, expected a builder spec with whole-number nodes/gpus_per_node", sim::quote(out.topology)));
+  // The spec as `orrery topology` reads it: the same parser, the same ranges, named here.
+  const models::TopologySpecInfo info = models::check_topology_spec(out.topology, topo.source(), topo.pointer());
+  out.gpus = static_cast<int>(info.gpus);
+  // The topology's builder wires its own GPU (its NVLink generation and bandwidth): a scenario
+  // GPU of another kind would be costed on one and connected as the other.
+  const std::string_view family = gpu_family(out.gpu);
+  if (!family.empty() && !sim::iequals(family, info.gpu)) {
+    gpu.fail(fmt::format("found {}, but topology {} is built of {} GPUs; expected a {} GPU (or a topology of {}: e.g. {})",
+                         sim::quote(gpu.as_string()), sim::quote(out.topology), info.gpu, info.gpu, out.gpu.name,
+                         sim::quote(topology_example(family))));
   }
   cluster.finish();
   return out;
@@ -90,6 +123,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   const auto doc = parse_json(json_text, source);
   JsonObject top = doc->root().as_object();
   StepScenarioFile out;
+  out.scenario.source = source;
   if (auto n = top.optional("name")) out.name = n->as_string();
   top.optional("description");
   out.scenario.model = read_step_model(top.required("model"));
@@ -120,7 +154,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("micro_batch")) p.micro_batch = count(*v, 1, 1 << 24);
   const JsonNode gb = plan.required("global_batch");
   p.global_batch = count(gb, 1, 1 << 30);
-  if (auto v = plan.optional("seq_len")) p.seq_len = size(*v);
+  if (auto v = plan.optional("seq_len")) p.seq_len = tokens(*v);
   if (auto v = plan.optional("recompute")) {
     const std::string r = v->as_string();
     if (r == "none") p.recompute = models::Recompute::none;
@@ -141,7 +175,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   else if (p.vp > 1) p.schedule = "interleaved-1f1b";
   if (auto v = plan.optional("expert_imbalance")) p.expert_imbalance = v->as_number();
   if (auto v = plan.optional("documents")) {
-    for (const JsonNode& d : v->as_array()) p.documents.push_back(size(d));
+    for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));
   }
   plan.finish();
   models::validate_plan(p, out.scenario.model, cluster_gpus, source, plan_node.pointer());

@@ -93,10 +93,16 @@ LoadedGraph build(const JsonDocument& doc) {
     std::string path;
     std::vector<std::string> ids(graph.task_count());
     for (const auto& [id, entry] : by_id) ids[sim::index_of(entry.first)] = id;
-    for (const sim::TaskId t : cycle) path += sim::quote(ids[sim::index_of(t)]) + " -> ";
+    // The first tasks of a long cycle, then a count: one bounded line.
+    constexpr std::size_t kShown = 10;
+    for (std::size_t i = 0; i < cycle.size() && i < kShown; ++i) path += sim::quote(ids[sim::index_of(cycle[i])]) + " -> ";
+    if (cycle.size() > kShown) {
+      path += fmt::format("... ({} more tasks) -> ", sim::with_thousands(cycle.size() - kShown));
+    }
     path += sim::quote(ids[sim::index_of(cycle.front())]);
     throw sim::InputError(doc.source(), pointer_of_task[sim::index_of(cycle.front())] + "/deps",
-                          fmt::format("dependency cycle: {}; expected an acyclic graph", path));
+                          fmt::format("dependency cycle{}: {}; expected an acyclic graph",
+                                      cycle.size() > kShown ? fmt::format(" of {} tasks", cycle.size()) : std::string(), path));
   }
   return out;
 }

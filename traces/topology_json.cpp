@@ -33,10 +33,19 @@ Kind parse_kind(const JsonNode& node, const std::array<Kind, N>& kinds) {
 sim::BytesPerSecond positive_bandwidth(const JsonNode& node) {
   const sim::BytesPerSecond bw = node.as_bandwidth();
   if (bw.value() <= 0) node.fail(fmt::format("found {}, expected a positive bandwidth", sim::quote(node.as_string())));
-  if (bw.value() > sim::FlowNetwork::kMaxCapacity) {
-    node.fail(fmt::format("found {}, expected a bandwidth of at most 1 PB/s", sim::quote(node.as_string())));
+  if (bw < models::kMinLinkBandwidth || bw > models::kMaxLinkBandwidth) {
+    node.fail(fmt::format("found {}, expected a bandwidth from 1 Gb/s to 1 PB/s ({})", sim::quote(node.as_string()),
+                          models::kLinkBandwidthRange));
   }
   return bw;
+}
+
+sim::Duration link_latency(const JsonNode& node) {
+  const sim::Duration latency = node.as_duration();
+  if (latency > models::kMaxLinkLatency) {
+    node.fail(fmt::format("found {}, expected a latency of at most 1 s (light crosses the Earth in 70 ms)", sim::quote(node.as_string())));
+  }
+  return latency;
 }
 
 }  // namespace
@@ -97,9 +106,9 @@ models::Topology read_topology(std::string_view json_text, const std::string& so
     std::optional<JsonNode> reverse = f.optional("bandwidth_reverse");
     const sim::BytesPerSecond back = reverse ? positive_bandwidth(*reverse) : bandwidth;
     const std::optional<JsonNode> latency = f.optional("latency");
-    const sim::Duration lat = latency ? latency->as_duration() : sim::Duration::zero();
+    const sim::Duration lat = latency ? link_latency(*latency) : sim::Duration::zero();
     const std::optional<JsonNode> latency_reverse = f.optional("latency_reverse");
-    const sim::Duration lat_back = latency_reverse ? latency_reverse->as_duration() : lat;
+    const sim::Duration lat_back = latency_reverse ? link_latency(*latency_reverse) : lat;
     const models::LinkKind kind = parse_kind(f.required("kind"), kLinkKinds);
     f.finish();
     t.connect(end[0], end[1], bandwidth, back, lat, lat_back, kind);

@@ -208,7 +208,7 @@ TEST_CASE("hardening: scenario numbers with a range") {
   CHECK(error_of([&] { (void)traces::load_cluster_scenario(with(R"("restart_overhead_s": 1e300)")); }) ==
         "extra.json:/restart_overhead_s: found a number 1e+300, expected a restart overhead of 0 to 86400 s (a day; checkpoint and restore take minutes)");
   CHECK(error_of([&] { (void)traces::load_cluster_scenario(with(R"("throughput": {"source": "step", "seq_len": 1099511627776})")); }) ==
-        "extra.json:/throughput/seq_len: found a number 1099511627776, expected a sequence length of 1 to 16777216 tokens (longer than any model's context)");
+        "extra.json:/throughput/seq_len: found a number 1099511627776, expected a sequence length from 1 to 16777216 tokens (16M tokens: beyond the longest context any model has trained with)");
   CHECK(error_of([&] { (void)traces::load_cluster_scenario(with(R"("fabric": {"nodes_per_leaf": 8, "nic": "1e-300 b/s"})")); })
             .starts_with("extra.json:/fabric/nic: found \"1e-300 b/s\", expected a NIC of 1 Mb/s to 1 Pb/s"));
 }
