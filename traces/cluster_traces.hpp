@@ -4,7 +4,9 @@
 //   GavelThroughput table("gavel/simulation_throughputs.json", cluster);   // throughput_tables.hpp
 // Times are kept as the sources give them (all are seconds from the start of their trace).
 // A bad row is an InputError "<file>:line N:column NAME: found X, expected Y"; with skip_bad_rows
-// it is counted in JobTrace::skipped instead. A file with no usable job is an error.
+// it is counted in JobTrace::skipped instead. A file with no usable job is an error. Numbers are
+// checked against the ranges every format shares (cluster_json.hpp's TraceRange: times and
+// durations 0 to 1e9 s, GPU counts 1 to 1e6, ...); a UTF-8 byte-order mark is dropped.
 #pragma once
 
 #include "models/cluster.hpp"
