@@ -1,19 +1,19 @@
-# orrery_add_test(folder SOURCES ... DEPS ...): one doctest executable, one CTest test per case
-# file run under a scratch working directory.
+# orrery_add_test(folder SOURCES ... DEPS ... [ARGS ...]): one doctest executable, one CTest test
+# run under a scratch working directory (ARGS: doctest options, e.g. cases another test runs).
 add_library(orrery_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp)
 target_link_libraries(orrery_doctest_main PUBLIC doctest::doctest orrery_sanitizers)
 target_include_directories(orrery_doctest_main PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(orrery_doctest_main PRIVATE ORRERY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 function(orrery_add_test folder)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;ARGS" ${ARGN})
   set(target orrery_test_${folder})
   add_executable(${target} ${ARG_SOURCES})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${target} PRIVATE ${ARG_DEPS} orrery_doctest_main orrery_warnings)
   set(scratch ${CMAKE_CURRENT_BINARY_DIR}/scratch/${folder})
   file(MAKE_DIRECTORY ${scratch})
-  add_test(NAME ${folder} COMMAND ${target} --no-version=true WORKING_DIRECTORY ${scratch})
+  add_test(NAME ${folder} COMMAND ${target} --no-version=true ${ARG_ARGS} WORKING_DIRECTORY ${scratch})
   # Skips (an absent ../shared/data) are logged here; `make test` prints their count.
   set_tests_properties(${folder} PROPERTIES ENVIRONMENT "ORRERY_SKIP_LOG=${PROJECT_BINARY_DIR}/tests/skipped.log")
   # Sanitizer builds run the same suites several times slower.

@@ -24,14 +24,17 @@ LoadedGraph build(const JsonDocument& doc) {
     sim::TaskId task;
   };
   std::vector<Pending> pending;
-  std::unordered_map<std::string, std::pair<sim::TaskId, std::string>> by_id;  // id -> task, pointer
-  std::vector<std::string> pointer_of_task;
+  // id -> task; the keys view the document's strings, which outlive this function. Tasks are
+  // added one per node, in order, so a task's index is its node's.
+  std::unordered_map<std::string_view, sim::TaskId> by_id;
+  by_id.reserve(nodes.size());
   graph.reserve(nodes.size(), nodes.size() * 2);
 
   for (const JsonNode& node : nodes) {
     JsonObject fields = node.as_object();
     const JsonNode id_node = fields.required("id");
-    const std::string id = id_node.as_string();
+    (void)id_node.as_string();  // checks the type
+    const std::string& id = id_node.json().get_ref<const std::string&>();
     if (id.empty()) id_node.fail_expected("a non-empty id");
     std::optional<JsonNode> name_node = fields.optional("name");
     const std::string name = name_node ? name_node->as_string() : id;
@@ -60,9 +63,9 @@ LoadedGraph build(const JsonDocument& doc) {
       if (stream) stream->fail("a delay runs on no stream; remove \"stream\" or make the task \"kind\": \"compute\"");
       task = graph.add_delay(name, duration);
     }
-    const auto [it, inserted] = by_id.try_emplace(id, task, node.pointer());
-    if (!inserted) id_node.fail(fmt::format("duplicate id {}, first used at {}", sim::quote(id), it->second.second));
-    pointer_of_task.push_back(node.pointer());
+    ORRERY_CHECK(sim::index_of(task) + 1 == graph.task_count(), "task {} added out of order", sim::index_of(task));
+    const auto [it, inserted] = by_id.try_emplace(id, task);
+    if (!inserted) id_node.fail(fmt::format("duplicate id {}, first used at {}", sim::quote(id), nodes[sim::index_of(it->second)].pointer()));
     if (deps) pending.push_back(Pending{*deps, task});
   }
 
@@ -70,16 +73,17 @@ LoadedGraph build(const JsonDocument& doc) {
   for (const Pending& p : pending) {
     std::vector<std::uint32_t> seen;
     for (const JsonNode& dep : p.deps.as_array()) {
-      const std::string dep_id = dep.as_string();
+      (void)dep.as_string();  // checks the type
+      const std::string& dep_id = dep.json().get_ref<const std::string&>();
       const auto it = by_id.find(dep_id);
       if (it == by_id.end()) {
         std::vector<std::string> ids;
         ids.reserve(by_id.size());
-        for (const auto& entry : by_id) ids.push_back(entry.first);
+        for (const auto& entry : by_id) ids.emplace_back(entry.first);
         std::sort(ids.begin(), ids.end());
         dep.fail(fmt::format("dependency on unknown node {}{}", sim::quote(dep_id), sim::did_you_mean(dep_id, ids)));
       }
-      const sim::TaskId before = it->second.first;
+      const sim::TaskId before = it->second;
       if (std::find(seen.begin(), seen.end(), sim::index_of(before)) != seen.end()) {
         dep.fail(fmt::format("dependency on {} is listed twice", sim::quote(dep_id)));
       }
@@ -92,7 +96,7 @@ LoadedGraph build(const JsonDocument& doc) {
   if (!cycle.empty()) {
     std::string path;
     std::vector<std::string> ids(graph.task_count());
-    for (const auto& [id, entry] : by_id) ids[sim::index_of(entry.first)] = id;
+    for (const auto& [id, task] : by_id) ids[sim::index_of(task)] = id;
     // The first tasks of a long cycle, then a count: one bounded line.
     constexpr std::size_t kShown = 10;
     for (std::size_t i = 0; i < cycle.size() && i < kShown; ++i) path += sim::quote(ids[sim::index_of(cycle[i])]) + " -> ";
@@ -100,7 +104,7 @@ LoadedGraph build(const JsonDocument& doc) {
       path += fmt::format("... ({} more tasks) -> ", sim::with_thousands(cycle.size() - kShown));
     }
     path += sim::quote(ids[sim::index_of(cycle.front())]);
-    throw sim::InputError(doc.source(), pointer_of_task[sim::index_of(cycle.front())] + "/deps",
+    throw sim::InputError(doc.source(), nodes[sim::index_of(cycle.front())].pointer() + "/deps",
                           fmt::format("dependency cycle{}: {}; expected an acyclic graph",
                                       cycle.size() > kShown ? fmt::format(" of {} tasks", cycle.size()) : std::string(), path));
   }
