@@ -30,7 +30,6 @@ constexpr std::size_t kMaxAlltoallvRanks = 4096;
 
 void collective(const CollectiveOptions& o, std::ostream& out) {
   check_outputs({{"--trace", o.trace_path}, {"--report", o.report_path}});
-  check_at_least(o.ranks, "--ranks", 0, "0: every GPU of the topology");
   const models::Topology topology = traces::load_topology(o.topology);
   models::CollectiveSpec spec;
   spec.op = models::parse_collective_op(o.op, "<command line>", "--op");

@@ -160,7 +160,7 @@ Comparison run_comparison(const traces::StepScenarioFile& file, const std::strin
                                                             : models::DocLengthModel::lognormal_pareto(file.workload.median, file.workload.p99,
                                                                                                        file.workload.max));
   c.workload = trace.empty() ? model.describe() : file.workload.trace_path;
-  if (progress != nullptr) progress->set_total(static_cast<std::int64_t>(policies.size()) * steps);
+  if (progress != nullptr) progress->set_total(static_cast<std::int64_t>(policies.size()) * steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     Outcome row;
     row.name = specs[i].name;
@@ -236,7 +236,7 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
   report.set("/jobs", static_cast<std::int64_t>(setup.trace.jobs.size()));
   double base = 0;
   std::vector<ClusterRun> runs;  // --html: every run, with its allocations
-  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(specs.size() * setup.trace.jobs.size()));
+  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(specs.size() * setup.trace.jobs.size()), "jobs");
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (o.progress != nullptr) o.progress->note(specs[i].name);
     const ClusterRun run = run_cluster(setup, specs[i], "--policies", !o.html_path.empty(), [&] {
@@ -310,7 +310,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   StepComparePage page{sc.name.empty() ? o.scenario_path : sc.name, fmt::format("{} on {} x {} (tp {}, pp {}, dp {}); {} steps", sc.model.name,
                        sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps), "samples/s", {}};
   double base = 0;
-  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps);
+  if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
     if (o.progress != nullptr) o.progress->note(specs[i].name);

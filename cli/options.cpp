@@ -48,9 +48,4 @@ void check_count(std::int64_t value, std::string_view option, std::int64_t min, 
   throw sim::InputError("<command line>", std::string(option), fmt::format("found {}, expected {} to {} ({})", value, min, max, what));
 }
 
-void check_at_least(std::int64_t value, std::string_view option, std::int64_t min, std::string_view what) {
-  if (value >= min) return;
-  throw sim::InputError("<command line>", std::string(option), fmt::format("found {}, expected {} or more ({})", value, min, what));
-}
-
 }  // namespace orrery::cli

@@ -24,7 +24,5 @@ void check_outputs(std::initializer_list<OutputFile> outputs);
 
 // `value` of a count option in [min, max], else "found V, expected MIN to MAX (what)".
 void check_count(std::int64_t value, std::string_view option, std::int64_t min, std::int64_t max, std::string_view what);
-// `value` at least `min`, else "found V, expected MIN or more (what)".
-void check_at_least(std::int64_t value, std::string_view option, std::int64_t min, std::string_view what);
 
 }  // namespace orrery::cli

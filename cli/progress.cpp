@@ -83,6 +83,12 @@ void Progress::set_total(std::int64_t total) {
   total_ = total;
 }
 
+void Progress::set_total(std::int64_t total, std::string unit) {
+  const std::lock_guard<std::mutex> guard(lock_);
+  total_ = total;
+  unit_ = std::move(unit);
+}
+
 void Progress::note(std::string text) {
   const std::lock_guard<std::mutex> guard(lock_);
   note_ = std::move(text);

@@ -59,6 +59,7 @@ class Progress {
 
   void advance(std::int64_t units = 1);  // thread-safe
   void set_total(std::int64_t total);
+  void set_total(std::int64_t total, std::string unit);  // and what is counted ("steps", "jobs")
   void note(std::string text);           // what runs now ("tiresias"); shown after the ETA
   // Clears the line (on a terminal) or writes a last line with the total time (elsewhere), if
   // anything was shown. The destructor calls it.

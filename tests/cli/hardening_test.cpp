@@ -146,7 +146,7 @@ TEST_CASE("hardening: count options out of range are refused with the range and 
   check_refused(run({"plan", std::string(ORRERY_SOURCE_DIR) + "/examples/plans/llama3-8b-64xh100.json", "--top", "-3"}),
                 "orrery: error: <command line>:--top: found -3, expected 0 to 100 (plans to confirm with the emulator; 0: rank by the estimate only)\n");
   check_refused(run({"collective", "--ranks", "-1"}),
-                "orrery: error: <command line>:--ranks: found -1, expected 0 or more (0: every GPU of the topology)\n");
+                "orrery: error: <command line>:--ranks: found -1, expected 0 (all GPUs) or 2 to 8 (the GPUs of the topology)\n");
   check_refused(run({"calibrate", "measure", "--repetitions", "0", "-o", "hard-p.json"}),
                 "orrery: error: <command line>:--repetitions: found 0, expected 1 to 1000 (timed runs per point; the profile keeps their median)\n");
 }
