@@ -44,6 +44,14 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     bad("global_batch", fmt::format("micro_batch={} x dp={} = {} does not divide the global batch of {} sequences", p.micro_batch, p.dp,
                                     p.micro_batch * p.dp, p.global_batch));
   }
+  // Each micro-batch of a step is simulated (forward and backward on every stage): beyond this a
+  // step takes minutes to emulate, and no published run comes near it (Llama 3 405B's 2,048
+  // sequences per step over DP 128 are 16 micro-batches per pipeline).
+  if (p.global_batch / (p.micro_batch * p.dp) > kMaxMicroBatches) {
+    bad("global_batch", fmt::format("global_batch={} / (micro_batch={} x dp={}) = {} micro-batches per step; expected at most {} (each one is "
+                                    "simulated; published runs use a few dozen)",
+                                    p.global_batch, p.micro_batch, p.dp, p.global_batch / (p.micro_batch * p.dp), kMaxMicroBatches));
+  }
   if (p.cp > 1) {
     if (p.cp_kind == CpKind::ring && p.seq_len % (2 * p.cp) != 0) {
       bad("cp", fmt::format("ring context parallelism splits each sequence into 2 x cp = {} chunks; seq_len {} does not divide", 2 * p.cp,

@@ -24,6 +24,8 @@ std::string_view to_string(CpKind);
 // The longest sequence a plan takes: 2^24 = 16,777,216 tokens, beyond the longest context any
 // model has trained with (10M); longer ones only push kernel times past the clock.
 inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+// Micro-batches per step and pipeline (global_batch / (micro_batch x dp)); validate_plan's limit.
+inline constexpr std::int64_t kMaxMicroBatches = 65536;
 inline constexpr std::string_view kMaxSeqLenReason = "16M tokens: beyond the longest context any model has trained with";
 
 struct ParallelPlan {

@@ -3,6 +3,8 @@
 #include "input_error.hpp"
 
 #include "models/collectives.hpp"
+#include "models/llm.hpp"
+#include "models/parallel.hpp"
 #include "models/topology.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
@@ -145,4 +147,24 @@ TEST_CASE("hardening: InputError and quote give one bounded line") {
   CHECK(sim::did_you_mean(huge, {"nodes", "links"}).empty());
   CHECK(sim::with_thousands(99990) == "99,990");
   CHECK(sim::with_thousands(999) == "999");
+}
+
+// A global batch of 1e9 sequences at micro-batch 1 was 1e9 micro-batches to simulate (hours,
+// silently): the plan's micro-batches per step have a stated limit, checked with the plan.
+TEST_CASE("hardening: micro-batches per step have a limit with its reason") {
+  const models::ModelSpec& m = models::ModelCatalog::builtin().model("llama3-8b");
+  models::ParallelPlan p;
+  p.tp = 8;
+  p.micro_batch = 1;
+  p.seq_len = 2048;
+  p.global_batch = static_cast<int>(models::kMaxMicroBatches);
+  CHECK_NOTHROW(models::validate_plan(p, m, 8, "s.json", "/plan"));
+  p.global_batch = 1000000000;
+  CHECK(error_of([&] { models::validate_plan(p, m, 8, "s.json", "/plan"); }) ==
+        "s.json:/plan/global_batch: global_batch=1000000000 / (micro_batch=1 x dp=1) = 1000000000 micro-batches per step; expected at most "
+        "65536 (each one is simulated; published runs use a few dozen)");
+  // The same batch in larger micro-batches is fine.
+  p.micro_batch = 16384;
+  p.global_batch = 1 << 30;
+  CHECK_NOTHROW(models::validate_plan(p, m, 8, "s.json", "/plan"));
 }
