@@ -47,6 +47,7 @@ test: build
 bench:
 	@bash scripts/install-deps.sh --bench
 	@$(MAKE) --no-print-directory build SANITIZE=0 BUILD_DIR=build
+	@cmake --build build -j $(JOBS) --target orrery_benchmarks
 	@mkdir -p build/bench
 	build/bin/orrery_bench --out build/bench/results.json
 

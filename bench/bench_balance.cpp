@@ -4,8 +4,8 @@
 // policy and run through the step balancer. Target: 60 s for all four.
 #include "bench.hpp"
 
-#include "models/balance.hpp"
-#include "models/doc_lengths.hpp"
+#include "models/training/balance.hpp"
+#include "models/training/doc_lengths.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/sequence.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "calibration/cpu_harness.hpp"
 #include "calibration/fit.hpp"
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 
 #include <algorithm>
 #include <cmath>

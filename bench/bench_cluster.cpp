@@ -3,8 +3,8 @@
 // (target 60 s). Needs ../shared/data (skipped without it).
 #include "bench.hpp"
 
-#include "models/cluster.hpp"
-#include "models/cluster_step.hpp"
+#include "models/cluster/cluster.hpp"
+#include "models/cluster/cluster_step.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/cluster.hpp"
 #include "traces/cluster_json.hpp"

@@ -1,12 +1,12 @@
-// Closed-form estimate speed (models/estimate.hpp): seconds per estimate for Llama 3 70B on
+// Closed-form estimate speed (models/training/estimate.hpp): seconds per estimate for Llama 3 70B on
 // 1,024 H100s and Llama 3 405B on 16,384 H100s, cold (a fresh fabric cache, as `orrery step
 // --estimate`) and warm (a fabric cache shared across plans, as `orrery plan`); target 0.02 s
 // per estimate (Calculon, Isaev et al. SC'23, takes about 0.26 s per estimate, as issue 10
 // states); and the step emulator on the same scenario as the baseline.
 #include "bench.hpp"
 
-#include "models/cost.hpp"
-#include "models/estimate.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/estimate.hpp"
 #include "policies/pipeline.hpp"
 
 #include <fmt/format.h>

@@ -10,7 +10,7 @@
 // Prints wall time, flows, re-solves and peak RSS (each benchmark group runs in its own process).
 #include "bench.hpp"
 
-#include "models/collectives.hpp"
+#include "models/network/collectives.hpp"
 
 #include <fmt/format.h>
 #include <sys/resource.h>

@@ -2,8 +2,8 @@
 // paper searches in under 10 s), and 100 steps x 3 policies on 64 GPUs (target 60 s).
 #include "bench.hpp"
 
-#include "models/hardware.hpp"
-#include "models/multimodal_pipeline.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 
 #include <fmt/format.h>

@@ -6,8 +6,8 @@
 // Prints wall time, peak RSS, and the tasks and flows simulated.
 #include "bench.hpp"
 
-#include "models/cost.hpp"
-#include "models/step.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 
 #include <fmt/format.h>

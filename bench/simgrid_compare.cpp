@@ -7,7 +7,7 @@
 // sharing penalty is 1 (network_cm02.cpp), i.e. plain max-min. Prints the largest relative
 // difference of per-flow completion times and the wall-time ratio Orrery / SimGrid.
 //   orrery_bench_simgrid [--quick] [--out figures.json --units-out units.tsv]  (orrery_bench runs it)
-#include "models/topology.hpp"
+#include "models/network/topology.hpp"
 #include "sim/flow_network.hpp"
 
 #include <simgrid/s4u.hpp>

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "calibration/profile.hpp"
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 
 #include <string>
 

@@ -12,7 +12,7 @@
 // memory-bound kinds {bytes}; optimizer {params}.
 #pragma once
 
-#include "models/kernel.hpp"
+#include "models/hardware/kernel.hpp"
 
 #include <string>
 #include <string_view>

@@ -8,8 +8,8 @@
 #include "cli/progress.hpp"
 #include "cli/report_out.hpp"
 
-#include "models/cluster.hpp"
-#include "models/cluster_step.hpp"
+#include "models/cluster/cluster.hpp"
+#include "models/cluster/cluster_step.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/cluster.hpp"
 #include "sim/error.hpp"

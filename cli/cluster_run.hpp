@@ -3,8 +3,8 @@
 #pragma once
 
 #include "cli/policy_spec.hpp"
-#include "models/cluster.hpp"
-#include "models/pipeline.hpp"
+#include "models/cluster/cluster.hpp"
+#include "models/training/pipeline.hpp"
 #include "traces/cluster_json.hpp"
 
 #include <functional>

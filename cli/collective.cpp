@@ -2,7 +2,7 @@
 #include "cli/options.hpp"
 #include "cli/report_out.hpp"
 
-#include "models/collectives.hpp"
+#include "models/network/collectives.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/atomic_file.hpp"
 #include "traces/chrome_trace.hpp"

@@ -134,7 +134,7 @@ struct StepOptions {
   std::string trace_path;
   std::string gpus_path;
   bool no_reuse = false;
-  bool estimate = false;  // the closed form (models/estimate.hpp) instead of the emulator
+  bool estimate = false;  // the closed form (models/training/estimate.hpp) instead of the emulator
   std::string html_path;  // self-contained HTML report with plots (cli/html_pages.hpp)
   std::string train_tokens;  // --train-tokens "15T": print and report the time to train on them
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too

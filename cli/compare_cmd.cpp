@@ -9,9 +9,9 @@
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
-#include "models/balance.hpp"
-#include "models/doc_lengths.hpp"
-#include "models/multimodal_pipeline.hpp"
+#include "models/training/balance.hpp"
+#include "models/training/doc_lengths.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/cluster.hpp"
 #include "policies/multimodal.hpp"
 #include "policies/pipeline.hpp"

@@ -2,7 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 #include "sim/error.hpp"
 #include "traces/curves_json.hpp"
 #include "traces/hardware_json.hpp"

@@ -3,7 +3,7 @@
 #include "cli/options.hpp"
 
 #include "cli/policy_spec.hpp"
-#include "models/step.hpp"
+#include "models/training/step.hpp"
 #include "policies/rl.hpp"
 #include "sim/error.hpp"
 #include "traces/html_report.hpp"
@@ -29,7 +29,7 @@ using traces::format_value;
 
 std::string pct(double share) { return fmt::format("{:.1f}%", 100 * share); }
 
-// A step task's kind for the timeline's colors, from the names models/step.cpp gives them.
+// A step task's kind for the timeline's colors, from the names models/training/step.cpp gives them.
 std::string step_category(std::string_view name, sim::TaskKind kind) {
   if (kind == sim::TaskKind::transfer) {
     if (name.find("grad reduce") != std::string_view::npos) return "grad reduce";

@@ -7,8 +7,8 @@
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
-#include "models/cost.hpp"
-#include "models/step.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/hardware_json.hpp"

@@ -1,13 +1,13 @@
 // Plan search (`orrery plan`): enumerate parallel plans for a model on a cluster, prune by the
 // divisibility rules and the memory model, rank the survivors with the closed-form estimate
-// (models/estimate.hpp) and confirm the best with the step emulator.
+// (models/training/estimate.hpp) and confirm the best with the step emulator.
 //   PlanSearchSpec spec = read_plan_search(text, "plan.json");
 //   PlanSearchResult r = search_plans(spec);
 #pragma once
 
-#include "models/estimate.hpp"
+#include "models/training/estimate.hpp"
 #include "cli/commands.hpp"
-#include "models/hardware.hpp"
+#include "models/hardware/hardware.hpp"
 #include "traces/step_json.hpp"
 
 #include <iosfwd>

@@ -2,9 +2,9 @@
 // roofline with the GPU type's training parameters. Shared by `orrery step` and `orrery compare`.
 #pragma once
 
-#include "models/cost.hpp"
-#include "models/parallel.hpp"
-#include "models/step.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/parallel.hpp"
+#include "models/training/step.hpp"
 #include "traces/report.hpp"
 #include "traces/step_json.hpp"
 

@@ -1,10 +1,10 @@
-// `orrery step --estimate`: the closed-form step time of a scenario (models/estimate.hpp); and
+// `orrery step --estimate`: the closed-form step time of a scenario (models/training/estimate.hpp); and
 // what step's two paths (and plan) print alike: the cost model, layers per stage, time to train.
 #include "cli/plan_search.hpp"
 #include "cli/report_out.hpp"
 #include "cli/step_cost.hpp"
 
-#include "models/estimate.hpp"
+#include "models/training/estimate.hpp"
 #include "sim/error.hpp"
 #include "traces/report.hpp"
 

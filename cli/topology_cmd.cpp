@@ -1,7 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 
-#include "models/topology.hpp"
+#include "models/network/topology.hpp"
 #include "traces/topology_json.hpp"
 
 #include <fmt/format.h>

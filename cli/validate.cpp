@@ -2,7 +2,7 @@
 #include "cli/progress.hpp"
 #include "cli/options.hpp"
 
-#include "models/collectives.hpp"
+#include "models/network/collectives.hpp"
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/atomic_file.hpp"

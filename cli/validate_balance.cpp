@@ -1,8 +1,8 @@
 // Sequence-balancing validation: Libra's pool-sizing law and the rankings the papers report.
 #include "cli/commands.hpp"
 
-#include "models/doc_lengths.hpp"
-#include "models/sequence.hpp"
+#include "models/training/doc_lengths.hpp"
+#include "models/training/sequence.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // schedulers' ranking on Arena's heterogeneous cluster.
 #include "cli/commands.hpp"
 
-#include "models/cluster.hpp"
+#include "models/cluster/cluster.hpp"
 #include "policies/cluster.hpp"
 #include "sim/error.hpp"
 #include "traces/cluster_json.hpp"

@@ -3,9 +3,9 @@
 #include "cli/commands.hpp"
 #include "cli/plan_search.hpp"
 
-#include "models/cost.hpp"
-#include "models/estimate.hpp"
-#include "models/step.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/estimate.hpp"
+#include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/csv.hpp"
@@ -139,9 +139,9 @@ int virtual_stages(int layers, int pp) {
 EstimateValidationSummary validate_estimate(const std::string& data_dir, std::string& md, std::ostream& out) {
   EstimateValidationSummary summary;
   md += "## Closed-form estimate vs the step emulator\n\n";
-  md += "`models::estimate_step` (models/estimate.hpp) prices a step without a task graph: the emulator's own op costs\n"
+  md += "`models::estimate_step` (models/training/estimate.hpp) prices a step without a task graph: the emulator's own op costs\n"
         "(`chunk_op_costs`: the same kernels from the cost model and the same TP/CP/EP communication inside the ops, costed\n"
-        "by the alpha-beta closed forms of models/collectives.hpp instead of flows), the schedule's bubble in closed form\n"
+        "by the alpha-beta closed forms of models/network/collectives.hpp instead of flows), the schedule's bubble in closed form\n"
         "(GPipe and 1F1B: (p-1)/m of the ideal time; interleaved: (p-1)/(m v); ZB-H1: (p-1)(F+B-W)), pipeline sends (two\n"
         "per micro-batch for 1F1B and ZB-H1, the fill and drain for the others), the exposed data-parallel buckets\n"
         "(the last layer's gradient reduce-scatter behind the last backward, the parameter gathers the first forward waits\n"

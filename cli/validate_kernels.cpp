@@ -1,7 +1,7 @@
 // Kernel validation: the roofline cost model against published kernel throughput.
 #include "cli/commands.hpp"
 
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 #include "sim/error.hpp"
 #include "traces/csv.hpp"
 
@@ -137,7 +137,7 @@ KernelValidationSummary validate_kernels(const std::string& data_dir, std::strin
   const models::RooflineParams p;
   md += "## Kernels: roofline cost model vs published throughput\n\n";
   md += fmt::format(
-      "Each row costs the kernel with `RooflineCostModel` (models/cost.hpp) on the catalog GPU and converts the time\n"
+      "Each row costs the kernel with `RooflineCostModel` (models/hardware/cost.hpp) on the catalog GPU and converts the time\n"
       "to TFLOP/s the way the source counts FLOPs. Parameters: gemm efficiency {:.4f} on 128-padded tiles; attention\n"
       "efficiency {:.4f} forward, {:.4f} backward, x L/(L+{:.1f}) for mean key tokens L per 128-token query tile,\n"
       "x d/(d+{:.2f}) for head dim d; {} per kernel. Each parameter is set by the rows marked *calibration*; every\n"

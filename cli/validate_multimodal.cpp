@@ -3,8 +3,8 @@
 // 1F1B's closed form under uniform costs.
 #include "cli/commands.hpp"
 
-#include "models/hardware.hpp"
-#include "models/multimodal_pipeline.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 
 #include <fmt/format.h>
@@ -70,7 +70,7 @@ MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& o
   const auto& cat = models::MultimodalCatalog::builtin();
   const std::vector<std::string> three = {"megatron-1f1b", "modality-static", "pipeweaver"};
   md += "## Multimodal pipelines: PipeWeaver against static pipelines\n\n";
-  md += "Step times from the pipeline emulator (models/multimodal_pipeline.hpp) with roofline H100 costs, generated batches\n"
+  md += "Step times from the pipeline emulator (models/multimodal/multimodal_pipeline.hpp) with roofline H100 costs, generated batches\n"
         "(models::MultimodalMix; seed 1; the first batch profiles the static decisions), 40 steps per row\n"
         "(cli/validate_multimodal.cpp). PipeWeaver (arXiv 2504.14145) reports VLM +15.6-76.2% and T2V +36.6-97.3% throughput\n"
         "over Megatron-LM, and DIP > nnScaler*/Optimus > Megatron 1F1B.\n\n";

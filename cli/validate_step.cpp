@@ -1,8 +1,8 @@
 // Step validation: Megatron-LM's published training throughput vs the step emulator.
 #include "cli/commands.hpp"
 
-#include "models/cost.hpp"
-#include "models/step.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/csv.hpp"

@@ -2,7 +2,7 @@
 #include "cli/plan_search.hpp"
 #include "cli/sweep.hpp"
 #include "fuzz_target.hpp"
-#include "models/hardware.hpp"
+#include "models/hardware/hardware.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return orrery::fuzz::run(data, size, [](std::string_view text) {

@@ -1,4 +1,4 @@
-// Topologies: a JSON file (traces/topology_json.hpp) or a spec "kind:key=value,..." (models/topology.hpp).
+// Topologies: a JSON file (traces/topology_json.hpp) or a spec "kind:key=value,..." (models/network/topology.hpp).
 #include "fuzz_target.hpp"
 #include "traces/topology_json.hpp"
 

@@ -1,4 +1,4 @@
-// Cluster schedulers, registered by name (models/cluster.hpp has the interface):
+// Cluster schedulers, registered by name (models/cluster/cluster.hpp has the interface):
 //   fifo       first come, first served, each job on its requested GPUs and type (any type when it
 //              names none); `backfill`: later jobs may start when the head does not fit
 //   sjf        shortest job first, with an oracle of job lengths (non-preemptive)
@@ -12,7 +12,7 @@
 //              waited `promote_after` times its run time returns to the top queue
 #pragma once
 
-#include "models/cluster.hpp"
+#include "models/cluster/cluster.hpp"
 #include "sim/registry.hpp"
 
 namespace orrery::policies {

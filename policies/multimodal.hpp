@@ -1,4 +1,4 @@
-// Multimodal pipeline policies, registered by name (models/multimodal_pipeline.hpp has the
+// Multimodal pipeline policies, registered by name (models/multimodal/multimodal_pipeline.hpp has the
 // interface):
 //   megatron-1f1b     Megatron-LM: the modules' layers in order (encoder layers counted as
 //                     layers, a projector as one), split evenly by count over the stages; fixed
@@ -17,7 +17,7 @@
 //                     on the pipeline emulator; the fastest wins
 #pragma once
 
-#include "models/multimodal_pipeline.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 #include "sim/registry.hpp"
 
 namespace orrery::policies {

@@ -1,4 +1,4 @@
-// Pipeline schedules, registered by name (models/pipeline.hpp has the interface and rules):
+// Pipeline schedules, registered by name (models/training/pipeline.hpp has the interface and rules):
 //   gpipe             all forwards, then all backwards
 //   1f1b              PipeDream-flush: warm-up forwards, then one forward / one backward
 //   interleaved-1f1b  Megatron's virtual pipeline: chunks per stage, micro-batches in groups of
@@ -9,7 +9,7 @@
 //   auto sched = pipeline_schedules().create("1f1b", {}, {"scenario.json", "/plan/schedule"});
 #pragma once
 
-#include "models/pipeline.hpp"
+#include "models/training/pipeline.hpp"
 #include "sim/registry.hpp"
 
 namespace orrery::policies {

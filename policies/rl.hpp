@@ -16,8 +16,8 @@
 //   RlRun r = rl_policies().create("streamrl-async")->run(setup, {gen_cost, train_cost}, 50);
 #pragma once
 
-#include "models/cost.hpp"
-#include "models/rl.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/rl/rl.hpp"
 #include "sim/registry.hpp"
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Sequence-balancing policies, registered by name (models/sequence.hpp has the interface):
+// Sequence-balancing policies, registered by name (models/training/sequence.hpp has the interface):
 //   packing        fixed-length sequential packing; sequences handed to DP ranks in order (the
 //                  Plain-4D / Ulysses baseline)
 //   sorted-greedy  fixed-length packing, then LPT on sum(l^2) across DP ranks (m sequences each)
@@ -11,7 +11,7 @@
 //   global-pool    the same with one pool as large as DP (DistCA style)
 #pragma once
 
-#include "models/sequence.hpp"
+#include "models/training/sequence.hpp"
 #include "sim/registry.hpp"
 
 namespace orrery::policies {

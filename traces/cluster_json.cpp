@@ -1,8 +1,8 @@
 #include "traces/cluster_json.hpp"
 
-#include "models/hardware.hpp"
-#include "models/llm.hpp"
-#include "models/parallel.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/training/llm.hpp"
+#include "models/training/parallel.hpp"
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/chrome_trace.hpp"
@@ -265,6 +265,21 @@ double ArenaThroughput::param_count(std::string_view size) {
 }
 
 double ArenaThroughput::rate(const models::Job& job, std::string_view gpu_type, int gpus, int nodes) const {
+  std::string key = job.model;
+  key += '\0';
+  key += gpu_type;
+  for (const int v : {job.batch, gpus, nodes}) key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  {
+    const std::lock_guard hold(memo_lock_);
+    if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  const double r = lookup_rate(job, gpu_type, gpus, nodes);
+  const std::lock_guard hold(memo_lock_);
+  memo_.emplace(std::move(key), r);
+  return r;
+}
+
+double ArenaThroughput::lookup_rate(const models::Job& job, std::string_view gpu_type, int gpus, int nodes) const {
   const auto cap = per_node_.find(gpu_type);
   if (cap == per_node_.end() || gpus < 1) return 0;
   // model "bert__1.3B", batch 128 -> "bert_1.3B_128"; device "{H}_{gpu}_{H}_n_{G}_d" (H hosts of

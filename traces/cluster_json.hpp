@@ -32,12 +32,14 @@
 // durations are seconds from 0 to 1e9, GPU counts whole from 1 to 1000000, and so on.
 #pragma once
 
-#include "models/cluster.hpp"
+#include "models/cluster/cluster.hpp"
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace orrery::traces {
@@ -100,9 +102,14 @@ class ArenaThroughput final : public models::ThroughputModel {
 
  private:
   static double param_count(std::string_view size);
+  double lookup_rate(const models::Job& job, std::string_view gpu_type, int gpus, int nodes) const;
   std::map<std::string, double, std::less<>> iter_time_;  // "model_key|device_key" -> seconds
   std::map<std::string, int, std::less<>> per_node_;
   std::map<std::string, std::map<double, std::string>, std::less<>> sizes_;  // family -> param count -> "1.3B"
+  // rate() by (model, batch, GPU type, GPUs, nodes): schedulers ask the same few placements
+  // millions of times, and each answer formats and searches several table keys.
+  mutable std::mutex memo_lock_;
+  mutable std::unordered_map<std::string, double> memo_;
 };
 
 struct ClusterScenario {
@@ -116,7 +123,7 @@ struct ClusterScenario {
   double scaling_exponent = 0.9;
   double spread_factor = 1.0;
   std::string table_path;    // arena, gavel: the table file; elasticflow, pollux, sia: the folder
-  // source "step": the emulator's best plan per shape (models/cluster_step.hpp)
+  // source "step": the emulator's best plan per shape (models/cluster/cluster_step.hpp)
   std::string step_model = "llama3-8b";
   int step_global_batch = 256;
   std::int64_t step_seq_len = 2048;

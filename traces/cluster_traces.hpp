@@ -9,7 +9,7 @@
 // durations 0 to 1e9 s, GPU counts 1 to 1e6, ...); a UTF-8 byte-order mark is dropped.
 #pragma once
 
-#include "models/cluster.hpp"
+#include "models/cluster/cluster.hpp"
 #include "traces/cluster_json.hpp"
 
 #include <string>

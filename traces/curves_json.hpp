@@ -9,7 +9,7 @@
 // reading (kinds, dtypes, feature names, ascending positive axes, one positive time per cell).
 #pragma once
 
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 
 #include <string>
 #include <string_view>

@@ -10,7 +10,7 @@
 // new GPU without a base must give peak_flops (with bf16), hbm, hbm_bandwidth and sm_count.
 #pragma once
 
-#include "models/hardware.hpp"
+#include "models/hardware/hardware.hpp"
 
 #include <string>
 #include <string_view>

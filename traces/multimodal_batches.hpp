@@ -5,7 +5,7 @@
 // line and the JSON pointer inside it.
 #pragma once
 
-#include "models/multimodal.hpp"
+#include "models/multimodal/multimodal.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
 #include "traces/multimodal_json.hpp"
 
-#include "models/llm.hpp"
+#include "models/training/llm.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 

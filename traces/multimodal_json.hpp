@@ -13,8 +13,8 @@
 // Errors name the JSON pointer: an edge to an unknown module, a cycle, a dangling module.
 #pragma once
 
-#include "models/hardware.hpp"
-#include "models/multimodal.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/multimodal/multimodal.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #include "traces/rl_json.hpp"
 
-#include "models/generation.hpp"
-#include "models/llm.hpp"
+#include "models/rl/generation.hpp"
+#include "models/training/llm.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 #include "traces/rollouts.hpp"

@@ -24,7 +24,7 @@
 // dispatcher or sequence policy, a trace shorter than the iterations asked for.
 #pragma once
 
-#include "models/rl.hpp"
+#include "models/rl/rl.hpp"
 
 #include <string>
 

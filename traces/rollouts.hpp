@@ -6,7 +6,7 @@
 // the file, the line and the field.
 #pragma once
 
-#include "models/rollouts.hpp"
+#include "models/rl/rollouts.hpp"
 #include "sim/unit_parse.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "traces/step_json.hpp"
 
-#include "models/doc_lengths.hpp"
+#include "models/training/doc_lengths.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 

@@ -19,8 +19,8 @@
 // "mla": {"q_lora_rank", "kv_lora_rank", "qk_nope_dim", "qk_rope_dim", "v_head_dim"}, "source"}.
 #pragma once
 
-#include "models/hardware.hpp"
-#include "models/step.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/training/step.hpp"
 
 #include <string>
 #include <string_view>

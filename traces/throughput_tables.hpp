@@ -6,7 +6,7 @@
 // is an InputError naming the file and the JSON pointer or "line N:column NAME".
 #pragma once
 
-#include "models/cluster.hpp"
+#include "models/cluster/cluster.hpp"
 
 #include <map>
 #include <string>

@@ -5,7 +5,7 @@
 //   write_topology_file("copy.json", t);
 #pragma once
 
-#include "models/topology.hpp"
+#include "models/network/topology.hpp"
 
 #include <string>
 #include <string_view>

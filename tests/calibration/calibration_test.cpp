@@ -1,7 +1,7 @@
 #include "calibration/cpu_harness.hpp"
 #include "calibration/fit.hpp"
 #include "calibration/profile.hpp"
-#include "models/cost.hpp"
+#include "models/hardware/cost.hpp"
 #include "sim/error.hpp"
 
 #include <doctest/doctest.h>

@@ -2,10 +2,10 @@
 // answered with one line naming the file and place, exit 1, nothing written.
 #include "input_error.hpp"
 
-#include "models/collectives.hpp"
-#include "models/llm.hpp"
-#include "models/parallel.hpp"
-#include "models/topology.hpp"
+#include "models/network/collectives.hpp"
+#include "models/training/llm.hpp"
+#include "models/training/parallel.hpp"
+#include "models/network/topology.hpp"
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 

@@ -1,5 +1,5 @@
-#include "models/cluster.hpp"
-#include "models/cluster_step.hpp"
+#include "models/cluster/cluster.hpp"
+#include "models/cluster/cluster_step.hpp"
 #include "policies/cluster.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"

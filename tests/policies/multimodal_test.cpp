@@ -1,5 +1,5 @@
-#include "models/hardware.hpp"
-#include "models/multimodal_pipeline.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 #include "sim/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "models/pipeline.hpp"
+#include "models/training/pipeline.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 

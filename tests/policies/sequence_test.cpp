@@ -1,5 +1,5 @@
-#include "models/doc_lengths.hpp"
-#include "models/sequence.hpp"
+#include "models/training/doc_lengths.hpp"
+#include "models/training/sequence.hpp"
 #include "policies/sequence.hpp"
 #include "sim/error.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "../input_error.hpp"
+#include "input_error.hpp"
 
 using namespace orrery;
 using namespace orrery::traces;

@@ -4,7 +4,7 @@
 #include "shared_data.hpp"
 #include <doctest/doctest.h>
 
-#include "../input_error.hpp"
+#include "input_error.hpp"
 
 #include <algorithm>
 #include <filesystem>

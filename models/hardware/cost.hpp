@@ -1,0 +1,169 @@
+// Kernel cost models: a Kernel (kernel.hpp) on a GpuSpec (hardware.hpp) -> a duration.
+//  - RooflineCostModel: max(compute, memory) + a fixed per-kernel overhead, where compute is the
+//    executed FLOPs (tile-padded) over peak x an efficiency curve per kind, and memory the
+//    compulsory bytes over HBM bandwidth x a streaming efficiency.
+//  - CalibratedCostModel: measured curves (calibration/ fits them from a profile), interpolated
+//    in log space over each kind's shape features; outside the measured range it falls back to
+//    the roofline, and counts every fallback.
+//   RooflineCostModel roofline(HardwareCatalog::builtin().gpu("H100"));
+//   sim::Duration t = roofline.time(Kernel::gemm(8192, 8192, 8192, DType::bf16));
+#pragma once
+
+#include "models/hardware/hardware.hpp"
+#include "models/hardware/kernel.hpp"
+#include "sim/units.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace orrery::models {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual sim::Duration time(const Kernel&) const = 0;
+  virtual std::string_view name() const = 0;
+  // Counters for the run report, e.g. {"fallback.attention_fwd", 3}; sorted by name.
+  virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
+  // One line for the console: the model and what each kernel's time comes from, e.g.
+  // "roofline (step efficiency 0.6716, 35 us per kernel)".
+  virtual std::string summary() const { return std::string(name()); }
+};
+
+// The roofline's efficiency curves. Defaults are calibrated on one published measurement per
+// parameter (see cost.cpp); docs/validation.md reports how well they predict the others.
+struct RooflineParams {
+  // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile).
+  double gemm_efficiency = 0.8149;
+  std::int64_t gemm_tile = 128;
+  // Attention (FlashAttention-style): each document's length rounds up to attention_tile, the
+  // executed FLOPs are those of the whole tiles (for a causal mask, the tiles on and below the
+  // diagonal), and efficiency = e_pass * L / (L + half_kv) * d / (d + half_head_dim), where L is
+  // the mean key/value tokens a query tile visits (its fixed per-tile work amortises over L) and
+  // d the head dimension (the softmax work per query-key pair amortises over d).
+  double attention_fwd_efficiency = 0.9533;
+  double attention_bwd_efficiency = 0.9434;
+  double attention_half_kv = 197.66;
+  double attention_half_head_dim = 55.909;
+  std::int64_t attention_tile = 128;
+  // Memory-bound kernels: fraction of HBM peak a streaming kernel sustains.
+  double memory_efficiency = 0.90;
+  // Fixed time every kernel pays (launch and tail).
+  sim::Duration kernel_overhead = sim::Duration::microseconds(2);
+  // The fraction of this roofline's speed a kernel reaches inside a training step (1 for the
+  // isolated kernels of published benchmarks; see training_roofline_params()).
+  double step_efficiency = 1.0;
+};
+
+// Roofline parameters for kernels inside a training step on `gpu`: the kernel benchmarks'
+// parameters plus, per GPU type, a step efficiency and a per-kernel overhead that stand for
+// what isolated kernel benchmarks do not see (framework dispatch, kernels too small to model,
+// shapes less friendly than the best ones). Each pair is set by two rows of a published
+// Megatron-LM table (cli/validate_step.cpp, docs/validation.md); GPUs without such a table use
+// the H100's pair, an assumption the scenario's report states.
+RooflineParams training_roofline_params(const GpuSpec& gpu);
+// True when training_roofline_params() has a measured pair for this GPU type.
+bool has_training_calibration(const GpuSpec& gpu);
+
+class RooflineCostModel final : public CostModel {
+ public:
+  explicit RooflineCostModel(GpuSpec gpu, RooflineParams params = {});
+  sim::Duration time(const Kernel&) const override;
+  std::string_view name() const override { return "roofline"; }
+  std::string summary() const override;
+
+  struct Terms {
+    double executed_flops = 0;  // after tile padding
+    double efficiency = 0;      // of the compute term
+    double compute_s = 0;
+    double memory_s = 0;
+    double overhead_s = 0;
+    double seconds() const { return std::max(compute_s, memory_s) + overhead_s; }
+    bool memory_bound() const { return memory_s > compute_s; }
+  };
+  Terms terms(const Kernel&) const;
+  const GpuSpec& gpu() const { return gpu_; }
+  const RooflineParams& params() const { return params_; }
+
+ private:
+  GpuSpec gpu_;
+  RooflineParams params_;
+};
+
+// The shape features a calibrated curve interpolates over, per kind:
+//   gemm: m, n, k (a batched GEMM costs batch x one product); grouped_gemm: total m, n, k;
+//   attention: query tokens x heads, the effective length sum(l^2)/sum(l) (a batch of equal
+//   documents of that length has the same linear and quadratic work), head_dim;
+//   memory-bound kinds: bytes; optimizer: params.
+std::vector<std::string> feature_names(KernelKind);
+std::vector<double> kernel_features(const Kernel&);
+double feature_multiplier(const Kernel&);  // batch for gemm, else 1
+
+// One measured cost curve: ln(seconds) on a tensor grid over the kind's features.
+struct CostCurve {
+  KernelKind kind = KernelKind::gemm;
+  DType dtype = DType::bf16;
+  bool causal = false;                     // attention only
+  std::vector<std::vector<double>> axes;   // per feature, ascending, positive
+  std::vector<double> log_seconds;         // row-major over axes, last axis fastest
+  // Fit report (from calibration): points measured, grid cells filled from the fit, points
+  // raised to keep the curve monotone, leave-one-out errors, and the least-squares fit
+  // ln t = c0 + sum_i c_i ln x_i + sum_i q_i (ln x_i)^2 used to fill holes.
+  std::size_t points = 0, filled = 0, repaired = 0;
+  double loo_interpolation_mape = std::numeric_limits<double>::quiet_NaN();
+  double loo_fit_mape = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> fit_coefficients;
+
+  std::size_t cells() const;
+  // ln(seconds) at the features, or nullopt outside the grid's range.
+  std::optional<double> interpolate(const std::vector<double>& features) const;
+  bool matches(const Kernel&) const;
+};
+
+struct CostCurves {
+  std::string device;                      // the profile's device name
+  std::string source;                      // what produced it (profile path, harness)
+  std::vector<std::pair<std::string, std::string>> metadata;  // versions, clocks, date
+  std::vector<CostCurve> curves;
+};
+
+class CalibratedCostModel final : public CostModel {
+ public:
+  CalibratedCostModel(CostCurves curves, GpuSpec gpu, RooflineParams params = {});
+  sim::Duration time(const Kernel&) const override;
+  std::string_view name() const override { return "calibrated"; }
+  std::vector<std::pair<std::string, std::uint64_t>> counters() const override;
+  // "calibrated: 12 kernels from the curves (measured times, no step efficiency), 37 from the
+  // roofline (step efficiency 0.6716, 35 us per kernel)": the counts so far.
+  std::string summary() const override;
+  std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }
+  std::uint64_t calibrated(KernelKind k) const { return calibrated_[static_cast<std::size_t>(k)].load(); }
+  std::uint64_t fallbacks() const;   // over all kinds
+  std::uint64_t calibrated() const;  // over all kinds
+  const CostCurves& curves() const { return curves_; }
+  // What costs the kernels the curves do not cover.
+  const RooflineCostModel& fallback() const { return roofline_; }
+
+ private:
+  CostCurves curves_;
+  RooflineCostModel roofline_;
+  mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> calibrated_{};
+  mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> fallback_{};
+};
+
+// The cost model of kernels inside a training step on `gpu` (`orrery step`, `compare`): the
+// roofline with training_roofline_params(gpu); with `curves`, the curves for the kernels they
+// cover (their measured times stand as they are: the curves were measured on the user's GPU, at
+// the kernel's own shape, so no step efficiency is applied to them) and that same training
+// roofline for every kernel they do not cover. A curves file that covers nothing therefore gives
+// the roofline's step exactly.
+std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, std::optional<CostCurves> curves = std::nullopt);
+
+}  // namespace orrery::models

@@ -1,0 +1,474 @@
+#include "models/multimodal/multimodal.hpp"
+
+#include "models/hardware/kernel.hpp"
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace orrery::models {
+
+std::string_view to_string(ModuleKind k) {
+  switch (k) {
+    case ModuleKind::vision_encoder: return "vision_encoder";
+    case ModuleKind::audio_encoder: return "audio_encoder";
+    case ModuleKind::projector: return "projector";
+    case ModuleKind::llm: return "llm";
+    case ModuleKind::text_encoder: return "text_encoder";
+    case ModuleKind::video_dit: return "video_dit";
+  }
+  return "?";
+}
+
+ModuleKind parse_module_kind(std::string_view text, std::string_view source, std::string_view where) {
+  for (const ModuleKind k : {ModuleKind::vision_encoder, ModuleKind::audio_encoder, ModuleKind::projector, ModuleKind::llm,
+                             ModuleKind::text_encoder, ModuleKind::video_dit}) {
+    if (to_string(k) == text) return k;
+  }
+  throw sim::InputError(std::string(source), std::string(where),
+                        fmt::format("found {}, expected vision_encoder, audio_encoder, projector, llm, text_encoder or video_dit",
+                                    sim::quote(text)));
+}
+
+int MultimodalModel::find(std::string_view module) const {
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    if (modules[i].name == module) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::int64_t MultimodalModel::params() const {
+  std::int64_t n = 0;
+  for (const ModuleSpec& m : modules) {
+    if (m.kind == ModuleKind::projector) {
+      n += m.shape.ffn_hidden * (m.projector_hidden > 0 ? m.projector_hidden : m.shape.hidden) +
+           (m.projector_hidden > 0 ? m.projector_hidden * m.shape.hidden : 0);
+    } else {
+      n += m.shape.layers * (m.shape.attention_params() + m.shape.dense_mlp_params());
+      if (m.kind == ModuleKind::llm) n += m.shape.embedding_params();
+    }
+  }
+  return n;
+}
+
+namespace {
+
+bool is_encoder(ModuleKind k) { return k == ModuleKind::vision_encoder || k == ModuleKind::audio_encoder; }
+bool is_sink(ModuleKind k) { return k == ModuleKind::llm || k == ModuleKind::video_dit; }
+
+}  // namespace
+
+void validate_multimodal(MultimodalModel& m, std::string_view source, std::string_view where) {
+  const auto fail = [&](const std::string& what) { throw sim::InputError(std::string(source), std::string(where), what); };
+  const auto n = static_cast<int>(m.modules.size());
+  if (n == 0) fail("found no modules");
+  for (int i = 0; i < n; ++i) {
+    const ModuleSpec& s = m.modules[static_cast<std::size_t>(i)];
+    if (s.name.empty()) fail(fmt::format("module {} has no name", i));
+    for (int j = 0; j < i; ++j) {
+      if (m.modules[static_cast<std::size_t>(j)].name == s.name) fail(fmt::format("two modules are named {}", sim::quote(s.name)));
+    }
+    if (s.kind != ModuleKind::projector) {
+      ModelSpec shape = s.shape;  // encoders and DiTs have no vocabulary
+      if (s.kind != ModuleKind::llm && shape.vocab <= 0) shape.vocab = 1;
+      validate_model(shape, source, fmt::format("{}/modules/{}", where, s.name));
+    } else if (s.shape.hidden <= 0 || s.merge < 1) {
+      fail(fmt::format("projector {} needs a positive output width and merge", sim::quote(s.name)));
+    }
+    if (s.kind == ModuleKind::vision_encoder && (s.patch < 1 || s.temporal_patch < 1)) fail(fmt::format("vision encoder {} needs a patch size", sim::quote(s.name)));
+    if (s.kind == ModuleKind::audio_encoder && !(s.tokens_per_second > 0)) fail(fmt::format("audio encoder {} needs tokens_per_second", sim::quote(s.name)));
+    if (s.kind == ModuleKind::video_dit && (s.patch < 1 || s.temporal_patch < 1)) fail(fmt::format("video DiT {} needs a patch and a temporal stride", sim::quote(s.name)));
+  }
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
+  for (const ModuleEdge& e : m.edges) {
+    if (e.from < 0 || e.from >= n || e.to < 0 || e.to >= n) fail(fmt::format("an edge {} -> {} names a module the model lacks", e.from, e.to));
+    if (e.from == e.to) fail(fmt::format("an edge from {} to itself: a cycle", sim::quote(m.modules[static_cast<std::size_t>(e.from)].name)));
+    out[static_cast<std::size_t>(e.from)].push_back(e.to);
+    in[static_cast<std::size_t>(e.to)].push_back(e.from);
+  }
+  // Cycles: depth-first search, reporting the modules on the cycle.
+  std::vector<int> colour(static_cast<std::size_t>(n), 0), order, stack;
+  std::function<void(int)> visit = [&](int v) {
+    colour[static_cast<std::size_t>(v)] = 1;
+    stack.push_back(v);
+    for (const int w : out[static_cast<std::size_t>(v)]) {
+      if (colour[static_cast<std::size_t>(w)] == 1) {
+        std::string names;
+        for (auto it = std::find(stack.begin(), stack.end(), w); it != stack.end(); ++it) names += m.modules[static_cast<std::size_t>(*it)].name + " -> ";
+        fail(fmt::format("the module graph has a cycle: {}{}", names, m.modules[static_cast<std::size_t>(w)].name));
+      }
+      if (colour[static_cast<std::size_t>(w)] == 0) visit(w);
+    }
+    stack.pop_back();
+    colour[static_cast<std::size_t>(v)] = 2;
+    order.push_back(v);
+  };
+  for (int v = 0; v < n; ++v) {
+    if (colour[static_cast<std::size_t>(v)] == 0) visit(v);
+  }
+  std::reverse(order.begin(), order.end());
+  int sinks = 0;
+  for (int v = 0; v < n; ++v) {
+    const ModuleSpec& s = m.modules[static_cast<std::size_t>(v)];
+    if (out[static_cast<std::size_t>(v)].empty()) {
+      if (!is_sink(s.kind)) fail(fmt::format("module {} ({}) feeds nothing: a dangling module", sim::quote(s.name), to_string(s.kind)));
+      ++sinks;
+    }
+    if (s.kind == ModuleKind::projector) {
+      if (in[static_cast<std::size_t>(v)].size() != 1 || !is_encoder(m.modules[static_cast<std::size_t>(in[static_cast<std::size_t>(v)][0])].kind)) {
+        fail(fmt::format("projector {} must be fed by exactly one encoder", sim::quote(s.name)));
+      }
+    }
+    if (is_encoder(s.kind) && (out[static_cast<std::size_t>(v)].size() != 1 ||
+                               m.modules[static_cast<std::size_t>(out[static_cast<std::size_t>(v)][0])].kind != ModuleKind::projector)) {
+      fail(fmt::format("encoder {} must feed exactly one projector", sim::quote(s.name)));
+    }
+  }
+  if (sinks != 1) fail(fmt::format("found {} sink modules, expected one LLM or video DiT that every module feeds", sinks));
+  // Reorder topologically, renumbering the edges; a projector's input width is its encoder's
+  // width times merge.
+  std::vector<int> position(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) position[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  std::vector<ModuleSpec> sorted;
+  for (const int v : order) sorted.push_back(m.modules[static_cast<std::size_t>(v)]);
+  for (ModuleEdge& e : m.edges) {
+    e.from = position[static_cast<std::size_t>(e.from)];
+    e.to = position[static_cast<std::size_t>(e.to)];
+  }
+  m.modules = std::move(sorted);
+  for (const ModuleEdge& e : m.edges) {
+    ModuleSpec& to = m.modules[static_cast<std::size_t>(e.to)];
+    if (to.kind == ModuleKind::projector) to.shape.ffn_hidden = m.modules[static_cast<std::size_t>(e.from)].shape.hidden * to.merge;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Catalog
+
+namespace {
+
+ModelSpec stack(std::string name, int layers, std::int64_t hidden, int heads, int kv_heads, std::int64_t ffn, MlpKind mlp, std::int64_t vocab = 0) {
+  ModelSpec s;
+  s.name = std::move(name);
+  s.layers = layers;
+  s.hidden = hidden;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.head_dim = hidden / heads;
+  s.ffn_hidden = ffn;
+  s.mlp = mlp;
+  s.vocab = vocab;
+  return s;
+}
+
+ModuleSpec module(std::string name, ModuleKind kind, ModelSpec shape) {
+  ModuleSpec m;
+  m.name = std::move(name);
+  m.kind = kind;
+  m.shape = std::move(shape);
+  return m;
+}
+
+// Qwen2-VL's vision tower (Wang et al., "Qwen2-VL", arXiv 2409.12191, and the Hugging Face
+// configs Qwen/Qwen2-VL-7B-Instruct, -72B-Instruct): 32 layers, width 1280, 16 heads, MLP 5120
+// (QuickGELU), 14-pixel patches, 2 frames per temporal patch; the merger folds 2x2 patches
+// (4 x 1280 = 5120) through a 5120-wide MLP into the LLM's width.
+MultimodalModel qwen2_vl(std::string name, ModelSpec llm, std::string source) {
+  MultimodalModel m;
+  m.name = std::move(name);
+  ModuleSpec vit = module("vision", ModuleKind::vision_encoder, stack("qwen2-vl-vit", 32, 1280, 16, 16, 5120, MlpKind::gelu));
+  vit.patch = 14;
+  vit.temporal_patch = 2;
+  ModuleSpec merger = module("merger", ModuleKind::projector, stack("qwen2-vl-merger", 0, llm.hidden, 1, 1, 0, MlpKind::gelu));
+  merger.merge = 4;
+  merger.projector_hidden = 5120;
+  m.modules = {vit, merger, module("llm", ModuleKind::llm, std::move(llm))};
+  m.edges = {{0, 1}, {1, 2}};
+  m.source = std::move(source);
+  return m;
+}
+
+std::vector<MultimodalModel> builtin_models() {
+  std::vector<MultimodalModel> v;
+  // Qwen2 7B and 72B backbones (Yang et al., "Qwen2 Technical Report", arXiv 2407.10671, Table 1;
+  // HF configs): 28 x 3584, 28 heads, 4 KV heads, MLP 18944; 80 x 8192, 64 heads, 8 KV heads,
+  // MLP 29568; vocabulary 152064, SwiGLU.
+  v.push_back(qwen2_vl("qwen2-vl-7b", stack("qwen2-7b", 28, 3584, 28, 4, 18944, MlpKind::swiglu, 152064),
+                       "Qwen2-VL (arXiv 2409.12191); Qwen2 (arXiv 2407.10671); HF Qwen/Qwen2-VL-7B-Instruct config"));
+  v.push_back(qwen2_vl("qwen2-vl-72b", stack("qwen2-72b", 80, 8192, 64, 8, 29568, MlpKind::swiglu, 152064),
+                       "Qwen2-VL (arXiv 2409.12191); Qwen2 (arXiv 2407.10671); HF Qwen/Qwen2-VL-72B-Instruct config"));
+  {
+    // Qwen2-Audio (Chu et al., arXiv 2407.10759): the Whisper-large-v3 encoder (32 layers,
+    // width 1280, 20 heads, MLP 5120; 100 mel frames per second halved by its stride-2
+    // convolution to 50 tokens/s; Radford et al., arXiv 2212.04356), pooled by 2 before a
+    // linear projection into Qwen-7B (32 x 4096, 32 heads, MLP 11008, vocabulary 151936).
+    MultimodalModel m;
+    m.name = "qwen2-audio-7b";
+    ModuleSpec enc = module("audio", ModuleKind::audio_encoder, stack("whisper-large-v3-encoder", 32, 1280, 20, 20, 5120, MlpKind::gelu));
+    enc.tokens_per_second = 50;
+    ModuleSpec proj = module("projector", ModuleKind::projector, stack("qwen2-audio-projector", 0, 4096, 1, 1, 0, MlpKind::gelu));
+    proj.merge = 2;
+    m.modules = {enc, proj, module("llm", ModuleKind::llm, stack("qwen-7b", 32, 4096, 32, 32, 11008, MlpKind::swiglu, 151936))};
+    m.edges = {{0, 1}, {1, 2}};
+    m.source = "Qwen2-Audio (arXiv 2407.10759); Whisper (arXiv 2212.04356)";
+    v.push_back(std::move(m));
+  }
+  {
+    // HunyuanVideo (Kong et al., arXiv 2412.03603; Tencent/HunyuanVideo configs): a 13B DiT of
+    // 20 dual-stream and 40 single-stream blocks, width 3072, 24 heads, MLP ratio 4, patches of
+    // 1x2x2 latents over a causal 3D VAE that strides 4 in time and 8 in space (so 16 pixels
+    // per token side); the text comes from a frozen LLaVA-Llama-3-8B (a Llama 3 8B shape).
+    // Dual- and single-stream blocks are costed alike, as one transformer layer each.
+    MultimodalModel m;
+    m.name = "hunyuan-video-13b";
+    ModuleSpec text = module("text", ModuleKind::text_encoder, stack("llava-llama-3-8b", 32, 4096, 32, 8, 14336, MlpKind::swiglu, 128256));
+    text.trainable = false;
+    ModuleSpec dit = module("dit", ModuleKind::video_dit, stack("hunyuan-video-dit", 60, 3072, 24, 24, 12288, MlpKind::gelu));
+    dit.patch = 16;
+    dit.temporal_patch = 4;
+    m.modules = {text, dit};
+    m.edges = {{0, 1}};
+    m.source = "HunyuanVideo (arXiv 2412.03603)";
+    v.push_back(std::move(m));
+  }
+  for (MultimodalModel& m : v) validate_multimodal(m, "<builtin multimodal catalog>", "/" + m.name);
+  return v;
+}
+
+}  // namespace
+
+const MultimodalCatalog& MultimodalCatalog::builtin() {
+  static const MultimodalCatalog catalog = [] {
+    MultimodalCatalog c;
+    c.models_ = builtin_models();
+    return c;
+  }();
+  return catalog;
+}
+
+const MultimodalModel* MultimodalCatalog::find(std::string_view name) const {
+  for (const MultimodalModel& m : models_) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+const MultimodalModel& MultimodalCatalog::model(std::string_view name, std::string_view source, std::string_view where) const {
+  if (const MultimodalModel* m = find(name)) return *m;
+  std::string known;
+  for (const std::string& n : names()) known += (known.empty() ? "" : ", ") + n;
+  throw sim::InputError(std::string(source), std::string(where), fmt::format("unknown multimodal model {}; known: {}", sim::quote(name), known));
+}
+
+std::vector<std::string> MultimodalCatalog::names() const {
+  std::vector<std::string> out;
+  for (const MultimodalModel& m : models_) out.push_back(m.name);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Work
+
+void check_modalities(const MultimodalModel& m, const std::vector<MultimodalSample>& samples, std::string_view source, std::string_view where) {
+  bool vision = false, audio = false;
+  for (const ModuleSpec& s : m.modules) {
+    vision = vision || s.kind == ModuleKind::vision_encoder || s.kind == ModuleKind::video_dit;
+    audio = audio || s.kind == ModuleKind::audio_encoder;
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const MultimodalSample& x = samples[i];
+    std::string missing;
+    if (!vision && (!x.images.empty() || !x.videos.empty())) missing = "images or video, but the model has no vision encoder or video DiT";
+    if (!audio && !x.audio_seconds.empty()) missing = "audio, but the model has no audio encoder";
+    if (!missing.empty()) {
+      throw sim::InputError(std::string(source), fmt::format("{}/{}", where, i), fmt::format("the sample brings {} ({})", missing, m.name));
+    }
+  }
+}
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Tokens a sample gives an encoder, per document.
+void encoder_docs(const ModuleSpec& s, const MultimodalSample& x, std::vector<std::int64_t>& docs) {
+  if (s.kind == ModuleKind::vision_encoder) {
+    for (const ImageSize& im : x.images) docs.push_back(ceil_div(im.height, s.patch) * ceil_div(im.width, s.patch));
+    for (const VideoClip& v : x.videos) docs.push_back(ceil_div(v.frames, s.temporal_patch) * ceil_div(v.height, s.patch) * ceil_div(v.width, s.patch));
+  } else if (s.kind == ModuleKind::audio_encoder) {
+    for (const double sec : x.audio_seconds) docs.push_back(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(sec * s.tokens_per_second))));
+  }
+}
+
+}  // namespace
+
+ModuleWork module_work(const MultimodalModel& m, int index, const std::vector<MultimodalSample>& samples) {
+  const ModuleSpec& s = m.modules[static_cast<std::size_t>(index)];
+  ModuleWork w;
+  const auto feeder = [&](int to) {
+    for (const ModuleEdge& e : m.edges) {
+      if (e.to == to) return e.from;
+    }
+    return -1;
+  };
+  switch (s.kind) {
+    case ModuleKind::vision_encoder:
+    case ModuleKind::audio_encoder:
+      for (const MultimodalSample& x : samples) encoder_docs(s, x, w.docs);
+      break;
+    case ModuleKind::projector: {
+      const ModuleSpec& enc = m.modules[static_cast<std::size_t>(feeder(index))];
+      std::vector<std::int64_t> docs;
+      for (const MultimodalSample& x : samples) encoder_docs(enc, x, docs);
+      for (const std::int64_t d : docs) {
+        w.tokens += d;
+        w.out_tokens += ceil_div(d, s.merge);
+      }
+      return w;
+    }
+    case ModuleKind::llm:
+      for (const MultimodalSample& x : samples) {
+        std::int64_t t = x.text_tokens;
+        for (const ModuleEdge& e : m.edges) {
+          if (e.to != index || m.modules[static_cast<std::size_t>(e.from)].kind != ModuleKind::projector) continue;
+          t += module_work(m, e.from, {x}).out_tokens;
+        }
+        if (t > 0) w.docs.push_back(t);
+      }
+      break;
+    case ModuleKind::text_encoder:
+      for (const MultimodalSample& x : samples) {
+        if (x.text_tokens > 0) w.docs.push_back(x.text_tokens);
+      }
+      break;
+    case ModuleKind::video_dit:
+      // Latent frames of a causal VAE: 1 + (frames - 1) / stride; an image is a one-frame video.
+      for (const MultimodalSample& x : samples) {
+        for (const VideoClip& v : x.videos) {
+          const std::int64_t latent = 1 + (std::max(1, v.frames) - 1) / s.temporal_patch;
+          w.docs.push_back(latent * ceil_div(v.height, s.patch) * ceil_div(v.width, s.patch) + x.text_tokens);
+        }
+        for (const ImageSize& im : x.images) w.docs.push_back(ceil_div(im.height, s.patch) * ceil_div(im.width, s.patch) + x.text_tokens);
+      }
+      break;
+  }
+  for (const std::int64_t d : w.docs) w.tokens += d;
+  w.out_tokens = w.tokens;
+  return w;
+}
+
+LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, const CostModel& cost, int tp, double nvlink) {
+  LayerSeconds out;
+  if (work.tokens <= 0) return out;
+  const auto t = [&](const Kernel& k) { return cost.time(k).to_seconds(); };
+  const auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    out.f += t(Kernel::gemm(m, n, k, DType::bf16));
+    out.b += t(Kernel::gemm(m, k, n, DType::bf16));
+    out.w += t(Kernel::gemm(k, n, m, DType::bf16));
+  };
+  const ModelSpec& sh = s.shape;
+  if (s.kind == ModuleKind::projector) {
+    // Merge (a reshape), then an MLP: in_width -> inner -> out, on the merged tokens.
+    const std::int64_t rows = std::max<std::int64_t>(1, work.out_tokens);
+    const std::int64_t inner = s.projector_hidden > 0 ? s.projector_hidden : sh.hidden;
+    gemm(rows, inner / tp, sh.ffn_hidden);
+    if (s.projector_hidden > 0) gemm(rows, sh.hidden, inner / tp);
+  } else {
+    const std::int64_t T = work.tokens, h = sh.hidden, hd = sh.head_dim;
+    const std::int64_t heads = std::max<std::int64_t>(1, sh.heads / tp), kv = std::max<std::int64_t>(1, sh.kv_heads / tp);
+    gemm(T, (heads + 2 * kv) * hd, h);
+    gemm(T, h, heads * hd);
+    const bool causal = s.kind == ModuleKind::llm || s.kind == ModuleKind::text_encoder;
+    out.f += t(Kernel::attention(Pass::forward, work.docs, heads, kv, hd, causal, DType::bf16));
+    out.b += t(Kernel::attention(Pass::backward, work.docs, heads, kv, hd, causal, DType::bf16));
+    const std::int64_t f = sh.ffn_hidden / tp;
+    const std::int64_t up = sh.mlp == MlpKind::swiglu ? 2 * f : f;
+    gemm(T, up, h);
+    gemm(T, h, f);
+    // Norms, residuals and the activation: memory-bound passes over the layer's activations.
+    const double act_bytes = 2.0 * static_cast<double>(T) * (4.0 * static_cast<double>(h) + 2.0 * static_cast<double>(f));
+    out.f += t(Kernel::memory_bound(KernelKind::elementwise, sim::Bytes(act_bytes), DType::bf16));
+    out.b += t(Kernel::memory_bound(KernelKind::elementwise, sim::Bytes(2 * act_bytes), DType::bf16));
+    if (tp > 1 && nvlink > 0) {
+      // Two all-reduces of the layer's output per pass (attention and MLP), ring on NVLink.
+      const double ar = 2.0 * (tp - 1) / tp * 2.0 * static_cast<double>(T) * static_cast<double>(h) / nvlink;
+      out.f += 2 * ar;
+      out.b += 2 * ar;
+    }
+  }
+  if (!s.trainable) out.b = out.w = 0;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Batches
+
+void MultimodalMix::validate(std::string_view source, std::string_view where) const {
+  const auto bad = [&](std::string_view field, const std::string& expected) {
+    throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), "expected " + expected);
+  };
+  if (samples < 1) bad("samples", "1 or more samples per batch");
+  if (!(text_median >= 1 && text_p99 > text_median && text_p99 < 32768)) bad("text_p99", "1 <= text_median < text_p99 < 32768");
+  for (const auto& [name, v] : {std::pair{"text_only", text_only}, std::pair{"video_fraction", video_fraction}, std::pair{"audio_fraction", audio_fraction}}) {
+    if (!(v >= 0 && v <= 1)) bad(name, "a probability in [0, 1]");
+  }
+  if (!(images_mean == 0 || (images_mean >= 1 && images_mean <= 16))) bad("images_mean", "0 (no images) or 1 to 16 images per image sample");
+  if (resolutions.empty()) bad("resolutions", "at least one [height, width]");
+  for (const ImageSize& r : resolutions) {
+    if (r.height < 1 || r.width < 1) bad("resolutions", "positive [height, width] pairs");
+  }
+  if (!(frames_median >= 1 && frames_p99 > frames_median && frames_max > frames_p99)) bad("frames_p99", "1 <= frames_median < frames_p99 < frames_max");
+  if (video_resolution.height < 1 || video_resolution.width < 1) bad("video_resolution", "a positive [height, width]");
+  if (!(audio_median_s > 0 && audio_median_s < 100)) bad("audio_median_s", "a median clip length in (0, 100) seconds");
+}
+
+MultimodalBatchGenerator::MultimodalBatchGenerator(MultimodalMix mix, std::uint64_t seed)
+    : mix_(std::move(mix)),
+      state_(seed * 0x9E3779B97F4A7C15ULL + 1),
+      text_(DocLengthModel::lognormal(mix_.text_median, mix_.text_p99, 32768), seed),
+      frames_(DocLengthModel::lognormal_pareto(mix_.frames_median, mix_.frames_p99, mix_.frames_max), seed + 1),
+      audio_(DocLengthModel::lognormal(mix_.audio_median_s * 100, mix_.audio_median_s * 300, 30000), seed + 2) {
+  mix_.validate("<multimodal mix>", "");
+}
+
+double MultimodalBatchGenerator::uniform() {
+  // splitmix64: a fixed sequence on every platform.
+  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+int MultimodalBatchGenerator::poisson(double mean) {
+  // Knuth's product of uniforms; means here are small (< 16).
+  const double limit = std::exp(-mean);
+  int k = 0;
+  for (double p = uniform(); p > limit; p *= uniform()) ++k;
+  return k;
+}
+
+std::vector<MultimodalSample> MultimodalBatchGenerator::next() {
+  std::vector<MultimodalSample> batch(static_cast<std::size_t>(mix_.samples));
+  for (MultimodalSample& x : batch) {
+    x.text_tokens = text_.next();
+    if (uniform() >= mix_.text_only) {
+      if (uniform() < mix_.video_fraction) {
+        x.videos.push_back({static_cast<int>(frames_.next()), mix_.video_resolution.height, mix_.video_resolution.width});
+      } else if (mix_.images_mean > 0) {
+        const int n = std::min(16, 1 + poisson(mix_.images_mean - 1));
+        for (int i = 0; i < n; ++i) {
+          const auto pick = std::min(mix_.resolutions.size() - 1, static_cast<std::size_t>(uniform() * static_cast<double>(mix_.resolutions.size())));
+          x.images.push_back(mix_.resolutions[pick]);
+        }
+      }
+      if (uniform() < mix_.audio_fraction) x.audio_seconds.push_back(static_cast<double>(audio_.next()) / 100.0);
+    }
+  }
+  return batch;
+}
+
+}  // namespace orrery::models

@@ -1,0 +1,723 @@
+#include "models/network/collectives.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+
+namespace orrery::models {
+
+using sim::InputError;
+using sim::quote;
+
+namespace {
+constexpr std::array<std::pair<CollectiveOp, std::string_view>, 7> kOps = {{
+    {CollectiveOp::all_reduce, "all-reduce"},   {CollectiveOp::reduce_scatter, "reduce-scatter"},
+    {CollectiveOp::all_gather, "all-gather"},   {CollectiveOp::broadcast, "broadcast"},
+    {CollectiveOp::reduce, "reduce"},           {CollectiveOp::all_to_all, "all-to-all"},
+    {CollectiveOp::send_recv, "send-recv"},
+}};
+constexpr std::array<std::pair<CollectiveAlgo, std::string_view>, 5> kAlgos = {{
+    {CollectiveAlgo::ring, "ring"}, {CollectiveAlgo::tree, "tree"}, {CollectiveAlgo::hierarchical, "hierarchical"},
+    {CollectiveAlgo::nvls, "nvls"}, {CollectiveAlgo::direct, "direct"},
+}};
+
+template <class E, std::size_t N>
+E parse_name(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view text, std::string_view what,
+             std::string_view source, std::string_view where) {
+  std::vector<std::string> names;
+  std::string listed;
+  for (const auto& [value, name] : table) {
+    if (name == text) return value;
+    names.emplace_back(name);
+    listed += (listed.empty() ? "" : ", ") + std::string(name);
+  }
+  throw InputError(std::string(source), std::string(where),
+                   fmt::format("unknown {} {}{}; valid: {}", what, quote(text), sim::did_you_mean(text, names), listed));
+}
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  std::uint64_t z = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^ c * 0x94d049bb133111ebull;
+  z = (z ^ (z >> 31)) * 0xd6e8feb86659fd93ull;
+  return z ^ (z >> 32);
+}
+}  // namespace
+
+std::string_view to_string(CollectiveOp op) {
+  for (const auto& [value, name] : kOps) {
+    if (value == op) return name;
+  }
+  return "?";
+}
+std::string_view to_string(CollectiveAlgo algo) {
+  for (const auto& [value, name] : kAlgos) {
+    if (value == algo) return name;
+  }
+  return "?";
+}
+CollectiveOp parse_collective_op(std::string_view text, std::string_view source, std::string_view where) {
+  return parse_name(kOps, text, "collective", source, where);
+}
+CollectiveAlgo parse_collective_algo(std::string_view text, std::string_view source, std::string_view where) {
+  return parse_name(kAlgos, text, "algorithm", source, where);
+}
+
+double bus_factor(CollectiveOp op, int n) {
+  const double nn = n;
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2.0 * (nn - 1) / nn;
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_gather:
+    case CollectiveOp::all_to_all: return (nn - 1) / nn;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+    case CollectiveOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Plans
+
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+
+struct Layout {
+  std::vector<NodeIndex> ranks;             // GPU of each rank
+  std::vector<std::vector<int>> by_server;  // ranks of each server, in rank order (uniform size or empty)
+  int per_server = 0;
+};
+
+Layout layout_of(const Topology& t, int n) {
+  Layout l;
+  l.ranks.assign(t.gpus().begin(), t.gpus().begin() + n);
+  std::map<std::int32_t, std::vector<int>> servers;
+  for (int r = 0; r < n; ++r) servers[t.node(l.ranks[static_cast<std::size_t>(r)]).server].push_back(r);
+  for (auto& [server, ranks] : servers) l.by_server.push_back(std::move(ranks));
+  l.per_server = static_cast<int>(l.by_server.front().size());
+  for (const auto& s : l.by_server) {
+    if (static_cast<int>(s.size()) != l.per_server) {
+      l.by_server.clear();  // uneven servers: no server-aware layout
+      l.per_server = 0;
+      break;
+    }
+  }
+  return l;
+}
+
+// What a plan may hold: at most `transfers` (0: no limit), with the sizes that made it.
+struct PlanLimit {
+  std::size_t transfers = 0;
+  int ranks = 0, channels = 0, chunks = 0;
+};
+
+class PlanBuilder {
+ public:
+  PlanBuilder(CollectivePlan& plan, PlanLimit limit) : plan_(plan), limit_(limit) {}
+  // A transfer after `deps` (kNone entries are ignored); returns its id.
+  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, std::initializer_list<std::uint32_t> deps,
+                    bool nvls = false) {
+    return add(src, dst, bytes, hash, deps.begin(), deps.end(), nvls);
+  }
+  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::vector<std::uint32_t>& deps,
+                    bool nvls = false) {
+    return add(src, dst, bytes, hash, deps.data(), deps.data() + deps.size(), nvls);
+  }
+
+ private:
+  std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::uint32_t* first,
+                    const std::uint32_t* last, bool nvls) {
+    if (limit_.transfers > 0 && plan_.transfers.size() >= limit_.transfers) {
+      throw InputError("<command line>", "--chunks",
+                       fmt::format("{} ranks x {} channels x {} chunks make a plan of more than {} transfers; expected fewer "
+                                   "--ranks, --channels or --chunks",
+                                   limit_.ranks, limit_.channels, limit_.chunks, limit_.transfers));
+    }
+    const auto begin = static_cast<std::uint32_t>(plan_.deps.size());
+    for (; first != last; ++first) {
+      if (*first != kNone) plan_.deps.push_back(*first);
+    }
+    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
+    return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
+  }
+  CollectivePlan& plan_;
+  PlanLimit limit_;
+};
+
+// The ring order of channel c. Across servers, a ring enters server i at local GPU (c + i)
+// and leaves it from local GPU (c + i + 1), which sends to the same local GPU of server i+1:
+// every server-to-server hop stays on one rail, and channel c leaves server i through NIC
+// (c + i + 1), so the channels spread over all NICs, as NCCL's rail-aware rings do.
+std::vector<int> ring_order(const Layout& l, int channel) {
+  const int n = static_cast<int>(l.ranks.size());
+  std::vector<int> order;
+  if (l.by_server.size() <= 1 || l.per_server == 0) {
+    for (int i = 0; i < n; ++i) order.push_back((i + channel) % n);
+    return order;
+  }
+  const int g = l.per_server;
+  for (std::size_t i = 0; i < l.by_server.size(); ++i) {
+    const int entry = (channel + static_cast<int>(i)) % g;
+    const int exit = (entry + 1) % g;
+    order.push_back(l.by_server[i][static_cast<std::size_t>(entry)]);
+    for (int k = 2; k < g; ++k) order.push_back(l.by_server[i][static_cast<std::size_t>((entry + k) % g)]);
+    if (g > 1) order.push_back(l.by_server[i][static_cast<std::size_t>(exit)]);
+  }
+  return order;
+}
+
+// `steps` ring steps over `order` (ranks), each moving `piece` bytes per chunk; a sender's
+// transfers are sequential (one connection), and a step's piece moves on once received.
+// Returns the ids of the last step's transfers. `start_after[p]` gates position p's first send.
+std::vector<std::uint32_t> add_ring(PlanBuilder& b, const Layout& l, const std::vector<int>& order, int steps, int chunks,
+                                    double piece, std::uint64_t channel, const std::vector<std::uint32_t>& start_after = {}) {
+  const auto n = order.size();
+  std::vector<std::uint32_t> prev(n * static_cast<std::size_t>(chunks), kNone);  // previous step, by position, chunk
+  std::vector<std::uint32_t> cur(prev.size(), kNone);
+  for (int k = 0; k < steps; ++k) {
+    for (std::size_t p = 0; p < n; ++p) {
+      const NodeIndex src = l.ranks[static_cast<std::size_t>(order[p])];
+      const NodeIndex dst = l.ranks[static_cast<std::size_t>(order[(p + 1) % n])];
+      const std::uint64_t hash = mix(channel, src, dst);
+      for (int q = 0; q < chunks; ++q) {
+        const std::size_t at = p * static_cast<std::size_t>(chunks) + static_cast<std::size_t>(q);
+        const std::uint32_t received = k == 0 ? kNone : prev[((p + n - 1) % n) * static_cast<std::size_t>(chunks) + static_cast<std::size_t>(q)];
+        const std::uint32_t own_before = q > 0 ? cur[at - 1] : (k > 0 ? prev[p * static_cast<std::size_t>(chunks) + static_cast<std::size_t>(chunks - 1)] : kNone);
+        const std::uint32_t gate = (k == 0 && q == 0 && !start_after.empty()) ? start_after[p] : kNone;
+        cur[at] = b.add(src, dst, piece, hash, {received, own_before, gate});
+      }
+    }
+    std::swap(prev, cur);
+  }
+  return prev;
+}
+
+int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1; }
+
+// An in-order binary tree over positions 1..n: position x with t trailing zeros has children
+// x -/+ 2^(t-1) and its parent at level t+1; the root is the largest power of two <= n.
+// Leaves are the odd positions, so a mirror (even n) or a shift by one (odd n) makes every
+// leaf of one tree an inner node of the other: the double binary tree (Sanders, Speck and
+// Traeff, "Two-tree algorithms for full bandwidth broadcast, reduction and scan", 2009).
+struct Tree {
+  std::vector<int> parent;                 // by rank; -1 for the root
+  std::vector<std::vector<int>> children;  // by rank
+  int root = 0;
+  int depth = 0;
+};
+
+Tree binary_tree(int n, bool second) {
+  const auto rank_of = [&](int x) {  // position 1..n -> rank
+    if (!second) return x - 1;
+    return n % 2 == 0 ? n - x : x % n;
+  };
+  Tree t;
+  t.parent.assign(static_cast<std::size_t>(n), -1);
+  t.children.assign(static_cast<std::size_t>(n), {});
+  const int root_pos = static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));
+  t.root = rank_of(root_pos);
+  for (int x = 1; x <= n; ++x) {
+    if (x == root_pos) continue;
+    const int level = std::countr_zero(static_cast<unsigned>(x));
+    int p = ((x >> (level + 1)) % 2 == 0) ? x + (1 << level) : x - (1 << level);
+    int up = level + 1;
+    // Out of range: climb to the nearest ancestor inside 1..n.
+    while (p > n) {
+      p = ((p >> (up + 1)) % 2 == 0) ? p + (1 << up) : p - (1 << up);
+      ++up;
+    }
+    t.parent[static_cast<std::size_t>(rank_of(x))] = rank_of(p);
+    t.children[static_cast<std::size_t>(rank_of(p))].push_back(rank_of(x));
+  }
+  for (int r = 0; r < n; ++r) {
+    int d = 0;
+    for (int x = r; t.parent[static_cast<std::size_t>(x)] >= 0; x = t.parent[static_cast<std::size_t>(x)]) ++d;
+    t.depth = std::max(t.depth, d);
+  }
+  return t;
+}
+
+int default_channels(const Topology& t, const Layout& l, const CollectiveSpec& s) {
+  if (s.channels > 0) return s.channels;
+  (void)t;
+  return std::max(1, l.by_server.size() > 1 ? l.per_server : 1);
+}
+
+int default_chunks(const CollectiveSpec& s) {
+  if (s.chunks > 1) return s.chunks;
+  switch (s.algo) {
+    case CollectiveAlgo::tree:
+    case CollectiveAlgo::nvls: return 32;  // both pipeline through intermediate hops
+    default: return s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce ? 8 : 1;
+  }
+}
+
+[[noreturn]] void unsupported(const CollectiveSpec& s, std::string_view why) {
+  throw InputError("<command line>", "--algo",
+                   fmt::format("{} {} {}", to_string(s.algo), to_string(s.op), why));
+}
+
+NodeIndex nvls_switch(const Topology& t, const Layout& l, const CollectiveSpec& s) {
+  std::int64_t sw = -1;
+  for (const NodeIndex g : l.ranks) {
+    std::int64_t found = -1;
+    for (const LinkIndex e : t.out_links(g)) {
+      if (t.node(t.link(e).to).kind == NodeKind::nvswitch) found = t.link(e).to;
+    }
+    if (found < 0 || !t.node(static_cast<NodeIndex>(found)).reduces_in_network()) {
+      unsupported(s, fmt::format("needs every rank on an NVSwitch with NVLS; GPU {} has none", quote(t.node(g).name)));
+    }
+    if (sw >= 0 && found != sw) unsupported(s, "needs all ranks on one NVLink domain (one NVSwitch)");
+    sw = found;
+  }
+  return static_cast<NodeIndex>(sw);
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
+  const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
+  if (n < 2 || n > static_cast<int>(t.gpus().size())) {
+    throw InputError("<command line>", "--ranks",
+                     fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, t.gpus().size()));
+  }
+  if (!(s.size.value() > 0) && s.pair_bytes.empty()) throw InputError("<command line>", "--size", "expected a positive size");
+  if (s.root < 0 || s.root >= n) throw InputError("<command line>", "--root", fmt::format("root {} is not a rank of 0..{}", s.root, n - 1));
+  if (s.peer <= 0 || s.peer >= n) throw InputError("<command line>", "--peer", fmt::format("peer {} is not a rank of 1..{}", s.peer, n - 1));
+  const Layout l = layout_of(t, n);
+  CollectivePlan plan;
+  plan.ranks = n;
+  const double size = s.size.value();
+  const int chunks = default_chunks(s);
+  const int channels = default_channels(t, l, s);
+  PlanBuilder b(plan, {s.max_transfers, n, channels, chunks});
+  plan.channels = channels;
+
+  switch (s.algo) {
+    case CollectiveAlgo::ring: {
+      if (s.op == CollectiveOp::all_to_all || s.op == CollectiveOp::send_recv) unsupported(s, "is not a ring collective; use --algo direct");
+      if (s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce) {
+        // A pipelined chain from the root (broadcast) or to it (reduce).
+        for (int c = 0; c < channels; ++c) {
+          std::vector<int> order = ring_order(l, c);
+          // Broadcast flows from the root down the chain; reduce flows up it, ending at the root.
+          std::rotate(order.begin(), std::find(order.begin(), order.end(), s.root), order.end());
+          if (s.op == CollectiveOp::reduce) std::reverse(order.begin(), order.end());
+          const double piece = size / (channels * chunks);
+          std::vector<std::uint32_t> prev_hop(static_cast<std::size_t>(chunks), kNone);
+          for (std::size_t p = 0; p + 1 < order.size(); ++p) {
+            const NodeIndex src = l.ranks[static_cast<std::size_t>(order[p])];
+            const NodeIndex dst = l.ranks[static_cast<std::size_t>(order[p + 1])];
+            std::uint32_t own = kNone;
+            for (int q = 0; q < chunks; ++q) {
+              own = b.add(src, dst, piece, mix(static_cast<std::uint64_t>(c), src, dst), {prev_hop[static_cast<std::size_t>(q)], own});
+              prev_hop[static_cast<std::size_t>(q)] = own;
+            }
+          }
+        }
+        break;
+      }
+      const int steps = ring_steps(s.op, n);
+      const double piece = size / (static_cast<double>(n) * channels * chunks);
+      for (int c = 0; c < channels; ++c) add_ring(b, l, ring_order(l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
+      break;
+    }
+    case CollectiveAlgo::tree: {
+      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; trees serve all-reduce (as in NCCL)");
+      // Each tree of each channel carries half of the channel's data, in chunks: up the tree
+      // (reduce) once a chunk has come from every child, then down it (broadcast).
+      const double piece = size / (2.0 * channels * chunks);
+      for (int c = 0; c < channels; ++c) {
+        for (const bool second : {false, true}) {
+          const Tree tree = binary_tree(n, second);
+          const std::uint64_t ch = static_cast<std::uint64_t>(c) * 2 + (second ? 1 : 0);
+          // Reduce: rank r sends chunk q up once all its children sent q to it.
+          std::vector<std::vector<std::uint32_t>> up(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
+          std::vector<int> order;  // ranks from the leaves up (deepest first)
+          std::vector<int> depth(static_cast<std::size_t>(n), 0);
+          for (int r = 0; r < n; ++r) {
+            for (int x = r; tree.parent[static_cast<std::size_t>(x)] >= 0; x = tree.parent[static_cast<std::size_t>(x)]) ++depth[static_cast<std::size_t>(r)];
+            order.push_back(r);
+          }
+          std::stable_sort(order.begin(), order.end(), [&](int a, int z) { return depth[static_cast<std::size_t>(a)] > depth[static_cast<std::size_t>(z)]; });
+          for (const int r : order) {
+            const int parent = tree.parent[static_cast<std::size_t>(r)];
+            if (parent < 0) continue;
+            const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(parent)];
+            for (int q = 0; q < chunks; ++q) {
+              std::vector<std::uint32_t> deps;
+              for (const int child : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)]);
+              if (q > 0) deps.push_back(up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q - 1)]);
+              up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)] = b.add(src, dst, piece, mix(ch, src, dst), deps);
+            }
+          }
+          // Broadcast: from the root once a chunk is fully reduced there, then down.
+          std::vector<std::vector<std::uint32_t>> down(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
+          for (auto it = order.rbegin(); it != order.rend(); ++it) {
+            const int r = *it;
+            for (const int child : tree.children[static_cast<std::size_t>(r)]) {
+              const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(child)];
+              std::uint32_t own = kNone;
+              for (int q = 0; q < chunks; ++q) {
+                std::vector<std::uint32_t> deps{own};
+                if (tree.parent[static_cast<std::size_t>(r)] >= 0) {
+                  deps.push_back(down[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)]);
+                } else {
+                  for (const int c2 : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(c2)][static_cast<std::size_t>(q)]);
+                }
+                own = b.add(src, dst, piece, mix(ch + 1000, src, dst), deps);
+                down[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)] = own;
+              }
+            }
+          }
+        }
+      }
+      break;
+    }
+    case CollectiveAlgo::hierarchical: {
+      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; the hierarchical algorithm serves all-reduce");
+      if (l.by_server.size() < 2) unsupported(s, "needs ranks on at least two servers with equal GPU counts");
+      const int g = l.per_server;
+      const auto m = static_cast<int>(l.by_server.size());
+      for (int c = 0; c < channels; ++c) {
+        // 1. Reduce-scatter inside each server (NVLink ring).
+        std::vector<std::uint32_t> phase1_done(static_cast<std::size_t>(m), kNone);
+        std::vector<std::vector<std::uint32_t>> phase1_last(static_cast<std::size_t>(m));
+        for (int i = 0; i < m; ++i) {
+          Layout inner;
+          for (const int r : l.by_server[static_cast<std::size_t>(i)]) inner.ranks.push_back(l.ranks[static_cast<std::size_t>(r)]);
+          std::vector<int> order;
+          for (int k = 0; k < g; ++k) order.push_back((k + c) % g);
+          phase1_last[static_cast<std::size_t>(i)] = g > 1 ? add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c))
+                                                           : std::vector<std::uint32_t>();
+        }
+        // 2. All-reduce of each 1/g slice across servers, among GPUs of one local index (one rail).
+        std::vector<std::vector<std::uint32_t>> phase2_last(static_cast<std::size_t>(m));
+        for (int j = 0; j < g; ++j) {
+          Layout rail;
+          std::vector<int> order;
+          std::vector<std::uint32_t> gates;
+          for (int i = 0; i < m; ++i) {
+            rail.ranks.push_back(l.ranks[static_cast<std::size_t>(l.by_server[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])]);
+            order.push_back(i);
+            // Wait for the server's reduce-scatter: all of its last-step transfers.
+            const auto& last = phase1_last[static_cast<std::size_t>(i)];
+            gates.push_back(last.empty() ? kNone : b.add(rail.ranks.back(), rail.ranks.back(), 0, 0, last));
+          }
+          const auto last = add_ring(b, rail, order, 2 * (m - 1), chunks, size / (static_cast<double>(g) * m * channels * chunks),
+                                     static_cast<std::uint64_t>(c) * 131 + static_cast<std::uint64_t>(j), gates);
+          for (int i = 0; i < m; ++i) {
+            for (int q = 0; q < chunks; ++q) phase2_last[static_cast<std::size_t>(i)].push_back(last[static_cast<std::size_t>(i * chunks + q)]);
+          }
+        }
+        // 3. All-gather inside each server once its slices are reduced everywhere.
+        for (int i = 0; i < m; ++i) {
+          if (g < 2) continue;
+          Layout inner;
+          for (const int r : l.by_server[static_cast<std::size_t>(i)]) inner.ranks.push_back(l.ranks[static_cast<std::size_t>(r)]);
+          std::vector<int> order;
+          for (int k = 0; k < g; ++k) order.push_back((k + c) % g);
+          const std::uint32_t barrier = b.add(inner.ranks[0], inner.ranks[0], 0, 0, phase2_last[static_cast<std::size_t>(i)]);
+          add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c),
+                   std::vector<std::uint32_t>(static_cast<std::size_t>(g), barrier));
+        }
+      }
+      break;
+    }
+    case CollectiveAlgo::nvls: {
+      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; NVLS serves all-reduce here");
+      const NodeIndex sw = nvls_switch(t, l, s);
+      // Each GPU pushes all its data into the switch (which reduces each slice) and pulls its
+      // reduced slice, then pushes that slice once for the switch to multicast: S(n+1)/n bytes
+      // up and down per GPU, pipelined in chunks. A chunk comes down once every GPU sent it up.
+      const double piece = size * (n + 1.0) / (static_cast<double>(n) * chunks);
+      std::vector<std::uint32_t> up_prev(static_cast<std::size_t>(n), kNone);
+      for (int q = 0; q < chunks; ++q) {
+        std::vector<std::uint32_t> ups;
+        for (int r = 0; r < n; ++r) {
+          const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
+          up_prev[static_cast<std::size_t>(r)] = b.add(g, sw, piece, mix(7, g, sw), {up_prev[static_cast<std::size_t>(r)]}, true);
+          ups.push_back(up_prev[static_cast<std::size_t>(r)]);
+        }
+        for (int r = 0; r < n; ++r) {
+          const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
+          b.add(sw, g, piece, mix(8, sw, g), ups, true);
+        }
+      }
+      break;
+    }
+    case CollectiveAlgo::direct: {
+      if (s.op == CollectiveOp::all_to_all) {
+        // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer; all-to-allv
+        // takes each pair's bytes from the matrix.
+        const auto nn = static_cast<std::size_t>(n);
+        if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
+          throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
+        }
+        for (int a = 0; a < n; ++a) {
+          for (int z = 0; z < n; ++z) {
+            if (a == z) continue;
+            const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(a) * nn + static_cast<std::size_t>(z)];
+            if (!(piece >= 0) || !std::isfinite(piece)) {
+              throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", a, z, piece));
+            }
+            if (piece == 0) continue;
+            const NodeIndex src = l.ranks[static_cast<std::size_t>(a)], dst = l.ranks[static_cast<std::size_t>(z)];
+            b.add(src, dst, piece, mix(9, src, dst), {});
+          }
+        }
+      } else if (s.op == CollectiveOp::send_recv) {
+        const NodeIndex src = l.ranks[0], dst = l.ranks[static_cast<std::size_t>(s.peer)];
+        for (int c = 0; c < channels; ++c) b.add(src, dst, size / channels, mix(static_cast<std::uint64_t>(c), src, dst), {});
+      } else {
+        unsupported(s, "is not supported; direct serves all-to-all and send-recv");
+      }
+      break;
+    }
+  }
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a plan
+
+namespace {
+
+double efficiency_of(const LinkEfficiency& e, LinkKind kind) {
+  switch (kind) {
+    case LinkKind::nvlink: return e.nvlink;
+    case LinkKind::pcie: return e.pcie;
+    case LinkKind::network: return e.network;
+  }
+  return 1.0;
+}
+
+class Runner : public sim::FlowObserver {
+ public:
+  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum)
+      : topology_(t), plan_(plan), net_(engine_), record_loads_(loads) {
+    net_.set_departure_quantum(quantum);
+    // Topology links first (same indices), then one NVLS reduction port per GPU-switch link.
+    for (const TopoLink& link : t.links()) net_.add_link(link.bandwidth * efficiency_of(e, link.kind), link.latency);
+    nvls_port_.assign(t.links().size(), kNone);
+    for (LinkIndex l = 0; l < t.links().size(); ++l) {
+      const TopoLink& link = t.link(l);
+      const bool to_switch = t.node(link.to).reduces_in_network() && t.node(link.from).kind == NodeKind::gpu;
+      const bool from_switch = t.node(link.from).reduces_in_network() && t.node(link.to).kind == NodeKind::gpu;
+      if (to_switch || from_switch) {
+        const double efficiency = t.node(to_switch ? link.to : link.from).nvls_efficiency;
+        nvls_port_[l] = index_of(net_.add_link(link.bandwidth * efficiency, sim::Duration::zero()));
+        port_of_.push_back(l);
+      }
+    }
+    // Dependents, as compressed lists.
+    const std::size_t n = plan.transfers.size();
+    waiting_.assign(n, 0);
+    offsets_.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Transfer& tr = plan.transfers[i];
+      waiting_[i] = tr.deps_count;
+      for (std::uint32_t k = 0; k < tr.deps_count; ++k) ++offsets_[plan.deps[tr.deps_begin + k] + 1];
+    }
+    for (std::size_t i = 0; i < n; ++i) offsets_[i + 1] += offsets_[i];
+    dependents_.resize(plan.deps.size());
+    std::vector<std::uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Transfer& tr = plan.transfers[i];
+      for (std::uint32_t k = 0; k < tr.deps_count; ++k) dependents_[fill[plan.deps[tr.deps_begin + k]]++] = i;
+    }
+    net_.set_observer(this, loads);
+  }
+
+  CollectiveResult run() {
+    for (std::uint32_t i = 0; i < waiting_.size(); ++i) {
+      if (waiting_[i] == 0) launch(i);
+    }
+    engine_.run();
+    ORRERY_CHECK(done_ == plan_.transfers.size(), "{} of {} transfers ran", done_, plan_.transfers.size());
+    CollectiveResult r;
+    r.time = engine_.now().since_start();
+    r.flows = net_.flows_started();
+    r.solves = net_.solves();
+    r.solve_work = net_.solve_work();
+    r.events = engine_.events_processed();
+    r.ranks = plan_.ranks;
+    r.channels = plan_.channels;
+    r.link_loads = std::move(loads_);
+    return r;
+  }
+
+  void on_flow_complete(sim::FlowId, std::uint64_t tag, sim::Time) override { finish(static_cast<std::uint32_t>(tag)); }
+  void on_link_load(sim::LinkId link, sim::Time at, sim::BytesPerSecond load) override {
+    if (record_loads_) loads_.push_back({link, at, load.value()});
+  }
+
+ private:
+  void launch(std::uint32_t i) {
+    const Transfer& tr = plan_.transfers[i];
+    route_.clear();
+    if (tr.src != tr.dst) {
+      for (const LinkIndex l : topology_.route(tr.src, tr.dst, tr.flow_hash)) {
+        // NVLS transfers also pass the switch's reduction port on the GPU side.
+        if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
+          route_.push_back(sim::LinkId(l));
+          route_.push_back(sim::LinkId(nvls_port_[l]));
+        } else if (tr.nvls && nvls_port_[l] != kNone) {
+          route_.push_back(sim::LinkId(nvls_port_[l]));
+          route_.push_back(sim::LinkId(l));
+        } else {
+          route_.push_back(sim::LinkId(l));
+        }
+      }
+    }
+    if (tr.bytes == 0 && tr.src == tr.dst) {
+      // A barrier: no data, no latency.
+      engine_.schedule_after(sim::Duration::zero(), [this, i] { finish(i); });
+      return;
+    }
+    net_.start(route_, sim::Bytes(tr.bytes), i);
+  }
+
+  void finish(std::uint32_t i) {
+    ++done_;
+    for (std::uint32_t k = offsets_[i]; k < offsets_[i + 1]; ++k) {
+      const std::uint32_t d = dependents_[k];
+      if (--waiting_[d] == 0) launch(d);
+    }
+  }
+
+  const Topology& topology_;
+  const CollectivePlan& plan_;
+  sim::Engine engine_;
+  sim::FlowNetwork net_;
+  bool record_loads_;
+  std::vector<std::uint32_t> nvls_port_;
+  std::vector<LinkIndex> port_of_;
+  std::vector<std::uint32_t> waiting_, offsets_, dependents_;
+  std::vector<sim::LinkId> route_;
+  std::vector<LinkLoadSample> loads_;
+  std::size_t done_ = 0;
+};
+
+}  // namespace
+
+CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
+  const CollectivePlan plan = plan_collective(t, spec);
+  Runner runner(t, plan, e, record_link_loads, spec.quantum);
+  CollectiveResult r = runner.run();
+  double size = spec.size.value();
+  if (!spec.pair_bytes.empty()) {
+    // All-to-allv: the busiest sender's bytes play the role of the per-rank buffer.
+    const auto n = static_cast<std::size_t>(plan.ranks);
+    size = 0;
+    for (std::size_t a = 0; a < n; ++a) {
+      double row = 0;
+      for (std::size_t z = 0; z < n; ++z) row += a == z ? 0 : spec.pair_bytes[a * n + z];
+      size = std::max(size, row * static_cast<double>(n) / static_cast<double>(n - 1));
+    }
+  }
+  r.algbw = size / r.time.to_seconds();
+  r.busbw = r.algbw * bus_factor(spec.op, plan.ranks);
+  return r;
+}
+
+std::string fabric_link_name(const Topology& t, sim::LinkId link) {
+  const std::uint32_t l = index_of(link);
+  if (l < t.links().size()) return fmt::format("{}->{}", t.node(t.link(l).from).name, t.node(t.link(l).to).name);
+  return fmt::format("nvls-port-{}", l - t.links().size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Alpha-beta
+
+sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkEfficiency& e) {
+  const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
+  if (n < 2) throw InputError("<command line>", "--ranks", "expected at least 2 ranks");
+  const Layout l = layout_of(t, n);
+  const int channels = default_channels(t, l, s);
+  const int chunks = default_chunks(s);
+  const double size = s.size.value();
+  // One hop's latency and bandwidth between two ranks (the first hop of a route).
+  const auto hop = [&](NodeIndex a, NodeIndex z) {
+    double alpha = 0, bw = 1e300;
+    for (const LinkIndex k : t.route(a, z, 0)) {
+      alpha += static_cast<double>(t.link(k).latency.ns()) * 1e-9;
+      bw = std::min(bw, t.link(k).bandwidth.value() * efficiency_of(e, t.link(k).kind));
+    }
+    return std::pair{alpha, bw};
+  };
+  const bool multi = l.by_server.size() > 1;
+  const NodeIndex first = l.ranks[0];
+  const NodeIndex same_server = multi ? l.ranks[static_cast<std::size_t>(l.by_server[0][static_cast<std::size_t>(1 % l.per_server)])] : l.ranks[1];
+  const auto [a_in, b_in] = hop(first, same_server);
+  const auto [a_out, b_out] = multi ? hop(first, l.ranks[static_cast<std::size_t>(l.by_server[1][0])]) : hop(first, l.ranks[1]);
+  double seconds = 0;
+  switch (s.algo) {
+    case CollectiveAlgo::ring: {
+      if (s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce) {
+        // A chain of n-1 hops, pipelined in chunks: (n - 2 + chunks) chunk times.
+        const double piece = size / (channels * chunks);
+        seconds = (n - 2 + chunks) * (std::max(a_in, a_out) + piece * channels / std::min(b_in, b_out * (multi ? l.per_server : 1)));
+        break;
+      }
+      const int steps = ring_steps(s.op, n);
+      const double per_rank = size / n;  // bytes each rank sends per step, over all channels
+      // Per step: each GPU sends per_rank over NVLink; across servers each NIC carries the
+      // channels leaving through it, ceil(channels / g) of them, of per_rank / channels each.
+      double step = per_rank / b_in;
+      if (multi) step = std::max(step, per_rank / channels * std::ceil(static_cast<double>(channels) / l.per_server) / b_out);
+      seconds = steps * ((multi ? a_out : a_in) + step / chunks) + (chunks - 1) * step / chunks;
+      break;
+    }
+    case CollectiveAlgo::nvls: {
+      // Up and down S(n+1)/n per GPU through the reduction port, pipelined in chunks.
+      const NodeIndex sw = nvls_switch(t, l, s);
+      double port = 0;
+      for (const LinkIndex k : t.out_links(first)) {
+        if (t.link(k).to == sw) port = t.link(k).bandwidth.value() * t.node(sw).nvls_efficiency;
+      }
+      const double bytes = size * (n + 1.0) / n;
+      seconds = (chunks + 1) * (bytes / chunks / port) + 2 * a_in;
+      break;
+    }
+    case CollectiveAlgo::tree: {
+      // In a double binary tree every rank is inner in one tree and a leaf in the other, so
+      // its uplink carries S/2 up and S down in one tree and S/2 up in the other: 2S in all,
+      // at the link's bandwidth. Filling and draining the pipeline of depth D adds about
+      // (2D - 1)/2 chunk periods of S/(chunks B); each level adds a hop's latency up and down.
+      const int depth = binary_tree(n, false).depth;
+      const double bw = multi ? std::min(b_in, b_out) : b_in;
+      const double alpha = std::max(a_in, a_out);
+      seconds = 2.0 * depth * alpha + 2.0 * size / (channels * bw) * channels + (depth - 0.5) * size / (chunks * bw);
+      break;
+    }
+    case CollectiveAlgo::hierarchical: {
+      const int g = l.per_server;
+      const int m = static_cast<int>(l.by_server.size());
+      const double intra = (g - 1) * (a_in + size / g / b_in);
+      const double inter = 2.0 * (m - 1) * (a_out + size / (static_cast<double>(g) * m) / b_out);
+      seconds = 2 * intra + inter;
+      break;
+    }
+    case CollectiveAlgo::direct: {
+      if (s.op == CollectiveOp::send_recv) {
+        const auto [a, bw] = hop(first, l.ranks[static_cast<std::size_t>(s.peer)]);
+        seconds = a + size / bw;
+      } else {
+        // Each GPU sends S/n to each peer, all at once: (g-1)/n of S over NVLink inside its
+        // server, (n-g)/n of S through its NIC.
+        const double per_rank = size;
+        double t_in = per_rank * (multi ? (l.per_server - 1.0) / n : (n - 1.0) / n) / b_in;
+        double t_out = multi ? per_rank * (n - l.per_server) / static_cast<double>(n) / b_out : 0;
+        seconds = (multi ? a_out : a_in) + std::max(t_in, t_out);
+      }
+      break;
+    }
+  }
+  return sim::ceil_duration_ns(seconds * 1e9);
+}
+
+}  // namespace orrery::models

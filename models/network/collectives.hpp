@@ -1,0 +1,120 @@
+// Collectives on a topology: each collective becomes a plan of transfers (src, dst, bytes,
+// dependencies) which run as flows on the flow network, so contention is real; and each has
+// a closed-form alpha-beta estimate. Bandwidths follow nccl-tests' definitions (algbw =
+// size / time; busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter,
+// all-gather and all-to-all, 1 for broadcast, reduce and send/recv).
+//   CollectiveSpec spec{CollectiveOp::all_reduce, CollectiveAlgo::ring, sim::Bytes(1 << 30)};
+//   CollectiveResult r = run_collective(topology, spec);   // r.time, r.busbw
+#pragma once
+
+#include "models/network/topology.hpp"
+#include "sim/flow_network.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::models {
+
+enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv };
+enum class CollectiveAlgo { ring, tree, hierarchical, nvls, direct };
+
+std::string_view to_string(CollectiveOp op);
+std::string_view to_string(CollectiveAlgo algo);
+// Parse names as the CLI spells them ("all-reduce", "ring"); InputError listing valid ones.
+CollectiveOp parse_collective_op(std::string_view text, std::string_view source, std::string_view where);
+CollectiveAlgo parse_collective_algo(std::string_view text, std::string_view source, std::string_view where);
+
+// The fraction of line rate NCCL's protocols reach on each kind of link: one factor per kind,
+// each calibrated on one published measurement; every other row of docs/validation.md is a
+// prediction.
+struct LinkEfficiency {
+  // 8x H200 ring all-reduce at 16 GiB: 367.2 GB/s busbw on 450 GB/s NVLink (ml-engineering
+  // nccl_collectives_8xH200_16GiB.csv); an NCCL maintainer puts the protocol overhead at ~20%
+  // (nccl-busbw/nccl_maintainer_reference_points.csv, nccl-tests#212).
+  double nvlink = 0.816;
+  // Not a bottleneck in any built-in topology (the NIC behind it is slower); no data.
+  double pcie = 1.0;
+  // "For NDR @ 400Gbps you should see 46-48GB/s per NIC" of 50 (nccl-tests#290): 47/50.
+  double network = 0.94;
+  // NVLS ports take their efficiency from their NVSwitch (TopoNode::nvls_efficiency).
+};
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  CollectiveAlgo algo = CollectiveAlgo::ring;
+  // nccl-tests' size: the per-rank buffer for all-reduce, broadcast, reduce, send/recv and
+  // all-to-all (S/n to each peer); the total (all ranks' parts) for reduce-scatter and all-gather.
+  sim::Bytes size{0};
+  int ranks = 0;       // the first `ranks` GPUs; 0: all of them
+  int channels = 0;    // parallel rings/trees; 0: one per NIC of a server (at least 1)
+  int chunks = 1;      // pipeline depth: each step's data in this many pieces
+  int root = 0;        // broadcast and reduce
+  int peer = 1;        // send/recv: rank 0 sends to this rank
+  // All-to-allv: bytes from rank a to rank b at [a * ranks + b] (the diagonal is ignored);
+  // empty for a uniform all-to-all. `size` is then the largest amount one rank sends.
+  std::vector<double> pair_bytes;
+  // The flow network re-solves departures on this grid (sim::FlowNetwork::set_departure_quantum);
+  // zero: at once, exact.
+  sim::Duration quantum = sim::Duration::zero();
+  // The most transfers the plan may hold (0: no limit): an InputError naming --chunks beyond it.
+  std::size_t max_transfers = 0;
+};
+
+// One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.
+struct Transfer {
+  NodeIndex src;
+  NodeIndex dst;
+  double bytes;
+  std::uint64_t flow_hash;  // ECMP choice: the same for all steps of a channel's connection
+  bool nvls;                // through the NVSwitch's reduction port
+  std::uint32_t deps_begin; // into CollectivePlan::deps
+  std::uint32_t deps_count;
+};
+
+struct CollectivePlan {
+  std::vector<Transfer> transfers;
+  std::vector<std::uint32_t> deps;
+  int ranks = 0;
+  int channels = 0;
+};
+
+// The plan of a collective; InputError when the algorithm does not fit the op or the
+// topology (NVLS without an NVLS switch, a tree for broadcast, fewer than 2 ranks, ...).
+CollectivePlan plan_collective(const Topology& topology, const CollectiveSpec& spec);
+
+struct LinkLoadSample {
+  sim::LinkId link;
+  sim::Time at;
+  double bytes_per_second;
+};
+
+struct CollectiveResult {
+  sim::Duration time;
+  double algbw = 0;  // bytes per second
+  double busbw = 0;
+  std::uint64_t flows = 0;
+  std::uint64_t solves = 0;
+  std::uint64_t solve_work = 0;  // flow-link incidences the re-solves visited
+  std::uint64_t events = 0;
+  int ranks = 0;
+  int channels = 0;
+  std::vector<LinkLoadSample> link_loads;  // when asked for
+};
+
+// Simulates the plan on the topology's links (capacity = bandwidth x efficiency of its kind).
+CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {},
+                                bool record_link_loads = false);
+
+// Closed form for an uncontended run: steps x (alpha + bytes per step / bandwidth), with
+// alpha the latency of one hop and the bandwidth that of the busiest link kind on the path.
+sim::Duration alpha_beta(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {});
+
+// busbw / algbw for the op on n ranks (nccl-tests' factors).
+double bus_factor(CollectiveOp op, int n);
+
+// Names of the flow-network links run_collective builds: topology links, then NVLS ports.
+std::string fabric_link_name(const Topology& topology, sim::LinkId link);
+
+}  // namespace orrery::models

@@ -1,0 +1,267 @@
+#include "models/training/llm.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+
+namespace orrery::models {
+
+namespace {
+
+using sim::iequals;
+
+bool answers_to(const ModelSpec& m, std::string_view name) {
+  return iequals(m.name, name) || std::any_of(m.aliases.begin(), m.aliases.end(), [&](const std::string& a) { return iequals(a, name); });
+}
+
+ModelSpec dense(std::string name, std::vector<std::string> aliases, int layers, std::int64_t hidden, int heads, int kv_heads,
+                std::int64_t head_dim, std::int64_t ffn, std::int64_t vocab, MlpKind mlp, bool tied, std::string source) {
+  ModelSpec m;
+  m.name = std::move(name);
+  m.aliases = std::move(aliases);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = head_dim;
+  m.ffn_hidden = ffn;
+  m.vocab = vocab;
+  m.mlp = mlp;
+  m.tied_embeddings = tied;
+  m.source = std::move(source);
+  return m;
+}
+
+// Megatron GPT models: GELU MLP of 4h, tied embeddings (Megatron's default), head dim h/heads.
+ModelSpec megatron(std::string name, int layers, std::int64_t hidden, int heads, std::int64_t vocab, std::string source) {
+  return dense(std::move(name), {}, layers, hidden, heads, heads, hidden / heads, 4 * hidden, vocab, MlpKind::gelu, true, std::move(source));
+}
+
+// Megatron-Core benchmark models (2024): the same with untied output weights (their names count
+// both: 7.1B = 6.58B + a 131072 x 4096 output layer).
+ModelSpec megatron_untied(std::string name, int layers, std::int64_t hidden, int heads, std::int64_t vocab, std::string source) {
+  ModelSpec m = megatron(std::move(name), layers, hidden, heads, vocab, std::move(source));
+  m.tied_embeddings = false;
+  return m;
+}
+
+std::vector<ModelSpec> builtin_models() {
+  std::vector<ModelSpec> v;
+  // GPT-3 175B: Brown et al., "Language Models are Few-Shot Learners" (2020), Table 2.1: 96 layers,
+  // d_model 12288, 96 heads of 128, d_ff = 4 d_model; GPT-2 BPE vocabulary of 50257, tied embeddings.
+  v.push_back(dense("gpt3-175b", {"gpt-3", "gpt3"}, 96, 12288, 96, 96, 128, 49152, 50257, MlpKind::gelu, true,
+                    "Brown et al. 2020 (arXiv 2005.14165), Table 2.1"));
+  // Llama 3: Meta, "The Llama 3 Herd of Models" (arXiv 2407.21783), Table 3, and the models'
+  // config.json on Hugging Face (meta-llama/Meta-Llama-3-8B, -70B, Llama-3.1-405B, Llama-3.1-8B):
+  // SwiGLU, RMSNorm, GQA with 8 KV heads, vocabulary 128256, untied embeddings.
+  v.push_back(dense("llama3-8b", {"llama-3-8b", "meta-llama-3-8b"}, 32, 4096, 32, 8, 128, 14336, 128256, MlpKind::swiglu, false,
+                    "Llama 3 Herd of Models (arXiv 2407.21783) Table 3; meta-llama/Meta-Llama-3-8B config.json"));
+  v.push_back(dense("llama3.1-8b", {"llama-3.1-8b", "meta-llama-3.1-8b"}, 32, 4096, 32, 8, 128, 14336, 128256, MlpKind::swiglu, false,
+                    "meta-llama/Llama-3.1-8B config.json (the Llama 3 8B architecture with a 128K context)"));
+  v.push_back(dense("llama3-70b", {"llama-3-70b", "meta-llama-3-70b", "llama3.1-70b"}, 80, 8192, 64, 8, 128, 28672, 128256,
+                    MlpKind::swiglu, false, "Llama 3 Herd of Models (arXiv 2407.21783) Table 3; meta-llama/Meta-Llama-3-70B config.json"));
+  v.push_back(dense("llama3-405b", {"llama-3-405b", "llama3.1-405b", "llama-3.1-405b"}, 126, 16384, 128, 8, 128, 53248, 128256,
+                    MlpKind::swiglu, false, "Llama 3 Herd of Models (arXiv 2407.21783) Table 3; meta-llama/Llama-3.1-405B config.json"));
+  // Qwen2.5 (the models of StreamRL's evaluation, arXiv 2504.15930): Qwen/Qwen2.5-7B, -32B, -72B
+  // config.json (Hugging Face): head dim 128, vocabulary 152064, untied embeddings; the 7B's layer
+  // shapes (q 3584x3584, k/v 512x3584, gate/up 18944x3584) as printed by transformers.
+  v.push_back(dense("qwen2.5-7b", {"qwen/qwen2.5-7b"}, 28, 3584, 28, 4, 128, 18944, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-7B config.json"));
+  v.push_back(dense("qwen2.5-32b", {"qwen/qwen2.5-32b"}, 64, 5120, 40, 8, 128, 27648, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-32B config.json"));
+  v.push_back(dense("qwen2.5-72b", {"qwen/qwen2.5-72b"}, 80, 8192, 64, 8, 128, 29568, 152064, MlpKind::swiglu, false,
+                    "Qwen/Qwen2.5-72B config.json"));
+  // Qwen3: Qwen/Qwen3-8B, Qwen3-30B-A3B, Qwen3-235B-A22B config.json (Hugging Face) and the Qwen3
+  // technical report (arXiv 2505.09388) Tables 1-2: head dim 128, vocabulary 151936.
+  v.push_back(dense("qwen3-8b", {"qwen/qwen3-8b"}, 36, 4096, 32, 8, 128, 12288, 151936, MlpKind::swiglu, false,
+                    "Qwen3 technical report (arXiv 2505.09388) Table 1; Qwen/Qwen3-8B config.json"));
+  {
+    ModelSpec m = dense("qwen3-30b-a3b", {"qwen/qwen3-30b-a3b"}, 48, 2048, 32, 4, 128, 6144, 151936, MlpKind::swiglu, false,
+                        "Qwen3 technical report (arXiv 2505.09388) Table 2; Qwen/Qwen3-30B-A3B config.json (128 experts, 8 "
+                        "active, expert intermediate 768)");
+    m.moe = {128, 8, 768, 0, 0};
+    v.push_back(m);
+  }
+  {
+    ModelSpec m = dense("qwen3-235b-a22b", {"qwen/qwen3-235b-a22b"}, 94, 4096, 64, 4, 128, 12288, 151936, MlpKind::swiglu, false,
+                        "Qwen3 technical report (arXiv 2505.09388) Table 2; Qwen/Qwen3-235B-A22B config.json (128 experts, 8 "
+                        "active, expert intermediate 1536)");
+    m.moe = {128, 8, 1536, 0, 0};
+    v.push_back(m);
+  }
+  {
+    // Mixtral 8x7B: Jiang et al., "Mixtral of Experts" (arXiv 2401.04088), Table 1: 32 layers,
+    // dim 4096, 32 heads, 8 KV heads, hidden 14336, 8 experts, top 2, vocabulary 32000.
+    ModelSpec m = dense("mixtral-8x7b", {"mixtral"}, 32, 4096, 32, 8, 128, 14336, 32000, MlpKind::swiglu, false,
+                        "Mixtral of Experts (arXiv 2401.04088) Table 1");
+    m.moe = {8, 2, 14336, 0, 0};
+    v.push_back(m);
+  }
+  {
+    // DeepSeek-V3: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv 2412.19437) section 4.2, and
+    // deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, MLA with q rank 1536,
+    // kv rank 512, per-head qk 128 + 64 rotary, v 128; 256 routed experts of 2048, top 8, 1 shared;
+    // the first 3 layers dense with intermediate 18432; vocabulary 129280. (Multi-token
+    // prediction modules are not modelled.)
+    ModelSpec m = dense("deepseek-v3", {"deepseek-v3-671b"}, 61, 7168, 128, 128, 128, 18432, 129280, MlpKind::swiglu, false,
+                        "DeepSeek-V3 Technical Report (arXiv 2412.19437) 4.2; deepseek-ai/DeepSeek-V3 config.json");
+    m.moe = {256, 8, 2048, 1, 3};
+    m.mla = {1536, 512, 128, 64, 128};
+    v.push_back(m);
+  }
+  // Megatron-LM weak-scaling models. 2021 (A100): Narayanan et al., SC'21 (arXiv 2104.04473)
+  // Table 1 and ../shared/data/megatron-lm/megatron_lm_a100_weak_scaling_2021.csv (vocabulary
+  // 51200; heads from the paper's Table 1). 2024 (H100): Megatron-LM README "Performance
+  // Benchmarking", ../shared/data/megatron-lm/megatron_core_h100_weak_scaling_2024.csv
+  // (vocabulary 131072).
+  const std::string src2021 = "Narayanan et al. SC'21 (arXiv 2104.04473) Table 1; megatron-lm/megatron_lm_a100_weak_scaling_2021.csv";
+  v.push_back(megatron("megatron2021-1.7b", 24, 2304, 24, 51200, src2021));
+  v.push_back(megatron("megatron2021-3.6b", 30, 3072, 32, 51200, src2021));
+  v.push_back(megatron("megatron2021-7.5b", 36, 4096, 32, 51200, src2021));
+  v.push_back(megatron("megatron2021-18b", 40, 6144, 48, 51200, src2021));
+  v.push_back(megatron("megatron2021-39b", 48, 8192, 64, 51200, src2021));
+  v.push_back(megatron("megatron2021-76b", 60, 10240, 80, 51200, src2021));
+  v.push_back(megatron("megatron2021-145b", 80, 12288, 96, 51200, src2021));
+  v.push_back(megatron("megatron2021-310b", 96, 16384, 128, 51200, src2021));
+  v.push_back(megatron("megatron2021-530b", 105, 20480, 128, 51200, src2021));
+  v.push_back(megatron("megatron2021-1t", 128, 25600, 160, 51200, src2021));
+  const std::string src2024 = "Megatron-LM README, Performance Benchmarking (Megatron-Core r0.8); megatron-lm/megatron_core_h100_weak_scaling_2024.csv";
+  v.push_back(megatron_untied("megatron2024-1.7b", 24, 2048, 16, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-7.1b", 30, 4096, 32, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-16b", 32, 6144, 48, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-32b", 48, 7168, 56, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-70b", 84, 8192, 64, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-119b", 92, 10240, 80, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-177b", 96, 12288, 96, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-314b", 96, 16384, 128, 131072, src2024));
+  v.push_back(megatron_untied("megatron2024-462b", 112, 18432, 144, 131072, src2024));
+  // Korthikanti et al. 2022 (arXiv 2205.05198) 22B model: hidden 6144, 64 heads of 96, 48 layers
+  // (../shared/data/megatron-lm/korthikanti2022_selective_recompute_a100.csv).
+  v.push_back(megatron("megatron-22b", 48, 6144, 64, 51200, "Korthikanti et al. 2022 (arXiv 2205.05198); megatron-lm/korthikanti2022_selective_recompute_a100.csv"));
+  return v;
+}
+
+}  // namespace
+
+std::int64_t ModelSpec::attention_params() const {
+  const std::int64_t norms = 2 * hidden;
+  const std::int64_t o = static_cast<std::int64_t>(heads) * v_head_dim() * hidden;
+  if (mla.enabled()) {
+    const std::int64_t q = mla.q_lora_rank > 0 ? hidden * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * heads * qk_head_dim()
+                                               : hidden * heads * qk_head_dim();
+    const std::int64_t kv = hidden * (mla.kv_lora_rank + mla.qk_rope_dim) + mla.kv_lora_rank +
+                            mla.kv_lora_rank * heads * (mla.qk_nope_dim + mla.v_head_dim);
+    return q + kv + o + norms;
+  }
+  return hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + o + norms;
+}
+
+std::int64_t ModelSpec::dense_mlp_params() const { return (mlp == MlpKind::swiglu ? 3 : 2) * hidden * ffn_hidden; }
+
+std::int64_t ModelSpec::moe_mlp_params() const {
+  const std::int64_t per_expert = (mlp == MlpKind::swiglu ? 3 : 2) * hidden * moe.expert_ffn;
+  return hidden * moe.experts + (moe.experts + moe.shared_experts) * per_expert;
+}
+
+std::int64_t ModelSpec::moe_active_mlp_params() const {
+  const std::int64_t per_expert = (mlp == MlpKind::swiglu ? 3 : 2) * hidden * moe.expert_ffn;
+  return hidden * moe.experts + (moe.top_k + moe.shared_experts) * per_expert;
+}
+
+std::int64_t ModelSpec::embedding_params() const { return vocab * hidden * (tied_embeddings ? 1 : 2) + hidden; }
+
+std::int64_t ModelSpec::params() const {
+  std::int64_t p = embedding_params();
+  for (int l = 0; l < layers; ++l) p += attention_params() + (moe_layer(l) ? moe_mlp_params() : dense_mlp_params());
+  return p;
+}
+
+std::int64_t ModelSpec::active_params() const {
+  std::int64_t p = embedding_params();
+  for (int l = 0; l < layers; ++l) p += attention_params() + (moe_layer(l) ? moe_active_mlp_params() : dense_mlp_params());
+  return p;
+}
+
+std::int64_t ModelSpec::active_matmul_params() const {
+  std::int64_t p = vocab * hidden;  // the output layer
+  const std::int64_t norms = 2 * hidden + (mla.enabled() ? mla.kv_lora_rank + mla.q_lora_rank : 0);
+  for (int l = 0; l < layers; ++l) p += attention_params() - norms + (moe_layer(l) ? moe_active_mlp_params() : dense_mlp_params());
+  return p;
+}
+
+const ModelCatalog& ModelCatalog::builtin() {
+  static const ModelCatalog catalog = [] {
+    ModelCatalog c;
+    c.models_ = builtin_models();
+    return c;
+  }();
+  return catalog;
+}
+
+const ModelSpec* ModelCatalog::find(std::string_view name) const {
+  for (const ModelSpec& m : models_) {
+    if (answers_to(m, name)) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ModelCatalog::names() const {
+  std::vector<std::string> out;
+  for (const ModelSpec& m : models_) out.push_back(m.name);
+  return out;
+}
+
+const ModelSpec& ModelCatalog::model(std::string_view name, std::string_view source, std::string_view where) const {
+  if (const ModelSpec* m = find(name)) return *m;
+  std::vector<std::string> candidates;
+  for (const ModelSpec& m : models_) {
+    candidates.push_back(m.name);
+    candidates.insert(candidates.end(), m.aliases.begin(), m.aliases.end());
+  }
+  throw sim::InputError(std::string(source), std::string(where),
+                        fmt::format("unknown model {}{}; known: {}", sim::quote(name), sim::did_you_mean(name, candidates),
+                                    fmt::join(names(), ", ")));
+}
+
+void ModelCatalog::add_or_replace(ModelSpec spec) {
+  for (ModelSpec& m : models_) {
+    if (answers_to(m, spec.name)) {
+      m = std::move(spec);
+      return;
+    }
+  }
+  models_.push_back(std::move(spec));
+}
+
+void validate_model(const ModelSpec& m, std::string_view source, std::string_view where) {
+  const auto bad = [&](const std::string& message) {
+    throw sim::InputError(std::string(source), std::string(where), fmt::format("model {}: {}", sim::quote(m.name), message));
+  };
+  if (m.layers <= 0) bad(fmt::format("layers: found {}, expected a positive count", m.layers));
+  if (m.hidden <= 0) bad(fmt::format("hidden: found {}, expected a positive size", m.hidden));
+  if (m.heads <= 0) bad(fmt::format("heads: found {}, expected a positive count", m.heads));
+  if (m.kv_heads <= 0 || m.heads % m.kv_heads != 0) {
+    bad(fmt::format("kv_heads: found {}, expected a divisor of heads={}", m.kv_heads, m.heads));
+  }
+  if (m.head_dim <= 0 && !m.mla.enabled()) bad(fmt::format("head_dim: found {}, expected a positive size", m.head_dim));
+  if (m.ffn_hidden <= 0 && (!m.moe.enabled() || m.moe.dense_layers > 0)) {
+    bad(fmt::format("ffn_hidden: found {}, expected a positive size", m.ffn_hidden));
+  }
+  if (m.vocab <= 0) bad(fmt::format("vocab: found {}, expected a positive size", m.vocab));
+  if (m.moe.enabled()) {
+    if (m.moe.top_k <= 0 || m.moe.top_k > m.moe.experts) {
+      bad(fmt::format("moe.top_k: found {}, expected 1 to experts={}", m.moe.top_k, m.moe.experts));
+    }
+    if (m.moe.expert_ffn <= 0) bad(fmt::format("moe.expert_ffn: found {}, expected a positive size", m.moe.expert_ffn));
+    if (m.moe.dense_layers < 0 || m.moe.dense_layers > m.layers) {
+      bad(fmt::format("moe.dense_layers: found {}, expected 0 to layers={}", m.moe.dense_layers, m.layers));
+    }
+  }
+  if (m.mla.enabled() && (m.mla.qk_nope_dim <= 0 || m.mla.qk_rope_dim < 0 || m.mla.v_head_dim <= 0)) {
+    bad("mla: expected positive qk_nope_dim and v_head_dim");
+  }
+}
+
+}  // namespace orrery::models

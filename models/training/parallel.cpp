@@ -1,0 +1,219 @@
+#include "models/training/parallel.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+namespace orrery::models {
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+std::string_view to_string(CpKind k) { return k == CpKind::ring ? "ring" : "ulysses"; }
+
+void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, std::string_view source, std::string_view where) {
+  const auto bad = [&](std::string_view field, const std::string& message) {
+    throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), message);
+  };
+  const auto positive = [&](std::string_view field, std::int64_t v) {
+    if (v < 1) bad(field, fmt::format("found {}, expected 1 or more", v));
+  };
+  positive("tp", p.tp), positive("pp", p.pp), positive("vp", p.vp), positive("dp", p.dp), positive("cp", p.cp), positive("ep", p.ep);
+  positive("micro_batch", p.micro_batch), positive("global_batch", p.global_batch), positive("seq_len", p.seq_len);
+  if (p.seq_len > kMaxSeqLen) bad("seq_len", fmt::format("found {}, expected at most {} tokens ({})", p.seq_len, kMaxSeqLen, kMaxSeqLenReason));
+  if (p.zero < 0 || p.zero > 3) bad("zero", fmt::format("found {}, expected a ZeRO stage 0, 1, 2 or 3", p.zero));
+  if (m.heads % p.tp != 0) bad("tp", fmt::format("tp={} does not divide {} attention heads", p.tp, m.heads));
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    bad("tp", fmt::format("tp={} and {} key/value heads: expected one to divide the other", p.tp, m.kv_heads));
+  }
+  if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("tp={} does not divide the MLP size {}", p.tp, m.ffn_hidden));
+  if (p.virtual_stages() > m.layers) {
+    bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers; expected at most one stage per layer", p.pp, p.vp,
+                                             p.virtual_stages(), m.layers));
+  }
+  if (p.vp > 1 && p.pp == 1) bad("vp", fmt::format("vp={} needs pipeline parallelism (pp > 1)", p.vp));
+  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
+    bad("global_batch", fmt::format("micro_batch={} x dp={} = {} does not divide the global batch of {} sequences", p.micro_batch, p.dp,
+                                    p.micro_batch * p.dp, p.global_batch));
+  }
+  // Each micro-batch of a step is simulated (forward and backward on every stage): beyond this a
+  // step takes minutes to emulate, and no published run comes near it (Llama 3 405B's 2,048
+  // sequences per step over DP 128 are 16 micro-batches per pipeline).
+  if (p.global_batch / (p.micro_batch * p.dp) > kMaxMicroBatches) {
+    bad("global_batch", fmt::format("global_batch={} / (micro_batch={} x dp={}) = {} micro-batches per step; expected at most {} (each one is "
+                                    "simulated; published runs use a few dozen)",
+                                    p.global_batch, p.micro_batch, p.dp, p.global_batch / (p.micro_batch * p.dp), kMaxMicroBatches));
+  }
+  if (p.cp > 1) {
+    if (p.cp_kind == CpKind::ring && p.seq_len % (2 * p.cp) != 0) {
+      bad("cp", fmt::format("ring context parallelism splits each sequence into 2 x cp = {} chunks; seq_len {} does not divide", 2 * p.cp,
+                            p.seq_len));
+    }
+    if (p.cp_kind == CpKind::ulysses && (m.heads / p.tp) % p.cp != 0) {
+      bad("cp", fmt::format("Ulysses cp={} does not divide the {} attention heads per tensor-parallel rank", p.cp, m.heads / p.tp));
+    }
+  }
+  if (p.ep > 1) {
+    if (!m.moe.enabled()) bad("ep", fmt::format("ep={} but {} has no experts", p.ep, m.name));
+    if (m.moe.experts % p.ep != 0) bad("ep", fmt::format("ep={} does not divide {} experts", p.ep, m.moe.experts));
+    if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("ep={} does not divide dp x cp = {} (expert parallelism is carved out of them)", p.ep,
+                                                         p.dp * p.cp));
+  }
+  if (!p.documents.empty()) {
+    std::int64_t sum = 0;
+    for (const std::int64_t d : p.documents) {
+      if (d < 1) bad("documents", fmt::format("found a document of {} tokens, expected 1 or more", d));
+      sum += d;
+    }
+    if (sum != p.seq_len) bad("documents", fmt::format("documents sum to {} tokens, expected seq_len = {}", sum, p.seq_len));
+  }
+  if (p.expert_imbalance < 1.0) bad("expert_imbalance", fmt::format("found {}, expected 1 (balanced) or more", p.expert_imbalance));
+  if (p.gpus() != cluster_gpus) {
+    throw sim::InputError(std::string(source), std::string(where),
+                          fmt::format("tp={} x pp={} x dp={} x cp={} = {} GPUs, but the cluster has {}", p.tp, p.pp, p.dp, p.cp, p.gpus(),
+                                      cluster_gpus));
+  }
+}
+
+int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
+  const int n = p.virtual_stages();
+  return m.layers / n + (vs < m.layers % n ? 1 : 0);
+}
+
+int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
+  int first = 0;
+  for (int i = 0; i < vs; ++i) first += layers_of(p, m, i);
+  return first;
+}
+
+double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) {
+  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sp = p.sequence_parallel && p.tp > 1 ? t : 1.0;
+  // GPT-style models (GELU) train with dropout: a 1-byte mask after attention and after the MLP.
+  const bool dropout = m.mlp == MlpKind::gelu;
+  if (p.recompute == Recompute::full) return tokens * 2 * h / sp;  // the layer's input only
+  const double heads = m.heads;
+  const double hq = heads * static_cast<double>(m.qk_head_dim());
+  const double hk = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.qk_head_dim());
+  const double hv = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.v_head_dim());
+  const double ho = heads * static_cast<double>(m.v_head_dim());
+  // Sequence region (split by sequence parallelism): two norm inputs, the QKV and MLP inputs,
+  // the dropout masks.
+  const double seq = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
+  // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
+  // when they are kept (no flash attention, no selective recompute): softmax output, and with
+  // dropout its mask and output, per head and key.
+  double tpr = 2 * (hq + hk) + 2 * hv + 2 * ho;
+  double scores = 0;
+  if (!p.flash_attention && p.recompute == Recompute::none) {
+    scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
+  }
+  double routed = 0;  // MoE: per token of the rank's sequence shard, not split further
+  if (m.moe_layer(layer)) {
+    const double fe = static_cast<double>(m.moe.expert_ffn);
+    const double per = m.mlp == MlpKind::swiglu ? 6 * fe : 4 * fe;
+    // Routed copies (top_k per token, the busiest rank's share) with their dispatched inputs;
+    // shared experts are tensor-parallel.
+    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * h);
+    tpr += m.moe.shared_experts * per;
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden);
+    tpr += m.mlp == MlpKind::swiglu ? 6 * f : 4 * f;
+  }
+  return tokens * ((seq + routed) / sp + tpr / t + scores / t);
+}
+
+namespace {
+
+struct StageParams {
+  double dense = 0;   // parameters sharded by tp (and ZeRO over dp x cp)
+  double expert = 0;  // routed-expert parameters (sharded by ep, ZeRO over dp x cp / ep)
+  double largest_chunk = 0;  // of the stage's chunks (dense + expert)
+  double largest_layer = 0;  // a chunk's parameters over its layers, the largest (run_step's gather piece)
+};
+
+StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
+  StageParams s;
+  for (int c = 0; c < p.vp; ++c) {
+    const int vs = c * p.pp + stage;
+    const double before = s.dense + s.expert;
+    const int first = first_layer_of(p, m, vs);
+    for (int l = first; l < first + layers_of(p, m, vs); ++l) {
+      s.dense += static_cast<double>(m.attention_params()) / p.tp;
+      if (m.moe_layer(l)) {
+        const double per_expert = static_cast<double>(m.moe_mlp_params() - m.hidden * m.moe.experts) / (m.moe.experts + m.moe.shared_experts);
+        s.dense += static_cast<double>(m.hidden * m.moe.experts) + per_expert * m.moe.shared_experts / p.tp;
+        s.expert += per_expert * m.moe.experts / p.ep;
+      } else {
+        s.dense += static_cast<double>(m.dense_mlp_params()) / p.tp;
+      }
+    }
+    if (vs == 0) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    // The output layer (tied embeddings share the first stage's copy when it is the same stage).
+    if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.hidden);
+    const double chunk = s.dense + s.expert - before;
+    s.largest_chunk = std::max(s.largest_chunk, chunk);
+    s.largest_layer = std::max(s.largest_layer, chunk / std::max(1, layers_of(p, m, vs)));
+  }
+  return s;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const PipelinePlan& schedule) {
+  MemoryEstimate best;
+  const double dp_dense = static_cast<double>(p.dp) * p.cp;
+  const double dp_expert = dp_dense / p.ep;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const StageParams sp = stage_params(p, m, stage);
+    MemoryEstimate e;
+    e.stage = stage;
+    e.params_per_gpu = sp.dense + sp.expert;
+    const auto shard = [&](double bytes_per_param, bool sharded) {
+      return sharded ? bytes_per_param * (sp.dense / dp_dense + sp.expert / dp_expert) : bytes_per_param * (sp.dense + sp.expert);
+    };
+    e.params_bytes = shard(2, p.zero >= 3);
+    e.grads_bytes = shard(4, p.zero >= 2);
+    e.optimizer_bytes = shard(12, p.zero >= 1);
+    // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one
+    // layer piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`:
+    // "only two consecutive FSDP instances (the current instance running computation and the
+    // next instance whose all-gather is prefetched)", torch.distributed.fsdp API docs), or a
+    // whole chunk at a time without overlap. Gradients of a layer before its reduce-scatter
+    // are left out (transient, one layer).
+    if (p.zero >= 3 && dp_dense > 1) {
+      e.gathered_params_bytes = 2 * (p.overlap_param_gather ? 2 * sp.largest_layer : sp.largest_chunk);
+    }
+    // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
+    std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vp), 0.0);
+    for (int c = 0; c < p.vp; ++c) {
+      const int vs = c * p.pp + stage;
+      const int first = first_layer_of(p, m, vs);
+      for (int l = first; l < first + layers_of(p, m, vs); ++l) chunk_bytes[static_cast<std::size_t>(c)] += layer_activation_bytes(p, m, l);
+    }
+    double live = 0, peak = 0;
+    for (const PipeOp& op : schedule[static_cast<std::size_t>(stage)]) {
+      const double bytes = chunk_bytes[static_cast<std::size_t>(op.chunk)];
+      if (op.kind == PipeOpKind::forward) peak = std::max(peak, live += bytes);
+      if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) live -= bytes;
+    }
+    e.activations_bytes = peak;
+    if (stage == p.pp - 1) {
+      e.logits_bytes = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp * static_cast<double>(m.vocab) / p.tp * 4;
+    }
+    if (stage == 0 || e.total() > best.total()) best = e;
+  }
+  return best;
+}
+
+}  // namespace orrery::models

@@ -1,0 +1,91 @@
+// Parallel plans (TP, PP with virtual stages, DP with ZeRO, CP, EP, micro-batching,
+// recompute, overlap switches), their validation against a model and a cluster, and the
+// per-GPU memory model.
+//   ParallelPlan plan;  plan.tp = 8; plan.pp = 4; plan.dp = 32; plan.global_batch = 1024;
+//   validate_plan(plan, model, /*cluster_gpus=*/1024, "scenario.json", "/plan");
+//   MemoryEstimate m = estimate_memory(plan, model, schedule_plan);
+#pragma once
+
+#include "models/training/llm.hpp"
+#include "models/training/pipeline.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::models {
+
+enum class Recompute : std::uint8_t { none, selective, full };
+enum class CpKind : std::uint8_t { ring, ulysses };
+std::string_view to_string(Recompute);
+std::string_view to_string(CpKind);
+
+// The longest sequence a plan takes: 2^24 = 16,777,216 tokens, beyond the longest context any
+// model has trained with (10M); longer ones only push kernel times past the clock.
+inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;
+// Micro-batches per step and pipeline (global_batch / (micro_batch x dp)); validate_plan's limit.
+inline constexpr std::int64_t kMaxMicroBatches = 65536;
+inline constexpr std::string_view kMaxSeqLenReason = "16M tokens: beyond the longest context any model has trained with";
+
+struct ParallelPlan {
+  int tp = 1;
+  int pp = 1;
+  int vp = 1;  // virtual stages (model chunks) per pipeline stage
+  int dp = 1;
+  int cp = 1;
+  int ep = 1;  // expert parallel, carved out of dp x cp (Megatron-Core)
+  CpKind cp_kind = CpKind::ring;
+  int zero = 1;  // 0: none; 1: optimizer state sharded over dp (Megatron's distributed optimizer); 2: + gradients; 3: + parameters
+  int micro_batch = 1;       // sequences per micro-batch
+  int global_batch = 1;      // sequences per step
+  std::int64_t seq_len = 4096;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = true;  // with tp > 1
+  bool flash_attention = true;    // no s^2 activations or recompute of them
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool overlap_tp_comm = false;
+  std::string schedule = "1f1b";
+  double expert_imbalance = 1.0;  // tokens on the busiest expert rank / the mean (>= 1)
+  // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
+  // document); empty: one document per sequence.
+  std::vector<std::int64_t> documents;
+
+  int gpus() const { return tp * pp * dp * cp; }
+  int micro_batches() const { return global_batch / (micro_batch * dp); }
+  int virtual_stages() const { return pp * vp; }
+};
+
+// Rejects a plan that cannot run: sizes that do not divide (heads by tp, layers over stages,
+// the global batch by micro-batch x dp, experts by ep, ...), a GPU count other than the
+// cluster's. Messages name the field under `where`, e.g. "tp=3 does not divide 32 attention heads".
+void validate_plan(const ParallelPlan& plan, const ModelSpec& model, int cluster_gpus, std::string_view source, std::string_view where);
+
+// Layers of virtual stage vs (0 .. pp*vp-1): as even as possible, earlier stages taking one
+// more when the layers do not divide.
+int layers_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
+int first_layer_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
+
+struct MemoryEstimate {
+  double params_bytes = 0;      // bf16 weights
+  double grads_bytes = 0;       // fp32 main gradients
+  double optimizer_bytes = 0;   // fp32 master weights + two Adam moments
+  double activations_bytes = 0; // at the schedule's peak of micro-batches in flight
+  double logits_bytes = 0;      // fp32 logits of one micro-batch on the last stage
+  double gathered_params_bytes = 0;  // ZeRO-3: full bf16 parameters gathered for the ops in flight
+  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + logits_bytes + gathered_params_bytes; }
+  int stage = 0;                // the pipeline stage with the peak
+  double params_per_gpu = 0;    // parameters held (before ZeRO-3 sharding)
+};
+
+// Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022,
+// generalised to GQA, SwiGLU and MoE): with tensor parallelism t, sequence parallelism, the
+// recompute mode and flash attention as in the plan.
+double layer_activation_bytes(const ParallelPlan& plan, const ModelSpec& model, int layer);
+
+// Peak per-GPU memory: the worst pipeline stage, with its live micro-batches taken from the
+// schedule's op order.
+MemoryEstimate estimate_memory(const ParallelPlan& plan, const ModelSpec& model, const PipelinePlan& schedule);
+
+}  // namespace orrery::models

@@ -1,0 +1,1000 @@
+#include "models/training/step.hpp"
+
+#include "models/network/collectives.hpp"
+#include "models/network/topology.hpp"
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+
+namespace orrery::models {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Cluster spec: "builder:key=value,..." with its unit (server or NVLink domain) counts.
+
+struct ClusterSpec {
+  std::string builder;
+  std::vector<std::pair<std::string, std::string>> params;
+  bool domains = false;  // nvl72: domains x gpus_per_domain; else nodes x gpus_per_node
+
+  std::string get(std::string_view key, std::string_view fallback) const {
+    for (const auto& [k, v] : params) {
+      if (k == key) return v;
+    }
+    return std::string(fallback);
+  }
+  std::string units_key() const { return domains ? "domains" : "nodes"; }
+  std::string per_unit_key() const { return domains ? "gpus_per_domain" : "gpus_per_node"; }
+  int units() const { return std::stoi(get(units_key(), "1")); }
+  int per_unit() const { return std::stoi(get(per_unit_key(), domains ? "72" : "8")); }
+  // The same fabric with `units` units of `per_unit` GPUs.
+  std::string scaled(int units, int per_unit) const {
+    std::string out = builder + ":" + units_key() + "=" + std::to_string(units) + "," + per_unit_key() + "=" + std::to_string(per_unit);
+    for (const auto& [k, v] : params) {
+      if (k != units_key() && k != per_unit_key()) out += "," + k + "=" + v;
+    }
+    return out;
+  }
+};
+
+ClusterSpec parse_cluster(const std::string& spec) {
+  ClusterSpec c;
+  const std::size_t colon = spec.find(':');
+  c.builder = spec.substr(0, colon);
+  c.domains = c.builder == "nvl72";
+  if (colon != std::string::npos) {
+    std::string_view rest = std::string_view(spec).substr(colon + 1);
+    while (!rest.empty()) {
+      const std::size_t comma = std::min(rest.find(','), rest.size());
+      const std::string_view item = rest.substr(0, comma);
+      const std::size_t eq = item.find('=');
+      if (eq != std::string_view::npos) c.params.emplace_back(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
+      rest = comma < rest.size() ? rest.substr(comma + 1) : std::string_view{};
+    }
+  }
+  return c;
+}
+
+// Per-GPU link rates of the cluster's servers: NVLink and NIC, each at its NCCL efficiency
+// (models::LinkEfficiency), read from a two-unit instance of the fabric.
+struct Rails {
+  double nvlink = 0;
+  double nic = 0;
+};
+
+Rails rails_of(const ClusterSpec& cluster) {
+  const Topology t = build_topology(cluster.scaled(2, cluster.per_unit()));
+  const LinkEfficiency e;
+  Rails r;
+  for (const TopoLink& l : t.links()) {
+    if (l.kind == LinkKind::nvlink && t.nodes()[l.from].kind == NodeKind::gpu) r.nvlink = std::max(r.nvlink, l.bandwidth.value() * e.nvlink);
+    if (l.kind == LinkKind::network && t.nodes()[l.from].kind == NodeKind::nic) r.nic = std::max(r.nic, l.bandwidth.value() * e.network);
+  }
+  ORRERY_CHECK(r.nvlink > 0 && r.nic > 0, "fabric {} has no NVLink or NIC links", cluster.builder);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Communication costs, each simulated once on the flow network of a topology that holds the
+// group: GPUs `stride` ranks apart (rank order: tp fastest, then cp, dp, pp).
+
+class CommCost {
+ public:
+  explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::flows) : cluster_(std::move(cluster)), model_(model) {}
+
+  double collective(CollectiveOp op, double bytes, int n, int stride) {
+    if (n <= 1 || bytes <= 0) return 0;
+    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, std::min(stride, cluster_.per_unit()));
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.algo = op == CollectiveOp::all_to_all ? CollectiveAlgo::direct : op == CollectiveOp::send_recv ? CollectiveAlgo::direct
+                                                                                                         : CollectiveAlgo::ring;
+    spec.size = sim::Bytes(bytes);
+    spec.ranks = n;
+    spec.peer = 1;
+    if (model_ == CommModel::alpha_beta) return cache_[key] = alpha_beta(topology_for(n, stride), spec).to_seconds();
+    const CollectiveResult r = run_collective(topology_for(n, stride), spec);
+    flows_ += r.flows;
+    return cache_[key] = r.time.to_seconds();
+  }
+  double p2p(double bytes, int stride) { return collective(CollectiveOp::send_recv, bytes, 2, stride); }
+  std::size_t flows() const { return flows_; }
+
+ private:
+  const Topology& topology_for(int n, int stride) {
+    const int g = cluster_.per_unit();
+    std::string spec;
+    if (static_cast<long>(stride) * n <= g) {
+      spec = cluster_.scaled(1, n);                    // one server or domain
+    } else if (stride >= g) {
+      spec = cluster_.scaled(n, 1);                    // one GPU per server
+    } else {
+      const int per = std::max(1, g / stride);         // a few per server
+      spec = cluster_.scaled((n + per - 1) / per, per);
+    }
+    auto it = topologies_.find(spec);
+    if (it == topologies_.end()) it = topologies_.emplace(spec, std::make_unique<Topology>(build_topology(spec))).first;
+    return *it->second;
+  }
+
+  ClusterSpec cluster_;
+  CommModel model_;
+  std::map<std::tuple<int, double, int, int>, double> cache_;
+  std::map<std::string, std::unique_ptr<Topology>> topologies_;
+  std::size_t flows_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Op costs
+
+struct OpCost {
+  double compute = 0;  // kernel time
+  double comm = 0;     // exposed communication inside the op
+  double flops = 0;    // executed by one GPU
+  double seconds() const { return compute + comm; }
+  OpCost& operator+=(const OpCost& o) {
+    compute += o.compute;
+    comm += o.comm;
+    flops += o.flops;
+    return *this;
+  }
+};
+
+struct LayerCost {
+  OpCost f, b, w;  // forward, input grads (B), weight grads (W)
+};
+
+struct Ctx {
+  const ModelSpec& m;
+  const ParallelPlan& p;
+  const CostModel& cost;
+  CommCost& comm;
+  double tokens;      // per GPU in the tensor-parallel region (the micro-batch's sequence share)
+  double seq_tokens;  // per GPU in the sequence region (split by sequence parallelism)
+  std::int64_t heads_l, kv_l;
+
+  void add(OpCost& c, const Kernel& k) const {
+    c.compute += cost.time(k).to_seconds();
+    c.flops += flops(k).value();
+  }
+  static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
+  Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
+};
+
+struct Gemm {
+  double m;
+  std::int64_t n, k;
+};
+
+// A forward GEMM, and its backward: dgrad (B) and wgrad (W).
+void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw) {
+  const Kernel f = Kernel::gemm(Ctx::n(g.m), g.n, g.k, DType::bf16);
+  const Kernel b = Kernel::gemm(Ctx::n(g.m), g.k, g.n, DType::bf16);
+  const Kernel w = Kernel::gemm(g.k, g.n, Ctx::n(g.m), DType::bf16);
+  c.add(lc.f, f);
+  c.add(lc.b, b);
+  c.add(lc.w, w);
+  *gemm_f += c.cost.time(f).to_seconds();
+  *gemm_bw += c.cost.time(b).to_seconds() + c.cost.time(w).to_seconds();
+}
+
+LayerCost layer_cost(const Ctx& c, bool moe) {
+  const ModelSpec& m = c.m;
+  const ParallelPlan& p = c.p;
+  const double T = c.tokens, Ts = c.seq_tokens, h = static_cast<double>(m.hidden);
+  const std::int64_t qk = m.qk_head_dim(), hv = m.v_head_dim();
+  LayerCost lc;
+  double gemm_f = 0, gemm_bw = 0;
+  // Attention projections.
+  if (m.mla.enabled()) {
+    if (m.mla.q_lora_rank > 0) {
+      add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw);
+    } else {
+      add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw);
+    }
+    add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw);
+    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw);
+  } else {
+    add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw);
+  }
+  add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw);
+  // Core attention: the micro-batch's sequences (one document each), this GPU's heads; ring
+  // context parallelism gives each rank 1/cp of the pairs, Ulysses 1/cp of the heads.
+  const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
+  const std::int64_t att_heads = ulysses ? c.heads_l / p.cp : c.heads_l;
+  const std::int64_t att_kv = ulysses ? std::max<std::int64_t>(1, c.kv_l / p.cp) : c.kv_l;
+  std::vector<std::int64_t> docs;
+  for (int b = 0; b < p.micro_batch; ++b) {
+    if (p.documents.empty()) {
+      docs.push_back(p.seq_len);
+    } else {
+      docs.insert(docs.end(), p.documents.begin(), p.documents.end());
+    }
+  }
+  const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
+  const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
+  const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
+  const double att_f = c.cost.time(af).to_seconds() * share, att_b = c.cost.time(ab).to_seconds() * share;
+  lc.f.compute += att_f;
+  lc.f.flops += flops(af).value() * share;
+  lc.b.compute += att_b;
+  lc.b.flops += flops(ab).value() * share;
+  // MLP.
+  const double swiglu = m.mlp == MlpKind::swiglu ? 1 : 0;
+  if (!moe) {
+    const std::int64_t f = m.ffn_hidden / p.tp;
+    add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw);
+    add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw);
+    c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
+    c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
+  } else {
+    const auto& e = m.moe;
+    add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw);  // router (replicated)
+    if (e.shared_experts > 0) {
+      const std::int64_t fs = e.expert_ffn * e.shared_experts / p.tp;
+      add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {T, m.hidden, fs}, &gemm_f, &gemm_bw);
+    }
+    // Routed experts: this rank's experts get top_k copies of the EP group's tokens, the busiest
+    // rank `expert_imbalance` times the mean.
+    const int local = e.experts / p.ep;
+    const double routed = Ts * e.top_k * p.expert_imbalance;
+    const std::int64_t per_expert = Ctx::n(routed / local);
+    const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
+    const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
+    for (const auto& [nn, kk] : {std::pair{up, m.hidden}, std::pair{m.hidden, e.expert_ffn}}) {
+      const Kernel f = Kernel::grouped_gemm(groups, nn, kk, DType::bf16);
+      const Kernel b = Kernel::grouped_gemm(groups, kk, nn, DType::bf16);
+      const Kernel w = Kernel::gemm(kk, nn, per_expert, DType::bf16, local);
+      c.add(lc.f, f);
+      c.add(lc.b, b);
+      c.add(lc.w, w);
+      gemm_f += c.cost.time(f).to_seconds();
+      gemm_bw += c.cost.time(b).to_seconds() + c.cost.time(w).to_seconds();
+    }
+    const double fe = static_cast<double>(e.expert_ffn);
+    c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
+    c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
+    c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));  // permute and unpermute
+    c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));
+    // Dispatch and combine all-to-alls over the EP group, forward and backward.
+    const double a2a = c.comm.collective(CollectiveOp::all_to_all, routed * h * 2, p.ep, p.tp);
+    lc.f.comm += 2 * a2a;
+    lc.b.comm += 2 * a2a;
+  }
+  // Norms, rotary embedding, residual adds.
+  c.add(lc.f, c.mem(KernelKind::norm, 2 * 2 * Ts * h * 2));
+  c.add(lc.b, c.mem(KernelKind::norm, 2 * 3 * Ts * h * 2));
+  c.add(lc.f, c.mem(KernelKind::elementwise, 2 * 3 * Ts * h * 2));
+  const double rope = T * static_cast<double>(c.heads_l + c.kv_l) * static_cast<double>(qk) * 2 * 2;
+  c.add(lc.f, c.mem(KernelKind::rope, rope));
+  c.add(lc.b, c.mem(KernelKind::rope, rope));
+
+  // Tensor-parallel communication of the layer: with sequence parallelism an all-gather before
+  // and a reduce-scatter after attention and the MLP (backward: the reverse, plus the
+  // all-gathers wgrad needs); without, an all-reduce after each. Overlap hides it behind GEMMs.
+  if (p.tp > 1) {
+    const double bytes = T * h * 2;
+    double tf = 0, tb = 0;
+    if (p.sequence_parallel) {
+      const double ag = c.comm.collective(CollectiveOp::all_gather, bytes, p.tp, 1);
+      const double rs = c.comm.collective(CollectiveOp::reduce_scatter, bytes, p.tp, 1);
+      tf = 2 * ag + 2 * rs;
+      tb = 4 * ag + 2 * rs;
+    } else {
+      const double ar = c.comm.collective(CollectiveOp::all_reduce, bytes, p.tp, 1);
+      tf = 2 * ar;
+      tb = 2 * ar;
+    }
+    lc.f.comm += p.overlap_tp_comm ? std::max(0.0, tf - gemm_f) : tf;
+    lc.b.comm += p.overlap_tp_comm ? std::max(0.0, tb - gemm_bw) : tb;
+  }
+  // Context parallelism: ring passes K and V around (cp - 1 steps, overlapped with the
+  // attention steps), and K, V and their gradients backward; Ulysses re-shards heads and
+  // sequence with four all-to-alls each way.
+  if (p.cp > 1) {
+    const double kv_bytes = T * static_cast<double>(c.kv_l) * static_cast<double>(qk + hv) * 2;
+    if (!ulysses) {
+      const double step = c.comm.p2p(kv_bytes, p.tp), step_b = c.comm.p2p(2 * kv_bytes, p.tp);
+      lc.f.comm += std::max(0.0, (p.cp - 1) * step - att_f);
+      lc.b.comm += std::max(0.0, (p.cp - 1) * step_b - att_b);
+    } else {
+      const double a2a = c.comm.collective(CollectiveOp::all_to_all, T * static_cast<double>(c.heads_l * qk) * 2, p.cp, p.tp);
+      lc.f.comm += 4 * a2a;
+      lc.b.comm += 4 * a2a;
+    }
+  }
+  // Recompute: full reruns the layer's forward in the backward; selective reruns core
+  // attention when its scores were not kept (flash attention recomputes them anyway).
+  if (p.recompute == Recompute::full) {
+    lc.b += lc.f;
+  } else if (p.recompute == Recompute::selective && !p.flash_attention) {
+    lc.b.compute += att_f;
+    lc.b.flops += flops(af).value() * share;
+  }
+  return lc;
+}
+
+// Input embedding (first virtual stage) and output layer with the loss (last).
+LayerCost embedding_cost(const Ctx& c) {
+  LayerCost lc;
+  const double h = static_cast<double>(c.m.hidden);
+  c.add(lc.f, c.mem(KernelKind::embedding, 2 * c.seq_tokens * h * 2));
+  c.add(lc.w, c.mem(KernelKind::embedding, 3 * c.seq_tokens * h * 4));
+  if (c.p.tp > 1) {
+    const double t = c.comm.collective(CollectiveOp::reduce_scatter, c.tokens * h * 2, c.p.tp, 1);
+    lc.f.comm += t;
+  }
+  return lc;
+}
+
+LayerCost loss_cost(const Ctx& c) {
+  LayerCost lc;
+  double gemm_f = 0, gemm_bw = 0;
+  const double h = static_cast<double>(c.m.hidden);
+  const std::int64_t v = (c.m.vocab + c.p.tp - 1) / c.p.tp;
+  c.add(lc.f, c.mem(KernelKind::norm, 2 * c.seq_tokens * h * 2));
+  c.add(lc.b, c.mem(KernelKind::norm, 3 * c.seq_tokens * h * 2));
+  add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw);
+  const double logits = c.tokens * static_cast<double>(v);
+  c.add(lc.f, c.mem(KernelKind::cross_entropy, logits * (2 + 4)));
+  c.add(lc.b, c.mem(KernelKind::cross_entropy, logits * (4 + 2)));
+  if (c.p.tp > 1 && c.p.sequence_parallel) {
+    const double ag = c.comm.collective(CollectiveOp::all_gather, c.tokens * h * 2, c.p.tp, 1);
+    const double rs = c.comm.collective(CollectiveOp::reduce_scatter, c.tokens * h * 2, c.p.tp, 1);
+    lc.f.comm += ag;
+    lc.b.comm += rs;
+  }
+  if (c.p.recompute == Recompute::full) lc.b += lc.f;
+  return lc;
+}
+
+Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, CommCost& comm) {
+  return Ctx{m, p, cost, comm,
+             static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
+             static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
+             m.heads / p.tp,
+             std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+}
+
+// One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(moe)`), plus the
+// input embedding on the first virtual stage and the output layer with the loss on the last.
+template <typename LayerFn>
+LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
+  const ModelSpec& m = ctx.m;
+  const ParallelPlan& p = ctx.p;
+  LayerCost total;
+  const int first = first_layer_of(p, m, vs);
+  for (int l = first; l < first + layers_of(p, m, vs); ++l) {
+    const LayerCost lc = layer(m.moe_layer(l));
+    total.f += lc.f;
+    total.b += lc.b;
+    total.w += lc.w;
+  }
+  if (vs == 0) {
+    const LayerCost e = embedding_cost(ctx);
+    total.f += e.f, total.b += e.b, total.w += e.w;
+  }
+  if (vs == p.virtual_stages() - 1) {
+    const LayerCost e = loss_cost(ctx);
+    total.f += e.f, total.b += e.b, total.w += e.w;
+  }
+  return total;
+}
+
+}  // namespace
+
+// Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
+double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
+  double params = 0;
+  const int first = first_layer_of(p, m, vs);
+  for (int l = first; l < first + layers_of(p, m, vs); ++l) {
+    params += static_cast<double>(m.attention_params()) / p.tp;
+    if (m.moe_layer(l)) {
+      const double per_expert = static_cast<double>(m.moe_mlp_params() - m.hidden * m.moe.experts) / (m.moe.experts + m.moe.shared_experts);
+      params += static_cast<double>(m.hidden * m.moe.experts) + per_expert * m.moe.shared_experts / p.tp + per_expert * m.moe.experts / p.ep;
+    } else {
+      params += static_cast<double>(m.dense_mlp_params()) / p.tp;
+    }
+  }
+  if (vs == 0) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
+  if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
+  return params;
+}
+
+
+class FabricCosts::Impl {
+ public:
+  Impl(const std::string& spec, CommModel model) : comm(parse_cluster(spec), model) {}
+  CommCost comm;
+};
+
+FabricCosts::FabricCosts(const std::string& topology_spec, CommModel model) : impl_(std::make_unique<Impl>(topology_spec, model)) {}
+FabricCosts::~FabricCosts() = default;
+double FabricCosts::collective(CollectiveOp op, double bytes, int n, int stride) { return impl_->comm.collective(op, bytes, n, stride); }
+double FabricCosts::p2p(double bytes, int stride) { return impl_->comm.p2p(bytes, stride); }
+
+std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel& cost, FabricCosts& fabric) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  const Ctx ctx = make_ctx(m, p, cost, fabric.impl_->comm);
+  std::map<bool, LayerCost> cache;
+  const auto layer = [&](bool moe) {
+    auto it = cache.find(moe);
+    if (it == cache.end()) it = cache.emplace(moe, layer_cost(ctx, moe)).first;
+    return it->second;
+  };
+  const auto op = [](const OpCost& c) { return OpTime{c.compute, c.comm}; };
+  std::vector<ChunkOpCosts> out;
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) {
+    const LayerCost lc = chunk_cost(ctx, vs, layer);
+    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs)});
+  }
+  return out;
+}
+
+double pipeline_send_bytes(const ModelSpec& m, const ParallelPlan& p) {
+  const double seq_tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1);
+  return seq_tokens * static_cast<double>(m.hidden) * 2;
+}
+
+std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const CostModel& cost) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  CommCost comm(parse_cluster(sc.topology));
+  const Ctx ctx{m, p, cost, comm,
+                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
+                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
+                m.heads / p.tp,
+                std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+  // The layer's attention as layer_cost() costs it, to take out.
+  const std::vector<std::int64_t> docs(static_cast<std::size_t>(p.micro_batch), p.seq_len);
+  const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
+  const std::int64_t heads = ulysses ? ctx.heads_l / p.cp : ctx.heads_l;
+  const std::int64_t kv = std::min(ulysses ? std::max<std::int64_t>(1, ctx.kv_l / p.cp) : ctx.kv_l, heads);
+  const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
+  const double att_f = cost.time(Kernel::attention(Pass::forward, docs, heads, kv, m.qk_head_dim(), true, DType::bf16, m.v_head_dim())).to_seconds() * share;
+  const double att_b = cost.time(Kernel::attention(Pass::backward, docs, heads, kv, m.qk_head_dim(), true, DType::bf16, m.v_head_dim())).to_seconds() * share;
+  std::vector<LayerLinearCost> out;
+  for (const bool moe : {false, true}) {
+    if (moe && !m.moe.enabled()) continue;
+    ParallelPlan q = p;
+    q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l};
+    const LayerCost lc = layer_cost(c2, moe);
+    out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
+  }
+  return out;
+}
+
+double collective_seconds(const std::string& topology_spec, CollectiveOp op, double bytes, int n, int stride) {
+  CommCost comm(parse_cluster(topology_spec));
+  return comm.collective(op, bytes, n, stride);
+}
+
+LinkRates link_rates(const std::string& topology_spec) {
+  const ClusterSpec c = parse_cluster(topology_spec);
+  const Rails r = rails_of(c);
+  return {r.nvlink, r.nic, c.per_unit()};
+}
+
+int cluster_gpus(const std::string& topology_spec) {
+  const ClusterSpec c = parse_cluster(topology_spec);
+  return c.units() * c.per_unit();
+}
+
+double step_model_flops(const ModelSpec& m, const ParallelPlan& p) {
+  const double s = static_cast<double>(p.seq_len);
+  double pairs = 0;  // causal query-key pairs of one sequence
+  if (p.documents.empty()) {
+    pairs = s * (s + 1) / 2;
+  } else {
+    for (const std::int64_t d : p.documents) pairs += static_cast<double>(d) * static_cast<double>(d + 1) / 2;
+  }
+  const double attention = static_cast<double>(m.layers) * pairs * 2 * static_cast<double>(m.qk_head_dim() + m.v_head_dim()) * m.heads;
+  const double forward = s * 2 * static_cast<double>(m.active_matmul_params()) + attention;
+  return 3 * forward * p.global_batch;
+}
+
+sim::InputError step_overflow(const StepScenario& sc, const sim::DurationOverflow& e) {
+  const ParallelPlan& p = sc.plan;
+  return sim::InputError(sc.source, "/plan",
+                         fmt::format("{} with seq_len {}, micro_batch {} and global_batch {} on {}: {}; expected a shorter seq_len, "
+                                     "a smaller batch or a faster GPU",
+                                     sc.model.name, p.seq_len, p.micro_batch, p.global_batch, sc.gpu.name, e.what()));
+}
+
+namespace {
+StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options);
+}  // namespace
+
+StepResult run_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
+  try {
+    return run_step_unchecked(sc, cost, schedule, options);
+  } catch (const sim::DurationOverflow& e) {
+    throw step_overflow(sc, e);
+  }
+}
+
+namespace {
+StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  const ClusterSpec cluster = parse_cluster(sc.topology);
+  const int cluster_gpus = cluster.units() * cluster.per_unit();
+  validate_model(m, sc.source, "/model");
+  validate_plan(p, m, cluster_gpus, sc.source, "/plan");
+  const int mbs = p.micro_batches();
+  const PipelineShape shape{p.pp, mbs, p.vp};
+  const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
+  const int vstages = p.virtual_stages();
+
+  CommCost comm(cluster);
+  const Ctx ctx = make_ctx(m, p, cost, comm);
+
+  // Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
+  // (dense or MoE); without, every layer of every op of every rank is costed afresh.
+  std::map<bool, LayerCost> layer_cache;
+  const auto layer = [&](bool moe) {
+    if (!options.reuse) return layer_cost(ctx, moe);
+    auto it = layer_cache.find(moe);
+    if (it == layer_cache.end()) it = layer_cache.emplace(moe, layer_cost(ctx, moe)).first;
+    return it->second;
+  };
+  const auto chunk_cost = [&](int vs) { return models::chunk_cost(ctx, vs, layer); };
+  std::vector<LayerCost> chunk_costs;
+  if (options.reuse) {
+    for (int vs = 0; vs < vstages; ++vs) chunk_costs.push_back(chunk_cost(vs));
+  }
+  const auto cost_of = [&](int vs) { return options.reuse ? chunk_costs[static_cast<std::size_t>(vs)] : chunk_cost(vs); };
+
+  // Communication outside the ops: pipeline transfers and data-parallel gradients/parameters.
+  const double act_bytes = pipeline_send_bytes(m, p);
+  const int pp_stride = p.tp * p.cp * p.dp;
+  const double p2p = p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0;
+  const int dp_group = p.dp * p.cp;
+
+  // The task graph: one rank per stage (reuse) or every rank.
+  StepResult result;
+  result.micro_batches = mbs;
+  sim::TaskGraph& g = result.graph;
+  const int replicas = options.reuse ? 1 : p.tp * p.cp * p.dp;
+  const auto dur = [](double s) { return sim::ceil_duration_ns(s * 1e9); };
+
+  // Transfers outside the ops (pipeline sends, data-parallel buckets) run as flows on each
+  // simulated GPU's own links, NVLink and NIC, one per direction, so that what shares a link
+  // slows down: a pipeline send behind a gradient bucket on the same NIC. Alone, each takes
+  // exactly the time of its communication simulated on the fabric (above).
+  sim::Engine engine;
+  sim::FlowNetwork network(engine);
+  const Rails rails = rails_of(cluster);
+  const int gpn = cluster.per_unit();
+  const bool pp_over_nic = static_cast<long>(pp_stride) >= gpn;
+  const bool dp_over_nic = static_cast<long>(p.tp) * dp_group > gpn;
+  struct RankLinks {
+    sim::LinkId nvl_out, nvl_in, nic_out, nic_in;
+  };
+  std::vector<std::vector<RankLinks>> links(static_cast<std::size_t>(p.pp));
+  for (int stage = 0; stage < p.pp; ++stage) {
+    for (int r = 0; r < replicas; ++r) {
+      links[static_cast<std::size_t>(stage)].push_back({network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero())});
+    }
+  }
+  const auto latency_for = [&](double isolated_s, double wire_bytes, double capacity) {
+    return dur(std::max(0.0, isolated_s - wire_bytes / capacity));
+  };
+  // A data-parallel bucket on (stage, replica): a flow through the GPU's links that, alone,
+  // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
+  // throughout), so that a pipeline send on the same link shares it.
+  std::vector<double> dp_bytes(static_cast<std::size_t>(p.pp), 0.0), dp_busy(static_cast<std::size_t>(p.pp), 0.0);  // the first replica's
+  const auto dp_transfer = [&](std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
+    const double isolated = comm.collective(op, bytes, dp_group, p.tp);
+    if (r == 0) {
+      dp_bytes[static_cast<std::size_t>(stage)] += bytes;
+      dp_busy[static_cast<std::size_t>(stage)] += isolated;
+    }
+    const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+    const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
+  };
+  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  struct RankTasks {
+    std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward; its end)
+    std::vector<sim::TaskId> b_entry;  // the backward's first task (where its inputs arrive)
+    std::vector<sim::TaskId> f_entry;
+    sim::TaskId last_op{}, optimizer{};
+    std::vector<std::pair<sim::TaskId, double>> ops;  // (task, exposed comm inside) for the breakdown
+    double optimizer_s = 0;
+  };
+  std::vector<std::vector<RankTasks>> ranks(static_cast<std::size_t>(p.pp), std::vector<RankTasks>(static_cast<std::size_t>(replicas)));
+  const auto idx = [&](int vs, int mb) { return static_cast<std::size_t>(vs * mbs + mb); };
+  const bool split = std::any_of(order.front().begin(), order.front().end(),
+                                 [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
+  double hw_flops = 0;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    for (int r = 0; r < replicas; ++r) {
+      RankTasks& rt = ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+      const std::string device = options.reuse ? fmt::format("stage{}", stage) : fmt::format("stage{}.rank{}", stage, r);
+      const sim::StreamId compute = g.add_stream(device, "compute");
+      rt.f.assign(static_cast<std::size_t>(vstages * mbs), sim::TaskId{});
+      rt.b = rt.f;
+      rt.w = rt.f;
+      rt.b_entry = rt.f;
+      rt.f_entry = rt.f;
+      // Parameter all-gathers of the updated shards (ZeRO-1 and -2) overlapped with the forward:
+      // one bucket per layer, issued in order on the comm stream at the start of the step; the
+      // chunk's first forward runs layer by layer, each layer after its bucket. ZeRO-3 gathers
+      // before every op instead (below).
+      const bool zero3 = p.zero >= 3 && dp_group > 1;
+      const bool gather_buckets = p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1;
+      std::vector<std::vector<sim::TaskId>> gathers(static_cast<std::size_t>(p.vp));
+      // Data-parallel transfers of a rank run one after another (NCCL's one stream).
+      std::optional<sim::TaskId> last_dp;
+      const auto chain = [&](sim::TaskId t) {
+        if (last_dp) g.add_dependency(*last_dp, t);
+        last_dp = t;
+        return t;
+      };
+      if (gather_buckets) {
+        for (int c = 0; c < p.vp; ++c) {
+          const int vs = c * p.pp + stage;
+          const int n = std::max(1, layers_of(p, m, vs));
+          const double bytes = chunk_params(m, p, vs) / n * 2;
+          for (int piece = 0; piece < n; ++piece) {
+            gathers[static_cast<std::size_t>(c)].push_back(chain(
+                dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), stage, r, CollectiveOp::all_gather, bytes)));
+          }
+        }
+      }
+      std::vector<bool> first_forward_seen(static_cast<std::size_t>(p.vp), false);
+      // The chunk's last backward-side op (its gradients are then complete).
+      std::vector<std::size_t> last_grad_op(static_cast<std::size_t>(p.vp), 0);
+      const auto& ops = order[static_cast<std::size_t>(stage)];
+      // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
+      // the schedule splits B and W.
+      const auto completes_grads = [&](const PipeOp& op) {
+        return op.kind != PipeOpKind::forward && (!split || op.kind == PipeOpKind::backward_weight);
+      };
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (completes_grads(ops[i])) last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
+      }
+      // ZeRO-2 and -3 partition the gradients, so each micro-batch's gradients are
+      // reduce-scattered as soon as its backward produces them (Rajbhandari et al., "ZeRO", SC'20,
+      // sec. 5.2; DeepSpeed stage 2 and 3 with gradient accumulation), not once per step from a
+      // full accumulation buffer (ZeRO-1, Megatron's distributed optimizer).
+      const bool grads_per_micro_batch = p.zero >= 2 && dp_group > 1;
+      // ZeRO-3 also partitions the parameters: every forward and every backward (B) op gathers its
+      // chunk's parameters again, for every micro-batch (ZeRO paper sec. 7.2.3; PyTorch FSDP
+      // FULL_SHARD, Zhao et al. VLDB'23, which frees them after the forward). W needs only the
+      // activations and the output gradients, not the weights, so it gathers nothing.
+      const auto gathers_params = [&](const PipeOp& op) { return zero3 && op.kind != PipeOpKind::backward_weight; };
+      const auto pieces_of = [&](std::size_t i) {
+        const PipeOp& op = ops[i];
+        const int vs = op.chunk * p.pp + stage;
+        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
+                             p.overlap_grad_reduce && dp_group > 1;
+        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+        return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
+      };
+      // ZeRO-3, overlapped: one all-gather per layer piece of each op. Prefetch is bounded one
+      // piece ahead, as FSDP's forward/backward prefetch of the next unit with
+      // `limit_all_gathers` (torch.distributed.fsdp API docs: memory of only the instance
+      // computing and the next one, whose all-gather is prefetched): the gather for the
+      // stage's j-th compute piece is issued when piece j-1 is (once piece j-2 is done), so at
+      // most two layers' full parameters are in flight (estimate_memory counts them). Issued
+      // before piece j-1's gradient bucket, so a backward's next gather is not stuck behind it.
+      std::vector<sim::TaskId> pieces_done;  // the stage's compute pieces so far, in stream order
+      std::map<std::pair<std::size_t, int>, sim::TaskId> zero3_gathers;  // (op, piece) -> its gather
+      const auto issue_gather = [&](std::size_t i, int piece, const sim::TaskId* after) {
+        if (i >= ops.size() || !gathers_params(ops[i]) || !p.overlap_param_gather || zero3_gathers.count({i, piece}) > 0) return;
+        const PipeOp& op = ops[i];
+        const int vs = op.chunk * p.pp + stage;
+        const int n = pieces_of(i);
+        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{} bucket {}", device,
+                                                             op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
+                                                 stage, r, CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2));
+        if (after != nullptr) g.add_dependency(*after, ag);
+        zero3_gathers[{i, piece}] = ag;
+      };
+      std::optional<sim::TaskId> prev;
+      std::vector<sim::TaskId> blocking;  // an unoverlapped collective the next op waits for (none or one)
+      std::vector<sim::TaskId> reduces;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const PipeOp& op = ops[i];
+        const int vs = op.chunk * p.pp + stage;
+        const LayerCost lc = cost_of(vs);
+        OpCost oc;
+        const char* tag = "F";
+        switch (op.kind) {
+          case PipeOpKind::forward: oc = lc.f; break;
+          case PipeOpKind::backward: oc = lc.b, oc += lc.w, tag = "BW"; break;
+          case PipeOpKind::backward_input: oc = lc.b, tag = "B"; break;
+          case PipeOpKind::backward_weight: oc = lc.w, tag = "W"; break;
+        }
+        hw_flops += oc.flops;
+        // The op that completes a chunk's gradients runs layer by layer when gradient reduction
+        // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's
+        // bucketed overlap), so only the last bucket waits after the backward. ZeRO-1 does this
+        // for the chunk's last such op; ZeRO-2 and -3 for every micro-batch's.
+        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
+                             p.overlap_grad_reduce && dp_group > 1;
+        const bool gated = op.kind == PipeOpKind::forward && gather_buckets && !first_forward_seen[static_cast<std::size_t>(op.chunk)];
+        if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
+        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+        const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
+        const double bucket_params = chunk_params(m, p, vs) / pieces;
+        // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
+        // the op's critical path.
+        if (gathers_params(op) && !p.overlap_param_gather) {
+          const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), stage, r,
+                                                   CollectiveOp::all_gather, chunk_params(m, p, vs) * 2));
+          if (prev) g.add_dependency(*prev, ag);
+          for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
+          blocking = {ag};
+        }
+        std::optional<sim::TaskId> entry;
+        sim::TaskId t{};
+        for (int piece = 0; piece < pieces; ++piece) {
+          if (zero3 && p.overlap_param_gather) {
+            // Piece j = pieces_done.size() is next: its gather (issued with piece j-1, except the
+            // stage's first) and piece j+1's, which may start once piece j-1 is done.
+            const sim::TaskId* before_prev = pieces_done.size() >= 2 ? &pieces_done[pieces_done.size() - 2] : nullptr;
+            const sim::TaskId* before = pieces_done.empty() ? nullptr : &pieces_done.back();
+            if (gated_zero3) issue_gather(i, piece, before_prev);
+            if (piece + 1 < pieces) {
+              if (gated_zero3) issue_gather(i, piece + 1, before);
+            } else {
+              issue_gather(i + 1, 0, before);
+            }
+          }
+          t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs)
+                                        : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
+                            compute, dur(oc.seconds() / pieces));
+          rt.ops.emplace_back(t, oc.comm / pieces);
+          if (!entry) entry = t;
+          if (prev) g.add_dependency(*prev, t);
+          prev = t;
+          for (const sim::TaskId b : blocking) g.add_dependency(b, t);
+          blocking.clear();
+          pieces_done.push_back(t);
+          if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
+          if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
+          if (buckets) {
+            const sim::TaskId red =
+                chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), stage, r, reduce_op, bucket_params * 4));
+            g.add_dependency(t, red);
+            reduces.push_back(red);
+          }
+        }
+        // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
+        // the op, and the next op waits for it.
+        if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
+          const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), stage, r, reduce_op,
+                                                    chunk_params(m, p, vs) * 4));
+          g.add_dependency(t, red);
+          reduces.push_back(red);
+          blocking = {red};
+        }
+        const std::size_t k = idx(vs, op.micro_batch);
+        if (op.kind == PipeOpKind::forward) {
+          rt.f[k] = t;
+          rt.f_entry[k] = *entry;
+        } else if (op.kind == PipeOpKind::backward_weight) {
+          rt.w[k] = t;
+        } else {
+          rt.b[k] = t;
+          rt.b_entry[k] = *entry;
+        }
+      }
+      rt.last_op = *prev;
+      if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
+        double params = 0;
+        for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+        const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), stage, r, reduce_op, params * 4));
+        g.add_dependency(rt.last_op, red);
+        reduces.push_back(red);
+      }
+      double params = 0;
+      for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+      const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
+      rt.optimizer_s = cost.time(opt).to_seconds();
+      rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
+      g.add_dependency(rt.last_op, rt.optimizer);
+      for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
+      // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
+      // keeps its parameters sharded until the next step's first gather.
+      if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
+        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), stage, r, CollectiveOp::all_gather, params * 2));
+        g.add_dependency(rt.optimizer, ag);
+      }
+    }
+  }
+  // Pipeline dependencies between stages, through a transfer of the activations (forward) or
+  // their gradients (backward) from one stage's GPU to the next's.
+  const auto pp_send = [&](std::string name, int from, int to, int r) {
+    const RankLinks& a = links[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
+    const RankLinks& b = links[static_cast<std::size_t>(to)][static_cast<std::size_t>(r)];
+    const std::array<sim::LinkId, 2> route = pp_over_nic ? std::array{a.nic_out, b.nic_in} : std::array{a.nvl_out, b.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(act_bytes), latency_for(p2p, act_bytes, pp_over_nic ? rails.nic : rails.nvlink));
+  };
+  for (int r = 0; r < replicas; ++r) {
+    for (int vs = 0; vs < vstages; ++vs) {
+      const int stage = vs % p.pp;
+      RankTasks& me = ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+      for (int mb = 0; mb < mbs; ++mb) {
+        const std::size_t k = idx(vs, mb);
+        if (vs > 0) {
+          RankTasks& up = ranks[static_cast<std::size_t>((vs - 1) % p.pp)][static_cast<std::size_t>(r)];
+          if (p.pp > 1) {
+            const sim::TaskId send = pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), (vs - 1) % p.pp, vs % p.pp, r);
+            g.add_dependency(up.f[idx(vs - 1, mb)], send);
+            g.add_dependency(send, me.f_entry[k]);
+          } else {
+            g.add_dependency(up.f[idx(vs - 1, mb)], me.f_entry[k]);
+          }
+        }
+        if (vs + 1 < vstages) {
+          RankTasks& down = ranks[static_cast<std::size_t>((vs + 1) % p.pp)][static_cast<std::size_t>(r)];
+          if (p.pp > 1) {
+            const sim::TaskId send = pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), (vs + 1) % p.pp, vs % p.pp, r);
+            g.add_dependency(down.b[idx(vs + 1, mb)], send);
+            g.add_dependency(send, me.b_entry[k]);
+          } else {
+            g.add_dependency(down.b[idx(vs + 1, mb)], me.b_entry[k]);
+          }
+        }
+        g.add_dependency(me.f[k], me.b_entry[k]);
+      }
+    }
+  }
+
+  sim::Executor exec(engine, g, &network);
+  std::vector<LinkSample> samples;
+  if (options.keep_graph) {
+    exec.set_link_load_sink([&](sim::LinkId l, sim::Time at, sim::BytesPerSecond load) {
+      const std::uint32_t i = sim::index_of(l);
+      const auto per_rank = static_cast<std::uint32_t>(4 * replicas);
+      const std::uint32_t stage = i / per_rank, r = (i % per_rank) / 4, which = i % 4;
+      static constexpr std::array<const char*, 4> names = {"NVLink out", "NVLink in", "NIC out", "NIC in"};
+      samples.push_back({options.reuse ? fmt::format("stage{} {}", stage, names[which]) : fmt::format("stage{}.rank{} {}", stage, r, names[which]),
+                         at, load.value()});
+    });
+  }
+  exec.start();
+  engine.run();
+  ORRERY_CHECK(exec.finished(), "step graph did not finish: {} of {} tasks", exec.completed(), g.task_count());
+  result.step_time = exec.makespan();
+  const double step = result.step_time.to_seconds();
+
+  // Breakdown per stage (the first replica stands for its stage).
+  double bubble_sum = 0, exposed_sum = 0;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const RankTasks& rt = ranks[static_cast<std::size_t>(stage)][0];
+    StageBreakdown b;
+    b.stage = stage;
+    double busy = 0, first = step, last = 0;
+    for (const auto& [t, comm_s] : rt.ops) {
+      const sim::Span& s = exec.span(t);
+      const double len = (s.end - s.start).to_seconds();
+      busy += len;
+      b.exposed_comm_s += comm_s;
+      b.compute_s += len - comm_s;
+      first = std::min(first, s.start.since_start().to_seconds());
+      last = std::max(last, s.end.since_start().to_seconds());
+    }
+    b.bubble_s = std::max(0.0, last - first - busy);
+    const sim::Span& o = exec.span(rt.optimizer);
+    b.optimizer_s = (o.end - o.start).to_seconds();
+    const double waited_dp = std::max(0.0, o.start.since_start().to_seconds() - last) + first;  // reduce before, gathers after start
+    b.exposed_comm_s += waited_dp;
+    b.compute_s += b.optimizer_s;
+    b.idle_s = std::max(0.0, step - (busy + b.bubble_s + b.optimizer_s + waited_dp));
+    b.dp_bytes = dp_bytes[static_cast<std::size_t>(stage)];
+    b.dp_comm_s = dp_busy[static_cast<std::size_t>(stage)];
+    bubble_sum += b.bubble_s;
+    exposed_sum += b.exposed_comm_s;
+    result.stages.push_back(b);
+  }
+  result.bubble_fraction = bubble_sum / p.pp / step;
+  double last_op_end = 0;
+  for (const auto& stage_ranks : ranks) {
+    for (const RankTasks& rt : stage_ranks) last_op_end = std::max(last_op_end, exec.span(rt.last_op).end.since_start().to_seconds());
+  }
+  result.tail_s = step - last_op_end;
+  result.exposed_comm_fraction = exposed_sum / p.pp / step;
+  result.tokens_per_s = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / step;
+  result.model_flops = step_model_flops(m, p);
+  // Every replica of a stage (tp x cp x dp ranks) executes what the simulated ones did.
+  result.hardware_flops = hw_flops * (p.tp * p.cp * p.dp) / replicas;
+  const double gpus = p.gpus();
+  result.tflops_per_gpu = result.model_flops / step / gpus / 1e12;
+  result.mfu = result.model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
+  result.hfu = result.hardware_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
+  result.memory = estimate_memory(p, m, order);
+  result.oom = out_of_memory(result.memory, sc.gpu);
+  result.tasks = g.task_count();
+  result.flows = comm.flows() + network.flows_started();
+  result.ranks_simulated = static_cast<std::size_t>(p.pp * replicas);
+  if (options.keep_graph) {
+    result.spans = exec.spans();
+    result.link_loads = std::move(samples);
+  } else {
+    result.graph = sim::TaskGraph();
+  }
+  return result;
+}
+}  // namespace
+
+std::vector<std::vector<int>> stage_layers(const ParallelPlan& p, const ModelSpec& m) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(std::max(1, p.pp)));
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) out[static_cast<std::size_t>(vs % p.pp)].push_back(layers_of(p, m, vs));
+  return out;
+}
+
+std::string describe_stage_layers(const ParallelPlan& p, const ModelSpec& m) {
+  std::vector<std::string> stages;
+  for (const std::vector<int>& chunks : stage_layers(p, m)) stages.push_back(fmt::format("{}", fmt::join(chunks, "+")));
+  if (stages.size() <= 8) return fmt::format("{}", fmt::join(stages, ","));
+  // Deep pipelines: runs of equal stages, "2x62,1x2".
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < stages.size();) {
+    std::size_t j = i;
+    while (j < stages.size() && stages[j] == stages[i]) ++j;
+    runs.push_back(j - i == 1 ? stages[i] : fmt::format("{}x{}", stages[i], j - i));
+    i = j;
+  }
+  return fmt::format("{}", fmt::join(runs, ","));
+}
+
+TrainingTime training_time(double tokens, const ParallelPlan& p, double step_time_s) {
+  TrainingTime t;
+  t.tokens = tokens;
+  const double per_step = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  ORRERY_CHECK(per_step > 0 && tokens >= 0 && step_time_s >= 0, "training time of {} tokens at {} tokens per step", tokens, per_step);
+  t.steps = std::ceil(tokens / per_step);
+  t.seconds = t.steps * step_time_s;
+  return t;
+}
+
+std::string topology_with_gpus(const std::string& spec, int gpus, std::string_view source, std::string_view where) {
+  const ClusterSpec c = parse_cluster(spec);
+  const int per_unit = c.per_unit();
+  if (gpus < 1 || gpus % per_unit != 0) {
+    throw sim::InputError(std::string(source), std::string(where),
+                          fmt::format("found {} GPUs, expected a positive multiple of the {} GPUs per {} of {}", gpus, per_unit,
+                                      c.domains ? "NVLink domain" : "server", sim::quote(spec)));
+  }
+  return c.scaled(gpus / per_unit, per_unit);
+}
+
+MemoryBudget memory_budget(const GpuSpec& gpu) {
+  MemoryBudget b;
+  b.hbm_bytes = gpu.hbm_bytes;
+  b.reserve_bytes = std::min(gpu.hbm_bytes, kMemoryReserveFixedBytes + kMemoryReserveFraction * gpu.hbm_bytes);
+  b.usable_bytes = gpu.hbm_bytes - b.reserve_bytes;
+  return b;
+}
+
+std::string MemoryBudget::describe() const {
+  const auto gib = [](double bytes) { return bytes / 1073741824.0; };
+  return fmt::format("{:.1f} GiB usable ({:.1f} GiB HBM less a {:.1f} GiB reserve)", gib(usable_bytes),
+                     gib(hbm_bytes), gib(reserve_bytes));
+}
+
+bool out_of_memory(const MemoryEstimate& memory, const GpuSpec& gpu) { return memory.total() > memory_budget(gpu).usable_bytes; }
+
+}  // namespace orrery::models

@@ -1,0 +1,217 @@
+// The training-step emulator: one step of a model on a cluster under a parallel plan, with
+// every kernel of every pipeline op costed by a CostModel, communication (TP, CP, EP inside the
+// ops; PP transfers; DP gradient reduction in buckets and parameter gathers) simulated as flows
+// on the cluster's fabric, and the pipeline schedule replayed as a task graph on the engine.
+//
+// Reuse (SEMU's spatial-temporal reuse): the ranks of a TP, CP and DP group run the same ops at
+// the same times, so one rank per pipeline stage stands for all of them, and each distinct op
+// (layer composition x pass) and each distinct collective is costed once. `reuse = false`
+// instead instantiates every rank and costs every op afresh; tests check both agree.
+//   StepScenario s{model, plan, gpu, "dgx-h100:nodes=16"};
+//   StepResult r = run_step(s, cost_model, *schedule, {});
+#pragma once
+
+#include "models/network/collectives.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/training/llm.hpp"
+#include "models/training/parallel.hpp"
+#include "models/training/pipeline.hpp"
+#include "sim/error.hpp"
+#include "sim/executor.hpp"
+#include "sim/task_graph.hpp"
+#include "sim/units.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace orrery::models {
+
+struct StepScenario {
+  ModelSpec model;
+  ParallelPlan plan;
+  GpuSpec gpu;
+  std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
+  std::string source = "<scenario>";  // the scenario file, named by errors found when it runs
+};
+
+// The one memory rule of `orrery step`, `sweep` and `plan`: a plan fits when its peak per GPU
+// (MemoryEstimate::total, what the tensors need) is at most the GPU's HBM (GpuSpec::hbm_bytes,
+// as the catalog states it) less a reserve for what the memory model does not count: a fixed
+// 2 GiB for the CUDA context, cuBLAS workspaces and NCCL's buffers, plus 3% of HBM for the
+// caching allocator's fragmentation. Both numbers are stated assumptions, not measurements
+// (../shared/data has none); a plan above the usable memory is flagged out of memory.
+//   MemoryBudget b = memory_budget(gpu);   // H100 (80 GB): 74.5 GiB HBM, 70.3 GiB usable
+struct MemoryBudget {
+  double hbm_bytes = 0;
+  double reserve_bytes = 0;
+  double usable_bytes = 0;
+  // "70.3 GiB usable (74.5 GiB HBM less a 4.2 GiB reserve)"
+  std::string describe() const;
+};
+inline constexpr double kMemoryReserveFixedBytes = 2.0 * 1073741824.0;
+inline constexpr double kMemoryReserveFraction = 0.03;
+MemoryBudget memory_budget(const GpuSpec& gpu);
+// True when the peak is above the budget's usable bytes: the flag step, sweep and plan report.
+bool out_of_memory(const MemoryEstimate& memory, const GpuSpec& gpu);
+
+// How the transformer layers fall on the pipeline: per stage, the layers of each of its virtual
+// stages in order (virtual stage vs runs on stage vs % pp; layers_of splits them as evenly as
+// possible, earlier virtual stages taking one more when they do not divide). Llama 3 8B's 32
+// layers at pp 3: {{11}, {11}, {10}}.
+std::vector<std::vector<int>> stage_layers(const ParallelPlan& plan, const ModelSpec& model);
+// "11,11,10" (or with virtual stages "6+5,6+5,5+5"): the layers of each stage; beyond 8 stages,
+// runs of equal ones ("2x62,1x2": 62 stages of 2 layers, then 2 of 1).
+std::string describe_stage_layers(const ParallelPlan& plan, const ModelSpec& model);
+
+// How long training on `tokens` tokens takes at a step time: whole steps of the plan's global
+// batch (global_batch x seq_len tokens each), the last one counted in full.
+struct TrainingTime {
+  double tokens = 0;
+  double steps = 0;
+  double seconds = 0;
+};
+TrainingTime training_time(double tokens, const ParallelPlan& plan, double step_time_s);
+
+// The topology builder spec `spec` with `gpus` GPUs: the same builder, GPUs per server (or
+// NVLink domain) and options, with as many servers as hold them ("dgx-h100:nodes=8,nic=200Gb/s"
+// at 256 GPUs: "dgx-h100:nodes=32,gpus_per_node=8,nic=200Gb/s"). InputError at (source, where)
+// when `gpus` is not a positive multiple of the GPUs per server.
+std::string topology_with_gpus(const std::string& spec, int gpus, std::string_view source, std::string_view where);
+
+// The InputError for a step whose times pass the clock's range (sim::DurationOverflow): each
+// input in range, but together too large (a long sequence on a slow GPU). It names the
+// scenario's plan and the sizes that drive the times.
+sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationOverflow& e);
+
+struct StepOptions {
+  bool reuse = true;
+  bool keep_graph = false;  // keep the task graph and spans (for the timeline)
+};
+
+struct LinkSample {
+  std::string link;  // "stage3 NIC out"
+  sim::Time at;
+  double bytes_per_second;
+};
+
+struct StageBreakdown {
+  int stage = 0;
+  double compute_s = 0;        // kernels
+  double exposed_comm_s = 0;   // TP/CP/EP inside ops, plus waiting on DP/PP transfers
+  double bubble_s = 0;         // pipeline waits between the stage's first and last op
+  double idle_s = 0;           // the rest of the step
+  double optimizer_s = 0;
+  // Data-parallel collectives of one GPU of the stage over the step: their sizes summed (bf16
+  // parameter gathers, fp32 gradient reductions) and their simulated times alone, summed (the
+  // DP stream's busy time without contention).
+  double dp_bytes = 0;
+  double dp_comm_s = 0;
+};
+
+struct StepResult {
+  sim::Duration step_time;
+  double tokens_per_s = 0;
+  double model_flops = 0;      // per step, all GPUs: 3x forward, no recompute
+  double hardware_flops = 0;   // what the kernels execute (recompute included)
+  double tflops_per_gpu = 0;   // model FLOPs per second per GPU / 1e12
+  double mfu = 0;              // against the GPU's dense bf16 peak
+  double hfu = 0;
+  double bubble_fraction = 0;  // mean over stages of bubble / step time
+  double exposed_comm_fraction = 0;
+  double tail_s = 0;           // from the last pipeline op to the end of the step (gradient reduction, optimizer)
+  std::vector<StageBreakdown> stages;
+  MemoryEstimate memory;
+  bool oom = false;            // out_of_memory(memory, gpu): above the usable memory
+  int micro_batches = 0;
+  std::size_t tasks = 0;
+  std::size_t flows = 0;       // flows simulated to cost the communication
+  std::size_t ranks_simulated = 0;
+  sim::TaskGraph graph;        // when keep_graph
+  std::vector<sim::Span> spans;
+  std::vector<LinkSample> link_loads;  // when keep_graph: the simulated GPUs' link loads over time
+};
+
+// Throws InputError for a plan that does not fit (validate_plan), a topology spec whose GPU
+// count differs from the plan's, or a schedule that rejects the shape.
+StepResult run_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule,
+                    const StepOptions& options = {});
+
+struct OpTime {
+  double compute = 0;
+  double comm = 0;
+  double seconds() const { return compute + comm; }
+};
+struct ChunkOpCosts {
+  OpTime f, b, w;
+  double flops = 0;  // F + B + W, executed by one GPU
+  int layers = 0;
+  double params = 0;
+};
+// How communication is costed: simulated as flows on the fabric (run_step), or by the
+// alpha-beta closed forms of collectives.hpp (estimate_step).
+enum class CommModel : std::uint8_t { flows, alpha_beta };
+
+// Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
+// then cp, dp, pp), each costed once on the smallest instance of the fabric that holds the group
+// and cached by (op, bytes, ranks, stride).
+class FabricCosts {
+ public:
+  FabricCosts(const std::string& topology_spec, CommModel model);
+  ~FabricCosts();
+  FabricCosts(const FabricCosts&) = delete;
+  FabricCosts& operator=(const FabricCosts&) = delete;
+  double collective(CollectiveOp op, double bytes, int n, int stride);
+  double p2p(double bytes, int stride);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  friend std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario&, const CostModel&, FabricCosts&);
+};
+
+// One micro-batch's forward (F), input-grad (B) and weight-grad (W) ops of each virtual stage on
+// one GPU exactly as run_step costs them: kernel time plus the exposed TP/CP/EP communication
+// inside (costed by `fabric`), recompute included; with the layers and the parameters it holds.
+std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& scenario, const CostModel& cost, FabricCosts& fabric);  // by virtual stage
+
+// Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
+double chunk_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
+
+// Bytes of one micro-batch's activations (or their gradients) sent between pipeline stages.
+double pipeline_send_bytes(const ModelSpec& model, const ParallelPlan& plan);
+
+// One layer's work on one GPU for one micro-batch of the plan's shape (seq_len x micro_batch
+// tokens), with the attention kernels left out (they depend on the documents): the linear
+// kernels of forward, input grads (B) and weight grads (W), and the exposed TP/CP/EP
+// communication inside them. Everything here scales with the micro-batch's tokens.
+struct LayerLinearCost {
+  double tokens = 0;  // per GPU (the micro-batch's sequence share)
+  double f = 0, b = 0, w = 0;
+  bool moe = false;
+};
+std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& scenario, const CostModel& cost);  // dense, then MoE if any
+
+// Per-GPU link rates of a fabric (NVLink and NIC at their NCCL efficiencies) and its GPUs per
+// server (or NVLink domain).
+struct LinkRates {
+  double nvlink = 0;
+  double nic = 0;
+  int gpus_per_unit = 8;
+};
+LinkRates link_rates(const std::string& topology_spec);
+
+// The time of one collective among `n` GPUs `stride` ranks apart (rank order: tp fastest, then
+// cp, dp, pp), simulated as flows on the fabric of `topology_spec`.
+double collective_seconds(const std::string& topology_spec, CollectiveOp op, double bytes, int n, int stride);
+
+// GPUs of a topology builder spec ("dgx-h100:nodes=16" -> 128) without building it.
+int cluster_gpus(const std::string& topology_spec);
+
+// Model FLOPs of one step (3x the forward FLOPs of every layer, the output layer included,
+// attention with causal pairs), for all GPUs together.
+double step_model_flops(const ModelSpec& model, const ParallelPlan& plan);
+
+}  // namespace orrery::models

@@ -1,0 +1,201 @@
+#include "models/hardware/cost.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/hardware/kernel.hpp"
+#include "sim/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+const GpuSpec& h100() { return HardwareCatalog::builtin().gpu("H100"); }
+constexpr double kOverhead = 2e-6;
+}  // namespace
+
+TEST_CASE("the catalog has the issue's GPUs with their datasheet numbers") {
+  const HardwareCatalog& c = HardwareCatalog::builtin();
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "MI300X"}) {
+    const GpuSpec& g = c.gpu(name);
+    CHECK(g.supports(DType::bf16));
+    CHECK(g.hbm_bytes > 0);
+    CHECK(g.hbm_bandwidth > 0);
+    CHECK(g.sm_count > 0);
+    CHECK(!g.source.empty());
+  }
+  CHECK(c.gpu("H100").peak(DType::bf16).value() == 989e12);
+  CHECK(c.gpu("h100-sxm").name == "H100");  // case-insensitive, aliases
+  CHECK(c.gpu("H200").hbm_bytes == 141e9);
+  CHECK(c.gpu("H200").hbm_bandwidth == 4.8e12);
+  CHECK(c.gpu("A100").name == "A100-80GB");
+  CHECK_FALSE(c.gpu("A100-40GB").supports(DType::fp8));
+  CHECK(c.gpu("B200").nvlink_bandwidth == 900e9);
+  CHECK(c.gpu("B200").nvlink_generation == 5);
+  CHECK(c.gpu("MI300X").interconnect == "xgmi");
+  CHECK_THROWS_WITH_AS(c.gpu("H10", "scenario.json", "/cluster/gpu"),
+                       doctest::Contains("scenario.json:/cluster/gpu: unknown GPU \"H10\"; did you mean \"H100\"?"), sim::InputError);
+  HardwareCatalog mine = c;
+  GpuSpec custom = c.gpu("H100");
+  custom.name = "h100";
+  custom.hbm_bytes = 96e9;
+  mine.add_or_replace(custom);  // replaces, by case-insensitive name
+  CHECK(mine.gpus().size() == c.gpus().size());
+  CHECK(mine.gpu("H100").hbm_bytes == 96e9);
+}
+
+TEST_CASE("FLOPs are counted exactly") {
+  CHECK(flops(Kernel::gemm(100, 200, 300, DType::bf16)).value() == 2.0 * 100 * 200 * 300);
+  CHECK(flops(Kernel::gemm(100, 200, 300, DType::bf16, 4)).value() == 4 * 2.0 * 100 * 200 * 300);
+  CHECK(flops(Kernel::grouped_gemm({10, 0, 30}, 64, 128, DType::bf16)).value() == 2.0 * 40 * 64 * 128);
+  // Attention: 2(d + dv) per pair and head forward; causal documents have l(l+1)/2 pairs.
+  const Kernel fwd = Kernel::attention(Pass::forward, {3, 5}, 4, 2, 8, false, DType::bf16);
+  CHECK(flops(fwd).value() == (9 + 25) * 2.0 * 16 * 4);
+  const Kernel causal = Kernel::attention(Pass::forward, {3, 5}, 4, 2, 8, true, DType::bf16);
+  CHECK(flops(causal).value() == (6 + 15) * 2.0 * 16 * 4);
+  // Backward is 2.5x forward when d = dv (five matmuls against two).
+  const Kernel bwd = Kernel::attention(Pass::backward, {3, 5}, 4, 2, 8, true, DType::bf16);
+  CHECK(flops(bwd).value() == 2.5 * flops(causal).value());
+  // MLA-style shapes: d_qk != d_v.
+  const Kernel mla = Kernel::attention(Pass::forward, {4}, 1, 1, 192, false, DType::bf16, 128);
+  CHECK(flops(mla).value() == 16 * 2.0 * (192 + 128));
+  CHECK(flops(Kernel::memory_bound(KernelKind::norm, sim::Bytes(1e6), DType::bf16)).value() == 0);
+  CHECK(min_bytes(Kernel::optimizer(1000)).value() == 30000);
+  CHECK(min_bytes(Kernel::gemm(2, 3, 4, DType::bf16)).value() == (8 + 12 + 6) * 2.0);
+}
+
+TEST_CASE("kernel specs parse, and bad ones say what was expected") {
+  const sim::InputLocation at{"<command line>", "--kernel"};
+  const Kernel g = parse_kernel("gemm:m=4096,n=1024,k=512,dtype=fp8", at);
+  CHECK(g.m == 4096);
+  CHECK(g.dtype == DType::fp8);
+  const Kernel a = parse_kernel("attention_bwd:seqlen=1024,batch=3,heads=32,kv_heads=8,head_dim=128,causal=1", at);
+  CHECK(a.kind == KernelKind::attention_bwd);
+  CHECK(a.doc_lens == std::vector<std::int64_t>{1024, 1024, 1024});
+  CHECK(a.causal);
+  CHECK(parse_kernel("attention_fwd:docs=5/7,heads=2,head_dim=64", at).doc_lens == std::vector<std::int64_t>{5, 7});
+  CHECK(parse_kernel("norm:bytes=1MiB", at).bytes == 1048576);
+  CHECK(parse_kernel("grouped_gemm:m=1/2/3,n=4,k=5", at).m == 6);
+  CHECK_THROWS_WITH_AS(parse_kernel("gem:m=1", at), doctest::Contains("unknown kernel kind \"gem\"; did you mean \"gemm\"?"), sim::InputError);
+  CHECK_THROWS_WITH_AS(parse_kernel("gemm:m=1,n=2", at), doctest::Contains("k: found 0, expected a positive size"), sim::InputError);
+  CHECK_THROWS_WITH_AS(parse_kernel("gemm:m=1,n=2,k=3,dtype=bf17", at), doctest::Contains("dtype: found \"bf17\""), sim::InputError);
+  CHECK_THROWS_WITH_AS(parse_kernel("gemm:m=1.5,n=2,k=3", at), doctest::Contains("m: found \"1.5\", expected a non-negative whole number"),
+                       sim::InputError);
+  CHECK_THROWS_WITH_AS(parse_kernel("attention_fwd:seqlen=8,heads=6,kv_heads=4,head_dim=64", at),
+                       doctest::Contains("kv_heads: found 4, expected a divisor of heads=6"), sim::InputError);
+  CHECK_THROWS_WITH_AS(parse_kernel("norm:byte=1MiB", at), doctest::Contains("unknown key \"byte\" for norm; did you mean \"bytes\"?"),
+                       sim::InputError);
+}
+
+TEST_CASE("roofline closed forms") {
+  const RooflineCostModel m(h100());
+  const RooflineParams p;
+  SUBCASE("a large GEMM is compute-bound at gemm_efficiency of peak, plus the overhead") {
+    const Kernel g = Kernel::gemm(8192, 8192, 8192, DType::bf16);
+    const double expected = 2.0 * 8192 * 8192 * 8192 / (989e12 * p.gemm_efficiency) + kOverhead;
+    CHECK(m.terms(g).seconds() == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(m.time(g).to_seconds() == doctest::Approx(expected).epsilon(1e-8));
+    CHECK_FALSE(m.terms(g).memory_bound());
+  }
+  SUBCASE("m and n round up to 128-wide tiles") {
+    CHECK(m.terms(Kernel::gemm(129, 4096, 4096, DType::bf16)).compute_s ==
+          doctest::Approx(m.terms(Kernel::gemm(256, 4096, 4096, DType::bf16)).compute_s));
+  }
+  SUBCASE("memory-bound kernels take their bytes at 90% of HBM bandwidth") {
+    const Kernel n = Kernel::memory_bound(KernelKind::norm, sim::Bytes(3.35e9), DType::bf16);
+    CHECK(m.terms(n).seconds() == doctest::Approx(1e-3 / 0.9 + kOverhead));
+    CHECK(m.terms(Kernel::optimizer(1'000'000'000)).seconds() == doctest::Approx(30e9 / (3.35e12 * 0.9) + kOverhead));
+  }
+  SUBCASE("a skinny GEMM is memory-bound") {
+    CHECK(m.terms(Kernel::gemm(1, 16384, 16384, DType::bf16)).memory_bound());
+  }
+  SUBCASE("attention rounds lengths up to 128-token tiles") {
+    const auto fwd = [&](std::int64_t l, bool causal) {
+      return m.terms(Kernel::attention(Pass::forward, {l}, 32, 8, 128, causal, DType::bf16));
+    };
+    CHECK(fwd(129, false).executed_flops == fwd(256, false).executed_flops);
+    CHECK(fwd(129, false).compute_s == doctest::Approx(fwd(256, false).compute_s));
+    // Non-causal l = 1024: 8 x 8 tiles; causal: the 36 on and below the diagonal.
+    CHECK(fwd(1024, false).executed_flops == doctest::Approx(64 * 128.0 * 128 * 4 * 128 * 32));
+    CHECK(fwd(1024, true).executed_flops == doctest::Approx(36 * 128.0 * 128 * 4 * 128 * 32));
+    // Efficiency e * L/(L + half_kv) * d/(d + half_d), L the mean key tokens per query tile.
+    const double L = 1024, d = 128;
+    CHECK(fwd(1024, false).efficiency ==
+          doctest::Approx(p.attention_fwd_efficiency * L / (L + p.attention_half_kv) * d / (d + p.attention_half_head_dim)));
+    const double Lc = 128 * 36.0 / 8;
+    CHECK(fwd(1024, true).efficiency ==
+          doctest::Approx(p.attention_fwd_efficiency * Lc / (Lc + p.attention_half_kv) * d / (d + p.attention_half_head_dim)));
+  }
+  SUBCASE("varlen: many short documents cost less than one long one of the same tokens") {
+    const Kernel one = Kernel::attention(Pass::forward, {8192}, 32, 8, 128, true, DType::bf16);
+    const Kernel many = Kernel::attention(Pass::forward, std::vector<std::int64_t>(64, 128), 32, 8, 128, true, DType::bf16);
+    CHECK(m.time(many) < m.time(one));
+  }
+  SUBCASE("a dtype the GPU lacks is a clear error") {
+    const RooflineCostModel a100(HardwareCatalog::builtin().gpu("A100-40GB"));
+    CHECK_THROWS_WITH_AS(a100.time(Kernel::gemm(64, 64, 64, DType::fp8)),
+                         doctest::Contains("A100-40GB has no fp8 tensor math; it supports fp32, tf32, bf16, fp16"), sim::InputError);
+  }
+}
+
+namespace {
+// A 2-D GEMM-like curve: t = 1e-9 * m * n * k over m, n in {64, 256, 1024}, k = 512.
+CostCurves grid_curves() {
+  CostCurve c;
+  c.kind = KernelKind::gemm;
+  c.dtype = DType::bf16;
+  c.axes = {{64, 256, 1024}, {64, 256, 1024}, {512}};
+  for (const double mm : c.axes[0]) {
+    for (const double nn : c.axes[1]) c.log_seconds.push_back(std::log(1e-12 * mm * nn * 512));
+  }
+  CostCurves curves;
+  curves.device = "test";
+  curves.curves.push_back(c);
+  return curves;
+}
+}  // namespace
+
+TEST_CASE("calibrated curves: exact at measured points, monotone between, roofline outside") {
+  const CalibratedCostModel m(grid_curves(), h100());
+  SUBCASE("exact at the grid points") {
+    for (const std::int64_t mm : {64, 256, 1024}) {
+      for (const std::int64_t nn : {64, 256, 1024}) {
+        const double expected = 1e-12 * static_cast<double>(mm * nn) * 512;
+        CHECK(m.time(Kernel::gemm(mm, nn, 512, DType::bf16)).to_seconds() == doctest::Approx(expected).epsilon(1e-6));
+      }
+    }
+    CHECK(m.calibrated(KernelKind::gemm) == 9);
+    CHECK(m.fallbacks(KernelKind::gemm) == 0);
+  }
+  SUBCASE("log-log interpolation reproduces a power law between points, and is monotone") {
+    CHECK(m.time(Kernel::gemm(128, 512, 512, DType::bf16)).to_seconds() == doctest::Approx(1e-12 * 128 * 512 * 512).epsilon(1e-6));
+    sim::Duration last = sim::Duration::zero();
+    for (std::int64_t mm = 64; mm <= 1024; mm += 37) {
+      const sim::Duration t = m.time(Kernel::gemm(mm, 300, 512, DType::bf16));
+      CHECK(t >= last);
+      last = t;
+    }
+    // Batched GEMMs cost batch x one product.
+    CHECK(m.time(Kernel::gemm(256, 256, 512, DType::bf16, 3)).to_seconds() ==
+          doctest::Approx(3e-12 * 256 * 256 * 512).epsilon(1e-6));
+  }
+  SUBCASE("outside the measured range, or another kind or dtype, falls back to roofline and is counted") {
+    const RooflineCostModel roofline(h100());
+    const Kernel big = Kernel::gemm(2048, 256, 512, DType::bf16);
+    const Kernel other_k = Kernel::gemm(256, 256, 1024, DType::bf16);
+    const Kernel fp8 = Kernel::gemm(256, 256, 512, DType::fp8);
+    const Kernel norm = Kernel::memory_bound(KernelKind::norm, sim::Bytes(1e6), DType::bf16);
+    CHECK(m.time(big) == roofline.time(big));
+    CHECK(m.time(other_k) == roofline.time(other_k));
+    CHECK(m.time(fp8) == roofline.time(fp8));
+    CHECK(m.time(norm) == roofline.time(norm));
+    CHECK(m.fallbacks(KernelKind::gemm) == 3);
+    CHECK(m.fallbacks(KernelKind::norm) == 1);
+    bool found = false;
+    for (const auto& [name, value] : m.counters()) {
+      if (name == "fallback.gemm") found = value == 3;
+    }
+    CHECK(found);
+  }
+}

@@ -1,0 +1,155 @@
+#include "models/network/collectives.hpp"
+#include "sim/error.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+CollectiveSpec spec(CollectiveOp op, CollectiveAlgo algo, double bytes, int channels = 0, int chunks = 1) {
+  CollectiveSpec s;
+  s.op = op;
+  s.algo = algo;
+  s.size = sim::Bytes(bytes);
+  s.channels = channels;
+  s.chunks = chunks;
+  return s;
+}
+constexpr double kGiB = 1073741824.0;
+}  // namespace
+
+// A ring all-reduce of S bytes on N GPUs at bandwidth B takes 2(N-1) steps of S/N bytes:
+// 2(N-1)/N * S/B + 2(N-1) alpha. Here alpha is one NVSwitch hop (2 x 250 ns) and B the
+// NVLink rate times its efficiency. Each of the 14 flows rounds up to the next ns.
+TEST_CASE("ring all-reduce matches its closed form on an uncontended node") {
+  const Topology t = build_topology("dgx-h100");
+  const LinkEfficiency e;
+  const double s = kGiB, n = 8, b = 450e9 * e.nvlink;
+  const CollectiveResult r = run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, s, 1));
+  const double expected = 2 * (n - 1) / n * s / b + 2 * (n - 1) * 500e-9;
+  CHECK(r.time.to_seconds() == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(std::abs(r.time.to_seconds() - expected) <= 14e-9);
+  CHECK(r.busbw == doctest::Approx(b).epsilon(0.005));  // busbw is the link rate (less latency), as NCCL defines it
+  CHECK(r.flows == 14 * 8);
+  CHECK(alpha_beta(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, s, 1)).to_seconds() ==
+        doctest::Approx(r.time.to_seconds()).epsilon(1e-6));
+}
+
+TEST_CASE("reduce-scatter and all-gather take N-1 steps of S/N") {
+  const Topology t = build_topology("dgx-h100");
+  const double b = 450e9 * LinkEfficiency{}.nvlink;
+  for (const CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather}) {
+    const CollectiveResult r = run_collective(t, spec(op, CollectiveAlgo::ring, 8 * 64e6, 1));
+    CHECK(r.time.to_seconds() == doctest::Approx(7 * (64e6 / b + 500e-9)).epsilon(1e-6));
+    CHECK(r.busbw == doctest::Approx(b).epsilon(0.005));
+  }
+}
+
+TEST_CASE("more channels share the same links: same time on one node") {
+  const Topology t = build_topology("dgx-h100");
+  const auto one = run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB, 1));
+  const auto eight = run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB, 8));
+  CHECK(eight.time.to_seconds() == doctest::Approx(one.time.to_seconds()).epsilon(1e-6));
+}
+
+// Across servers, rail-aligned rings put one channel on each NIC: busbw approaches the
+// server's NIC bandwidth, 8 x 50 GB/s x efficiency.
+TEST_CASE("multi-node ring all-reduce is bound by the NICs") {
+  const Topology t = build_topology("dgx-h100:nodes=4");
+  const auto s = spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, 4 * kGiB);
+  const CollectiveResult r = run_collective(t, s);
+  CHECK(r.channels == 8);
+  CHECK(r.busbw == doctest::Approx(8 * 50e9 * LinkEfficiency{}.network).epsilon(0.02));
+  CHECK(alpha_beta(t, s).to_seconds() == doctest::Approx(r.time.to_seconds()).epsilon(0.01));
+  // Half the NICs per server halves the bandwidth: the NIC is the bottleneck.
+  const CollectiveResult half = run_collective(build_topology("dgx-h100:nodes=4,nic=200Gb/s"), s);
+  CHECK(half.busbw == doctest::Approx(r.busbw / 2).epsilon(0.02));
+}
+
+TEST_CASE("hierarchical all-reduce: NVLink stages inside, a rail ring across") {
+  const Topology t = build_topology("dgx-h100:nodes=4");
+  const auto s = spec(CollectiveOp::all_reduce, CollectiveAlgo::hierarchical, kGiB, 1);
+  const CollectiveResult r = run_collective(t, s);
+  CHECK(alpha_beta(t, s).to_seconds() == doctest::Approx(r.time.to_seconds()).epsilon(0.02));
+}
+
+// NVLS: each GPU moves S(n+1)/n through its switch port each way, pipelined in chunks.
+TEST_CASE("NVLS all-reduce through the switch's reduction ports") {
+  const Topology t = build_topology("dgx-h200");
+  const CollectiveResult r = run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls, 16 * kGiB));
+  const double port = 450e9 * t.node(8).nvls_efficiency;
+  const double chunks = 32, n = 8;
+  CHECK(r.algbw == doctest::Approx(port * n / (n + 1) * chunks / (chunks + 1)).epsilon(0.001));
+  CHECK_THROWS_AS(run_collective(build_topology("dgx-a100"), spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls, kGiB)),
+                  sim::InputError);
+  CHECK_THROWS_AS(run_collective(build_topology("dgx-h100:nodes=2"), spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls, kGiB)),
+                  sim::InputError);
+}
+
+// Double binary tree: every rank's uplink carries 2S in all, so T -> 2S/B with deep pipelines.
+TEST_CASE("tree all-reduce approaches 2S/B and matches its estimate") {
+  const Topology t = build_topology("dgx-h100");
+  const double b = 450e9 * LinkEfficiency{}.nvlink;
+  const auto s = spec(CollectiveOp::all_reduce, CollectiveAlgo::tree, kGiB, 1, 128);
+  const CollectiveResult r = run_collective(t, s);
+  CHECK(r.time.to_seconds() == doctest::Approx(2 * kGiB / b).epsilon(0.03));
+  CHECK(alpha_beta(t, s).to_seconds() == doctest::Approx(r.time.to_seconds()).epsilon(0.02));
+}
+
+TEST_CASE("send-recv, broadcast, reduce and all-to-all") {
+  const Topology t = build_topology("dgx-h100");
+  const double b = 450e9 * LinkEfficiency{}.nvlink;
+  auto sr = spec(CollectiveOp::send_recv, CollectiveAlgo::direct, 1e9, 1);
+  sr.peer = 3;
+  CHECK(run_collective(t, sr).time.to_seconds() == doctest::Approx(500e-9 + 1e9 / b).epsilon(1e-6));
+  // A pipelined chain of 7 hops in 8 chunks: (7 - 1 + 8) chunk times.
+  auto bc = spec(CollectiveOp::broadcast, CollectiveAlgo::ring, 1e9, 1, 8);
+  bc.root = 5;
+  const CollectiveResult broadcast = run_collective(t, bc);
+  CHECK(broadcast.time.to_seconds() == doctest::Approx(14 * (500e-9 + 1e9 / 8 / b)).epsilon(1e-6));
+  auto rd = bc;
+  rd.op = CollectiveOp::reduce;
+  CHECK(run_collective(t, rd).time == broadcast.time);
+  // All-to-all: each GPU sends S/8 to each of 7 peers out of its one NVLink port, all at once.
+  const auto a2a = spec(CollectiveOp::all_to_all, CollectiveAlgo::direct, 8e9);
+  const CollectiveResult x = run_collective(t, a2a);
+  CHECK(x.time.to_seconds() == doctest::Approx(500e-9 + 7e9 / b).epsilon(1e-6));
+  CHECK(x.busbw == doctest::Approx(b).epsilon(0.001));
+  CHECK(alpha_beta(t, a2a).to_seconds() == doctest::Approx(x.time.to_seconds()).epsilon(1e-6));
+}
+
+TEST_CASE("algorithms that do not fit are refused") {
+  const Topology t = build_topology("dgx-h100");
+  CHECK_THROWS_AS(plan_collective(t, spec(CollectiveOp::broadcast, CollectiveAlgo::tree, 1e6)), sim::InputError);
+  CHECK_THROWS_AS(plan_collective(t, spec(CollectiveOp::all_to_all, CollectiveAlgo::ring, 1e6)), sim::InputError);
+  CHECK_THROWS_AS(plan_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::hierarchical, 1e6)), sim::InputError);
+  auto too_many = spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, 1e6);
+  too_many.ranks = 9;
+  CHECK_THROWS_AS(plan_collective(t, too_many), sim::InputError);
+  CHECK(bus_factor(CollectiveOp::all_reduce, 8) == 1.75);
+  CHECK(bus_factor(CollectiveOp::all_gather, 8) == 0.875);
+  CHECK(bus_factor(CollectiveOp::broadcast, 8) == 1.0);
+}
+
+TEST_CASE("a collective is deterministic") {
+  const Topology t = build_topology("dgx-h100:nodes=2,fabric=fat-tree,oversubscription=2,leaf_ports=4");
+  const auto s = spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, 1e8);
+  CHECK(run_collective(t, s).time == run_collective(t, s).time);
+}
+
+// All-to-allv: per-pair sizes. One busy sender is limited by its own NVLink port.
+TEST_CASE("all-to-allv moves each pair's bytes") {
+  const Topology t = build_topology("dgx-h100");
+  const double b = 450e9 * LinkEfficiency{}.nvlink;
+  auto s = spec(CollectiveOp::all_to_all, CollectiveAlgo::direct, 0);
+  s.pair_bytes.assign(64, 0.0);
+  for (int z = 1; z < 8; ++z) s.pair_bytes[static_cast<std::size_t>(z)] = 1e9;  // rank 0 sends 1 GB to everyone
+  s.pair_bytes[3 * 8 + 4] = 2e9;                                                 // and rank 3 sends 2 GB to rank 4
+  const CollectiveResult r = run_collective(t, s);
+  CHECK(r.flows == 8);
+  // Rank 0's port carries 7 GB; rank 4's downlink carries 1 + 2 GB, shared with rank 0's flow.
+  CHECK(r.time.to_seconds() == doctest::Approx(500e-9 + 7e9 / b).epsilon(1e-6));
+  s.pair_bytes.resize(10);
+  CHECK_THROWS_AS(run_collective(t, s), sim::InputError);
+}

@@ -1,0 +1,166 @@
+#include "models/network/topology.hpp"
+#include "sim/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+std::vector<std::string> names_on(const Topology& t, const std::vector<LinkIndex>& route) {
+  std::vector<std::string> out;
+  for (const LinkIndex l : route) out.push_back(t.node(t.link(l).to).name);
+  return out;
+}
+NodeIndex node(const Topology& t, std::string_view name) {
+  const std::int64_t n = t.find(name);
+  REQUIRE(n >= 0);
+  return static_cast<NodeIndex>(n);
+}
+std::string error_of(std::string_view spec) {
+  try {
+    build_topology(spec);
+  } catch (const sim::InputError& e) {
+    return e.what();
+  }
+  FAIL("no InputError for ", spec);
+  return {};
+}
+}  // namespace
+
+TEST_CASE("one DGX H100: 8 GPUs on an NVSwitch at 450 GB/s per direction") {
+  const Topology t = build_topology("dgx-h100");
+  CHECK(t.gpus().size() == 8);
+  CHECK(t.servers() == 1);
+  const auto r = t.route(t.gpus()[0], t.gpus()[5], 1);
+  CHECK(names_on(t, r) == std::vector<std::string>{"s0.nvswitch", "s0.gpu5"});
+  CHECK(t.link(r[0]).bandwidth.value() == 450e9);
+  CHECK(t.link(r[0]).kind == LinkKind::nvlink);
+  CHECK(t.node(node(t, "s0.nvswitch")).reduces_in_network());
+  CHECK_FALSE(build_topology("dgx-a100").node(8).reduces_in_network());  // A100's NVSwitch has no NVLS
+  CHECK(build_topology("dgx-a100").link(0).bandwidth.value() == 300e9);
+  CHECK(build_topology("dgx-b200").link(0).bandwidth.value() == 900e9);
+  // Full duplex: each direction is its own link.
+  CHECK(t.link(r[0] ^ 1).from == t.link(r[0]).to);
+}
+
+TEST_CASE("rail-optimized fabric: same rail crosses one leaf, other rails a spine, never a GPU") {
+  const Topology t = build_topology("dgx-h100:nodes=4");
+  CHECK(t.gpus().size() == 32);
+  const auto same_rail = t.route(node(t, "s0.gpu3"), node(t, "s2.gpu3"), 7);
+  CHECK(names_on(t, same_rail) == std::vector<std::string>{"s0.nic3", "su0.rail3", "s2.nic3", "s2.gpu3"});
+  CHECK(t.link(same_rail[1]).bandwidth.value() == 50e9);  // 400 Gb/s
+  // Across rails: up to a spine. GPUs are endpoints only, so no path relays through another
+  // GPU's NVLink (that would be PXN, a choice of the collective, not of routing).
+  std::set<std::string> spines;
+  for (std::uint64_t h = 0; h < 64; ++h) {
+    const auto r = t.route(node(t, "s0.gpu1"), node(t, "s3.gpu6"), h);
+    REQUIRE(r.size() == 6);
+    for (std::size_t i = 0; i + 1 < r.size(); ++i) CHECK(t.node(t.link(r[i]).to).kind != NodeKind::gpu);
+    spines.insert(t.node(t.link(r[2]).to).name);
+    CHECK(t.route(node(t, "s0.gpu1"), node(t, "s3.gpu6"), h) == r);  // same hash, same path
+  }
+  CHECK(spines.size() > 8);  // ECMP spreads over the 32 spines
+}
+
+TEST_CASE("fat-tree oversubscription sets the uplink bandwidth") {
+  const Topology t = build_topology("dgx-h100:nodes=8,fabric=fat-tree,oversubscription=2,leaf_ports=16");
+  // 64 NICs on 4 leaves of 16 ports; each leaf has 16 x 50 GB/s down and half that up.
+  double up = 0, down = 0;
+  const NodeIndex leaf = node(t, "leaf0");
+  for (const LinkIndex l : t.out_links(leaf)) {
+    (t.node(t.link(l).to).kind == NodeKind::spine ? up : down) += t.link(l).bandwidth.value();
+  }
+  CHECK(down == doctest::Approx(16 * 50e9));
+  CHECK(up == doctest::Approx(8 * 50e9));
+}
+
+// Spraying spreads every flow evenly over the spines: as one spine carrying each leaf's whole
+// uplink capacity. Per-flow ECMP instead hashes each flow onto one of the 32 spines.
+TEST_CASE("spray routing aggregates the spine tier") {
+  const Topology t = build_topology("dgx-h100:nodes=64,routing=spray");
+  std::size_t spines = 0;
+  for (const TopoNode& n : t.nodes()) spines += n.kind == NodeKind::spine ? 1 : 0;
+  CHECK(spines == 1);
+  const NodeIndex leaf = node(t, "su0.rail0");
+  for (const LinkIndex l : t.out_links(leaf)) {
+    if (t.node(t.link(l).to).kind == NodeKind::spine) CHECK(t.link(l).bandwidth.value() == doctest::Approx(32 * 50e9));
+  }
+  CHECK(error_of("dgx-h100:nodes=64,routing=sprya").find("did you mean \"spray\"?") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=64,routing=spray,fabric=fat-tree-3").find("two-level") != std::string::npos);
+}
+
+TEST_CASE("three-level fat-tree routes across pods through a core switch") {
+  const Topology t = build_topology("dgx-h100:nodes=8,fabric=fat-tree-3,leaf_ports=8,pod_leaves=2");
+  // 64 NICs, 8 leaves, 4 pods of 2 leaves.
+  const auto r = t.route(node(t, "s0.gpu0"), node(t, "s7.gpu7"), 3);
+  CHECK(r.size() == 8);
+  bool via_core = false;
+  for (const LinkIndex l : r) via_core = via_core || t.node(t.link(l).to).kind == NodeKind::core;
+  CHECK(via_core);
+}
+
+TEST_CASE("multi-plane fabrics split each NIC over independent planes") {
+  const Topology t = build_topology("dgx-h100:nodes=2,planes=2");
+  const NodeIndex nic = node(t, "s0.nic0");
+  int planes = 0;
+  for (const LinkIndex l : t.out_links(nic)) {
+    if (t.node(t.link(l).to).kind == NodeKind::leaf) {
+      ++planes;
+      CHECK(t.link(l).bandwidth.value() == 25e9);
+    }
+  }
+  CHECK(planes == 2);
+  std::set<std::string> first_leaf;
+  for (std::uint64_t h = 0; h < 32; ++h) {
+    first_leaf.insert(t.node(t.link(t.route(node(t, "s0.gpu0"), node(t, "s1.gpu0"), h)[1]).to).name);
+  }
+  CHECK(first_leaf == std::set<std::string>{"p0.su0.rail0", "p1.su0.rail0"});
+}
+
+TEST_CASE("NVL72: 72 GPUs in one NVLink domain at 900 GB/s") {
+  const Topology t = build_topology("nvl72:domains=2");
+  CHECK(t.gpus().size() == 144);
+  const auto inside = t.route(node(t, "d0.gpu0"), node(t, "d0.gpu71"), 1);
+  CHECK(inside.size() == 2);
+  CHECK(t.link(inside[0]).bandwidth.value() == 900e9);
+  CHECK(t.route(node(t, "d0.gpu0"), node(t, "d1.gpu0"), 1).size() == 4);
+}
+
+TEST_CASE("bad topology specs are named precisely") {
+  CHECK(error_of("dgx-h10:nodes=2").find("unknown topology \"dgx-h10\"; did you mean \"dgx-h100\"?") != std::string::npos);
+  CHECK(error_of("dgx-h100:node=2").find("unknown parameter \"node\"") != std::string::npos);
+  CHECK(error_of("dgx-h100:node=2").find("did you mean \"nodes\"?") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=two").find("expected an integer") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=0").find("expected a positive integer") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=2,fabric=rial").find("did you mean \"rail\"?") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=2,oversubscription=0.5").find("at least 1") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=2,nic=400Gx/s").find("bad bandwidth \"400Gx/s\"") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=2,nic=0Gb/s").find("must be positive") != std::string::npos);
+  CHECK(error_of("dgx-h100:nodes=2,nic=1e18B/s").find("parameter nic: found \"1e18B/s\", expected a bandwidth from 1 Gb/s to 1 PB/s") !=
+        std::string::npos);
+  CHECK(error_of("dgx-h100:nodes").find("expected key=value") != std::string::npos);
+  CHECK(error_of("nvl72:gpu=h300").find("unknown GPU \"h300\"") != std::string::npos);
+}
+
+TEST_CASE("a GPU that cannot reach the others is a problem") {
+  Topology t;
+  const NodeIndex a = t.add_node("a", NodeKind::gpu), b = t.add_node("b", NodeKind::gpu);
+  const NodeIndex sw = t.add_node("sw", NodeKind::nvswitch);
+  t.add_node("lost", NodeKind::gpu);
+  t.connect(a, sw, sim::BytesPerSecond(1e9), sim::Duration::zero(), LinkKind::nvlink);
+  t.connect(b, sw, sim::BytesPerSecond(1e9), sim::Duration::zero(), LinkKind::nvlink);
+  const auto problems = t.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("\"lost\"") != std::string::npos);
+  CHECK(t.distance(a, b) == 2);
+  // A GPU is no relay: a - b - c in a line leaves a and c unconnected.
+  Topology line;
+  const NodeIndex x = line.add_node("x", NodeKind::gpu), y = line.add_node("y", NodeKind::gpu), z = line.add_node("z", NodeKind::gpu);
+  line.connect(x, y, sim::BytesPerSecond(1e9), sim::Duration::zero(), LinkKind::nvlink);
+  line.connect(y, z, sim::BytesPerSecond(1e9), sim::Duration::zero(), LinkKind::nvlink);
+  CHECK(line.distance(x, z) == -1);
+  CHECK(line.distance(x, y) == 1);
+}

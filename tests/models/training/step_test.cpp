@@ -1,0 +1,470 @@
+#include "models/training/balance.hpp"
+#include "models/hardware/cost.hpp"
+#include "models/training/llm.hpp"
+#include "models/training/parallel.hpp"
+#include "models/training/step.hpp"
+#include "policies/pipeline.hpp"
+#include "sim/error.hpp"
+#include "traces/csv.hpp"
+#include "input_error.hpp"
+
+#include "shared_data.hpp"
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+
+const ModelSpec& model(const char* name) { return ModelCatalog::builtin().model(name); }
+
+StepResult step(const StepScenario& sc, bool reuse = true) {
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const RooflineCostModel cost(sc.gpu);
+  StepOptions o;
+  o.reuse = reuse;
+  return run_step(sc, cost, *schedule, o);
+}
+
+StepScenario small(int tp, int pp, int dp, int m_per_dp, const char* schedule = "1f1b", int vp = 1) {
+  StepScenario sc;
+  sc.model = model("llama3-8b");
+  sc.model.layers = 8;
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.tp = tp;
+  sc.plan.pp = pp;
+  sc.plan.vp = vp;
+  sc.plan.dp = dp;
+  sc.plan.global_batch = m_per_dp * dp;
+  sc.plan.seq_len = 2048;
+  sc.plan.schedule = schedule;
+  sc.topology = fmt::format("dgx-h100:nodes={}", std::max(1, tp * pp * dp / 8));
+  if (tp * pp * dp < 8) sc.topology = fmt::format("dgx-h100:nodes=1,gpus_per_node={}", tp * pp * dp);
+  return sc;
+}
+
+}  // namespace
+
+TEST_CASE("catalog models have their published parameter counts") {
+  const auto near = [](const char* name, double total_b, double active_b) {
+    const ModelSpec& m = model(name);
+    CAPTURE(name);
+    CHECK(static_cast<double>(m.params()) / 1e9 == doctest::Approx(total_b).epsilon(0.015));
+    CHECK(static_cast<double>(m.active_params()) / 1e9 == doctest::Approx(active_b).epsilon(0.02));
+  };
+  near("gpt3-175b", 175, 175);
+  near("llama3-8b", 8.03, 8.03);
+  near("llama3-70b", 70.6, 70.6);
+  near("llama3-405b", 405.9, 405.9);  // Llama 3.1 405B model card: 405B
+  near("qwen3-8b", 8.2, 8.2);
+  near("qwen3-30b-a3b", 30.5, 3.3);
+  near("qwen3-235b-a22b", 235, 22);
+  near("mixtral-8x7b", 46.7, 12.9);
+  near("deepseek-v3", 671, 37);
+  near("megatron2021-1t", 1008, 1008);
+  near("megatron2024-462b", 462, 462);
+  CHECK_THROWS_WITH_AS(ModelCatalog::builtin().model("llama3-7b", "s.json", "/model"),
+                       doctest::Contains("s.json:/model: unknown model \"llama3-7b\"; did you mean \"llama3-8b\"?; known: gpt3-175b"),
+                       sim::InputError);
+}
+
+// 6 N T (forward 2, input grads 2, weight grads 2 per matmul parameter and token) plus the
+// attention terms: forward 2(d + dv) per causal query-key pair and head, backward 2(3d + 2dv)
+// (flash attention recomputes QK^T).
+TEST_CASE("step FLOPs are counted exactly: 6NT plus attention") {
+  for (const auto& [tp, pp, dp] : {std::tuple{1, 1, 1}, {2, 2, 2}, {4, 1, 2}}) {
+    StepScenario sc = small(tp, pp, dp, 4);
+    const StepResult r = step(sc);
+    const double T = static_cast<double>(sc.plan.global_batch) * static_cast<double>(sc.plan.seq_len);
+    const double s = static_cast<double>(sc.plan.seq_len), pairs = s * (s + 1) / 2 * sc.plan.global_batch;
+    const ModelSpec& m = sc.model;
+    const double d = static_cast<double>(m.head_dim);
+    const double attention_fwd = m.layers * pairs * 2 * (d + d) * m.heads;
+    const double attention_bwd = m.layers * pairs * 2 * (3 * d + 2 * d) * m.heads;
+    const double six_nt = 6 * static_cast<double>(m.active_matmul_params()) * T;
+    CAPTURE(tp);
+    CAPTURE(pp);
+    CHECK(r.hardware_flops == doctest::Approx(six_nt + attention_fwd + attention_bwd).epsilon(1e-9));
+    CHECK(r.model_flops == doctest::Approx(six_nt + 3 * attention_fwd).epsilon(1e-12));
+  }
+  // Full recompute adds one forward.
+  StepScenario sc = small(2, 2, 2, 4);
+  const double base = step(sc).hardware_flops;
+  sc.plan.recompute = Recompute::full;
+  const StepResult full = step(sc);
+  CHECK(full.hardware_flops > base * 1.3);
+  CHECK(full.model_flops == step(small(2, 2, 2, 4)).model_flops);
+}
+
+TEST_CASE("packed documents: attention shrinks with the sum of squared lengths") {
+  StepScenario one = small(1, 1, 2, 4);
+  one.plan.seq_len = 8192;
+  StepScenario packed = one;
+  packed.plan.documents = {4096, 2048, 1024, 512, 512};
+  const StepResult a = step(one), b = step(packed);
+  CHECK(b.step_time < a.step_time);
+  CHECK(b.model_flops < a.model_flops);
+  // Linear work is the same: the difference is exactly the attention pairs'.
+  const ModelSpec& m = one.model;
+  const double per_pair = 3 * 2 * static_cast<double>(2 * m.head_dim) * m.heads * m.layers * one.plan.global_batch;
+  const double pairs_one = 8192.0 * 8193 / 2;
+  const double pairs_packed = (4096.0 * 4097 + 2048.0 * 2049 + 1024.0 * 1025 + 2 * 512.0 * 513) / 2;
+  CHECK(a.model_flops - b.model_flops == doctest::Approx(per_pair * (pairs_one - pairs_packed)).epsilon(1e-9));
+  packed.plan.documents = {4096, 2048};
+  CHECK_THROWS_WITH_AS(step(packed), doctest::Contains("documents sum to 6144 tokens, expected seq_len = 8192"), sim::InputError);
+}
+
+TEST_CASE("reuse does not change results: one rank per stage equals every rank, every op costed afresh") {
+  for (const auto& [schedule, vp] : {std::pair{"1f1b", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1}, {"gpipe", 1}}) {
+    StepScenario sc = small(2, 2, 2, 4, schedule, vp);
+    const StepResult reused = step(sc, true);
+    const StepResult full = step(sc, false);
+    CAPTURE(schedule);
+    CHECK(reused.ranks_simulated == 2);
+    CHECK(full.ranks_simulated == 8);
+    CHECK(full.tasks > reused.tasks);
+    CHECK(full.step_time == reused.step_time);
+    CHECK(full.hardware_flops == doctest::Approx(reused.hardware_flops).epsilon(1e-12));
+    CHECK(full.bubble_fraction == doctest::Approx(reused.bubble_fraction).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("schedules order the step: interleaving and zero bubble shrink the bubble") {
+  const double one = step(small(1, 4, 2, 8, "1f1b")).bubble_fraction;
+  const double inter = step(small(1, 4, 2, 8, "interleaved-1f1b", 2)).bubble_fraction;
+  const double zb = step(small(1, 4, 2, 8, "zb-h1")).bubble_fraction;
+  CHECK(one > 0.1);
+  CHECK(inter < one);
+  CHECK(zb < one);
+  // No pipeline, no bubble.
+  CHECK(step(small(2, 1, 4, 4)).bubble_fraction == 0);
+}
+
+TEST_CASE("plans that cannot run are rejected with the field and the reason") {
+  const auto fails = [](ParallelPlan p, const char* name, int gpus) {
+    try {
+      validate_plan(p, model(name), gpus, "s.json", "/plan");
+    } catch (const sim::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ParallelPlan p;
+  p.tp = 3;
+  p.global_batch = 8;
+  CHECK(fails(p, "llama3-8b", 3).find("s.json:/plan/tp: tp=3 does not divide 32 attention heads") != std::string::npos);
+  p = ParallelPlan{};
+  p.dp = 4;
+  p.micro_batch = 3;
+  p.global_batch = 100;
+  CHECK(fails(p, "llama3-8b", 4).find("s.json:/plan/global_batch: micro_batch=3 x dp=4 = 12 does not divide the global batch of 100") !=
+        std::string::npos);
+  p = ParallelPlan{};
+  p.tp = 8;
+  p.dp = 4;
+  p.global_batch = 64;
+  CHECK(fails(p, "llama3-8b", 64).find("s.json:/plan: tp=8 x pp=1 x dp=4 x cp=1 = 32 GPUs, but the cluster has 64") != std::string::npos);
+  p = ParallelPlan{};
+  p.ep = 2;
+  p.dp = 2;
+  p.global_batch = 2;
+  CHECK(fails(p, "llama3-8b", 2).find("s.json:/plan/ep: ep=2 but llama3-8b has no experts") != std::string::npos);
+  p = ParallelPlan{};
+  p.pp = 64;
+  p.global_batch = 64;
+  CHECK(fails(p, "llama3-8b", 64).find("64 virtual stages for 32 layers") != std::string::npos);
+}
+
+TEST_CASE("MoE, MLA, context and expert parallelism run") {
+  StepScenario sc;
+  sc.model = model("qwen3-30b-a3b");
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.tp = 2;
+  sc.plan.pp = 2;
+  sc.plan.dp = 4;
+  sc.plan.ep = 4;
+  sc.plan.global_batch = 16;
+  sc.plan.seq_len = 4096;
+  sc.topology = "dgx-h100:nodes=2";
+  const StepResult moe = step(sc);
+  CHECK(moe.step_time > sim::Duration::zero());
+  sc.plan.expert_imbalance = 1.5;
+  CHECK(step(sc).step_time > moe.step_time);  // the busiest expert rank sets the pace
+
+  StepScenario cp = small(2, 1, 2, 4);
+  cp.plan.cp = 2;
+  cp.plan.seq_len = 8192;
+  cp.topology = "dgx-h100:nodes=1";
+  const StepResult ring = step(cp);
+  cp.plan.cp_kind = CpKind::ulysses;
+  const StepResult ulysses = step(cp);
+  CHECK(ring.step_time > sim::Duration::zero());
+  CHECK(ulysses.step_time > sim::Duration::zero());
+
+  StepScenario ds;
+  ds.model = model("deepseek-v3");
+  ds.model.layers = 8;  // its shapes (MLA, 256 experts, shared expert, dense first layers), fewer layers
+  ds.gpu = HardwareCatalog::builtin().gpu("H100");
+  ds.plan.tp = 1;
+  ds.plan.pp = 2;
+  ds.plan.dp = 8;
+  ds.plan.ep = 8;
+  ds.plan.global_batch = 16;
+  ds.topology = "dgx-h100:nodes=2";
+  CHECK(step(ds).model_flops > 0);
+}
+
+// Korthikanti et al. 2022 (Figure 1): activation and weight+optimizer memory per GPU.
+TEST_CASE("memory model against Korthikanti et al. 2022") {
+  const std::string path = std::string(ORRERY_SOURCE_DIR) + "/../shared/data/megatron-lm/korthikanti2022_selective_recompute_a100.csv";
+  if (!std::filesystem::exists(path)) {
+    orrery::testing::record_skip("../shared/data/megatron-lm is absent");
+    return;
+  }
+  const traces::CsvTable t = traces::read_csv_file(path);
+  int checked = 0;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string mode = t.at(r, "recompute_mode");
+    if (t.at(r, "activations_gib_per_gpu").empty() || (mode != "none" && mode != "seq+selective")) continue;
+    ModelSpec m;
+    m.name = t.at(r, "model");
+    m.layers = static_cast<int>(t.number(r, "num_layers"));
+    m.hidden = static_cast<std::int64_t>(t.number(r, "hidden"));
+    m.heads = static_cast<int>(t.number(r, "attn_heads"));
+    m.kv_heads = m.heads;
+    m.head_dim = static_cast<std::int64_t>(t.number(r, "head_dim"));
+    m.ffn_hidden = static_cast<std::int64_t>(t.number(r, "ffn_hidden"));
+    m.vocab = 51200;
+    m.mlp = MlpKind::gelu;
+    m.tied_embeddings = true;
+    ParallelPlan p;
+    p.tp = static_cast<int>(t.number(r, "tensor_par"));
+    p.pp = static_cast<int>(t.number(r, "pipeline_par"));
+    p.dp = static_cast<int>(t.number(r, "data_par"));
+    p.vp = static_cast<int>(t.number(r, "pipeline_interleaving"));
+    p.micro_batch = static_cast<int>(t.number(r, "micro_batch"));
+    p.global_batch = static_cast<int>(t.number(r, "global_batch"));
+    p.seq_len = static_cast<std::int64_t>(t.number(r, "seq_len"));
+    p.flash_attention = false;
+    p.sequence_parallel = mode == "seq+selective";
+    p.recompute = mode == "seq+selective" ? Recompute::selective : Recompute::none;
+    const auto schedule = policies::pipeline_schedules().create(p.vp > 1 ? "interleaved-1f1b" : "1f1b", {}, {"test", ""});
+    const PipelinePlan order = schedule->plan({p.pp, p.micro_batches(), p.vp}, "test", "");
+    const MemoryEstimate e = estimate_memory(p, m, order);
+    const double gib = 1073741824.0;
+    CAPTURE(m.name);
+    CAPTURE(mode);
+    CHECK(e.activations_bytes / gib == doctest::Approx(t.number(r, "activations_gib_per_gpu")).epsilon(0.01));
+    // 18 bytes per parameter (bf16 weights, fp32 grads, fp32 master and moments; DP = 1). The
+    // paper counts the transformer layers only; the first stage also holds the embedding.
+    const double embedding = static_cast<double>(m.vocab * m.hidden) / p.tp * 18;
+    CHECK(e.stage == 0);
+    CHECK((e.params_bytes + e.grads_bytes + e.optimizer_bytes - embedding) / gib ==
+          doctest::Approx(t.number(r, "params_and_optimizer_gib_per_gpu")).epsilon(0.001));
+    ++checked;
+  }
+  CHECK(checked == 8);
+}
+
+TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported") {
+  StepScenario sc = small(1, 1, 8, 2);
+  sc.model = model("llama3-8b");
+  const StepResult z1 = step(sc);
+  sc.plan.zero = 0;
+  const StepResult z0 = step(sc);
+  CHECK(z0.memory.optimizer_bytes == doctest::Approx(8 * z1.memory.optimizer_bytes));
+  sc.plan.zero = 3;
+  const StepResult z3 = step(sc);
+  CHECK(z3.memory.params_bytes == doctest::Approx(z1.memory.params_bytes / 8));
+  // ZeRO-3 holds full bf16 parameters of the layer computing and the one prefetched: two of the
+  // 32 layer pieces run_step gathers (one stage: its parameters over its layers).
+  CHECK(z1.memory.gathered_params_bytes == 0);
+  CHECK(z3.memory.gathered_params_bytes == doctest::Approx(2 * 2 * z3.memory.params_per_gpu / 32).epsilon(1e-12));
+  sc.plan.overlap_param_gather = false;  // a whole chunk at a time
+  CHECK(step(sc).memory.gathered_params_bytes == doctest::Approx(2 * z3.memory.params_per_gpu).epsilon(1e-12));
+  sc.plan.overlap_param_gather = true;
+  sc.plan.zero = 1;
+  sc.plan.recompute = Recompute::full;
+  CHECK(step(sc).memory.activations_bytes < z1.memory.activations_bytes / 5);
+  sc.plan.recompute = Recompute::none;
+  sc.model = model("llama3-70b");
+  sc.plan.seq_len = 8192;
+  const StepResult big = step(sc);
+  CHECK(big.oom);
+  CHECK(big.memory.total() > 80e9);
+}
+
+namespace {
+
+// Llama 3 8B (8 layers) on dp GPUs, m micro-batches per rank, at a ZeRO stage.
+StepScenario zero_case(int zero, int dp, int m, std::int64_t seq, const std::string& topology, int pp = 1, const char* schedule = "1f1b") {
+  StepScenario sc = small(1, pp, dp, m, schedule);
+  sc.plan.zero = zero;
+  sc.plan.seq_len = seq;
+  sc.topology = topology;
+  return sc;
+}
+
+}  // namespace
+
+// ZeRO-1 (Megatron's distributed optimizer) accumulates the full gradients over the m
+// micro-batches and reduce-scatters them once per step, then gathers the updated parameters
+// once. ZeRO-2 partitions the gradients: each micro-batch's are reduce-scattered after its
+// backward, m times ZeRO-1's gradient traffic (Rajbhandari et al., "ZeRO", SC'20, sec. 5.2).
+// ZeRO-3 also partitions the parameters: each layer is gathered before its forward and again
+// before its backward, every micro-batch (sec. 7.2.3; FSDP FULL_SHARD), and no gather follows
+// the optimizer: m x (2 x P x 2 bytes + P x 4 bytes) per GPU.
+TEST_CASE("ZeRO-2 and -3 move their data-parallel bytes every micro-batch") {
+  const int m = 4;
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    const int pp = std::string(schedule) == "zb-h1" ? 2 : 1;
+    const StepScenario base = zero_case(1, 16 / pp, m, 2048, "dgx-h100:nodes=2", pp, schedule);
+    std::vector<StepResult> r;
+    for (int zero = 0; zero <= 3; ++zero) {
+      StepScenario sc = base;
+      sc.plan.zero = zero;
+      r.push_back(step(sc));
+    }
+    for (int stage = 0; stage < pp; ++stage) {
+      CAPTURE(stage);
+      const double params = chunk_params(base.model, base.plan, stage);
+      const auto bytes = [&](int zero) { return r[static_cast<std::size_t>(zero)].stages[static_cast<std::size_t>(stage)].dp_bytes; };
+      CHECK(bytes(0) == doctest::Approx(params * 4).epsilon(1e-12));  // one all-reduce
+      CHECK(bytes(1) == doctest::Approx(params * 2 + params * 4).epsilon(1e-12));
+      CHECK(bytes(2) == doctest::Approx(params * 2 + m * params * 4).epsilon(1e-12));
+      CHECK(bytes(3) == doctest::Approx(m * (2 * params * 2 + params * 4)).epsilon(1e-12));
+      // The DP stream's busy time grows with it.
+      CHECK(r[2].stages[static_cast<std::size_t>(stage)].dp_comm_s > r[1].stages[static_cast<std::size_t>(stage)].dp_comm_s * 2);
+      CHECK(r[3].stages[static_cast<std::size_t>(stage)].dp_comm_s > r[2].stages[static_cast<std::size_t>(stage)].dp_comm_s);
+    }
+    // The same bytes without overlap (one collective per op instead of one per layer).
+    StepScenario sc = base;
+    sc.plan.zero = 3;
+    sc.plan.overlap_grad_reduce = false;
+    sc.plan.overlap_param_gather = false;
+    const StepResult plain = step(sc);
+    CHECK(plain.stages[0].dp_bytes == doctest::Approx(r[3].stages[0].dp_bytes).epsilon(1e-12));
+    // Unoverlapped, every collective sits on the critical path.
+    CHECK(plain.step_time > r[3].step_time);
+  }
+}
+
+// A slow network (25 Gb/s NICs), short sequences and many micro-batches: the step is bound by
+// the data-parallel traffic, so it orders by the bytes above.
+TEST_CASE("ZeRO stages on a communication-bound step: 3 slower than 2 slower than 1") {
+  std::vector<double> t;
+  for (int zero = 1; zero <= 3; ++zero) t.push_back(step(zero_case(zero, 16, 8, 1024, "dgx-h100:nodes=2,nic=25Gb/s")).step_time.to_seconds());
+  CHECK(t[1] > t[0] * 2);
+  CHECK(t[2] > t[1]);
+}
+
+// Long sequences on one server (NVLink): a layer's gather (and reduce-scatter) takes a fraction
+// of its forward (backward), so prefetching one layer ahead hides it; ZeRO-3 pays one layer's
+// gather before the first forward, as ZeRO-1 does.
+TEST_CASE("ZeRO stages on a compute-bound step: the extra traffic hides") {
+  std::vector<StepResult> r;
+  for (int zero = 1; zero <= 3; ++zero) r.push_back(step(zero_case(zero, 8, 8, 8192, "dgx-h100:nodes=1")));
+  const double z1 = r[0].step_time.to_seconds();
+  CHECK(r[1].step_time.to_seconds() == doctest::Approx(z1).epsilon(0.03));
+  CHECK(r[2].step_time.to_seconds() == doctest::Approx(z1).epsilon(0.03));
+  CHECK(r[2].step_time >= r[1].step_time);
+}
+
+// Reuse stands for every rank under ZeRO-2 and -3 too.
+TEST_CASE("ZeRO-2 and -3: reuse equals every rank") {
+  for (int zero = 2; zero <= 3; ++zero) {
+    StepScenario sc = small(2, 2, 2, 4, "zb-h1");
+    sc.plan.zero = zero;
+    CAPTURE(zero);
+    CHECK(step(sc, true).step_time == step(sc, false).step_time);
+  }
+}
+
+// ZeRO-0 and -1 step times are those from before ZeRO-2 and -3 communicated every micro-batch
+// (this scenario through `orrery step --report` on the earlier build): ZeRO-1's parameter
+// gathers still gate its first forward layer by layer, on a network slow enough to show it.
+TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
+  StepScenario sc;
+  sc.model = model("llama3-8b");
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.pp = 2;
+  sc.plan.dp = 8;
+  sc.plan.global_batch = 64;
+  sc.plan.seq_len = 2048;
+  sc.topology = "dgx-h100:nodes=2,nic=25Gb/s";
+  const auto nanoseconds = [&](int zero) {
+    sc.plan.zero = zero;
+    const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"test", "/plan/schedule"});
+    const RooflineCostModel cost(sc.gpu, training_roofline_params(sc.gpu));  // as `orrery step`
+    return std::llround(run_step(sc, cost, *schedule).step_time.to_seconds() * 1e9);
+  };
+  CHECK(nanoseconds(0) == 1122078073);
+  CHECK(nanoseconds(1) == 1059803324);
+}
+
+// The step balancer (uneven micro-batches, used by `orrery compare` and the RL trainer) prices
+// each op from its compute, so it must add ZeRO-3's per-micro-batch gathers itself (ZeRO-2's
+// backlog is in the uniform step's tail): on the communication-bound case its uniform step
+// orders 3 > 2 > 1 and tracks the emulator; on the compute-bound one the traffic hides.
+TEST_CASE("the step balancer charges ZeRO-2 and -3 their per-micro-batch traffic") {
+  const auto balanced = [](const StepScenario& sc) {
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+    const RooflineCostModel cost(sc.gpu);
+    const StepBalancer b(sc, cost, *schedule);
+    BatchPlacement uniform;
+    uniform.ranks.assign(static_cast<std::size_t>(sc.plan.dp),
+                         std::vector<MicroBatchPlan>(static_cast<std::size_t>(sc.plan.micro_batches()), MicroBatchPlan{{sc.plan.seq_len}}));
+    return b.run(uniform, 0).step_s;
+  };
+  std::vector<double> slow, fast;
+  for (int zero = 1; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    const StepScenario bound = zero_case(zero, 16, 8, 1024, "dgx-h100:nodes=2,nic=25Gb/s");
+    slow.push_back(balanced(bound));
+    CHECK(slow.back() == doctest::Approx(step(bound).step_time.to_seconds()).epsilon(0.15));
+    fast.push_back(balanced(zero_case(zero, 8, 8, 8192, "dgx-h100:nodes=1")));
+  }
+  CHECK(slow[1] > slow[0] * 2);
+  CHECK(slow[2] > slow[1]);
+  CHECK(fast[1] == doctest::Approx(fast[0]).epsilon(0.03));
+  CHECK(fast[2] == doctest::Approx(fast[0]).epsilon(0.03));
+}
+
+// Issue 17 §6: how layers fall on stages, time to train, cluster sizes and the memory rule.
+TEST_CASE("capacity helpers: layers per stage, time to train, scaled topologies, usable memory") {
+  ModelSpec m = ModelCatalog::builtin().model("llama3-8b");  // 32 layers
+  ParallelPlan p;
+  p.pp = 3;
+  CHECK(stage_layers(p, m) == std::vector<std::vector<int>>{{11}, {11}, {10}});
+  CHECK(describe_stage_layers(p, m) == "11,11,10");
+  // Interleaved: virtual stage vs runs on stage vs % pp; the first 32 % 6 = 2 take one more.
+  p.vp = 2;
+  CHECK(describe_stage_layers(p, m) == "6+5,6+5,5+5");
+  // Deep pipelines in runs: 126 layers on 64 stages are 62 of 2 and 2 of 1.
+  m.layers = 126;
+  p.pp = 64;
+  p.vp = 1;
+  CHECK(describe_stage_layers(p, m) == "2x62,1x2");
+  // Whole steps of global_batch x seq_len tokens, the last counted in full.
+  p.global_batch = 4;
+  p.seq_len = 1000;
+  const TrainingTime t = training_time(10'001, p, 2.5);
+  CHECK(t.steps == 3);
+  CHECK(t.seconds == 7.5);
+  CHECK(topology_with_gpus("dgx-h100:nodes=1,nic=200Gb/s", 256, "s.json", "/x") == "dgx-h100:nodes=32,gpus_per_node=8,nic=200Gb/s");
+  CHECK(orrery::testing::error_of([] { (void)topology_with_gpus("dgx-h100:nodes=1", 12, "s.json", "/x"); })
+            .starts_with("s.json:/x: found 12 GPUs, expected a positive multiple of the 8 GPUs per server"));
+  // HBM less 2 GiB and 3%: 80 GB (74.5 GiB) leaves 70.3 GiB.
+  const MemoryBudget b = memory_budget(HardwareCatalog::builtin().gpu("H100"));
+  CHECK(b.usable_bytes == doctest::Approx(0.97 * 80e9 - 2 * 1073741824.0));
+  CHECK(b.describe() == "70.3 GiB usable (74.5 GiB HBM less a 4.2 GiB reserve)");
+  MemoryEstimate e;
+  e.params_bytes = b.usable_bytes;
+  CHECK_FALSE(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
+  e.params_bytes = b.usable_bytes + 1;
+  CHECK(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
+}
