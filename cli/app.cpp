@@ -1,10 +1,12 @@
 #include "cli/app.hpp"
 
-#include "cli/commands.hpp"
-#include "cli/options.hpp"
-#include "cli/policy_list.hpp"
-#include "cli/progress.hpp"
-#include "cli/sweep.hpp"
+#include "runs/runs.hpp"
+#include "runs/options.hpp"
+#include "runs/policy_list.hpp"
+#include "runs/progress.hpp"
+#include "studies/plan_search.hpp"
+#include "studies/sweep.hpp"
+#include "validation/validation.hpp"
 #include "models/network/topology.hpp"
 #include "sim/error.hpp"
 
@@ -19,6 +21,11 @@
 #include <ostream>
 
 namespace orrery::cli {
+
+// The command line only parses options into the library entries' option structs and calls them.
+using namespace runs;
+using namespace studies;
+using namespace validation;
 
 namespace {
 

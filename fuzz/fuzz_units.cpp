@@ -1,6 +1,6 @@
 // Unit strings ("400 Gb/s", "80 GiB", "1.5 us") and policy specs ("tiresias:threshold=100;queues=2"),
 // the values every other reader parses; the first byte picks the parser.
-#include "cli/policy_spec.hpp"
+#include "runs/policy_spec.hpp"
 #include "fuzz_target.hpp"
 #include "sim/unit_parse.hpp"
 
@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 2: s::parse_bandwidth(text, {"f", "/x"}); break;
       case 3: s::parse_flops(text, {"f", "/x"}); break;
       case 4: s::parse_flop_rate(text, {"f", "/x"}); break;
-      default: orrery::cli::parse_policy_list(std::string(text), "--policy"); break;
+      default: orrery::runs::parse_policy_list(std::string(text), "--policy"); break;
     }
   });
 }

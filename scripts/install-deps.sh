@@ -13,6 +13,8 @@ packages=(
   pkg-config coinor-libclp-dev
   libopenmpi-dev openmpi-bin  # `mpirun orrery sweep` (optional at build time; CI runs a 2-rank sweep)
   chromium  # the browser test (tests/browser): headless rendering of `--html` reports
+  python3-dev pybind11-dev python3-pytest  # the Python module (python/) and its tests
+  python3-pandas  # orrery.sweep(..., frame=True) and its test
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libsimgrid-dev)

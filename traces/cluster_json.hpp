@@ -139,11 +139,5 @@ bool is_cluster_scenario(const std::string& path);
 // The scenario's trace, read by its format from `path`.
 JobTrace read_job_trace(const ClusterScenario& scenario, const std::string& path, bool skip_bad_rows);
 
-// Each node's allocations over time as Chrome trace-event JSON (Perfetto): one process per node,
-// one lane per concurrent allocation on it, one slice per (job, node) interval named after the
-// job, with its GPUs as an argument. Needs ClusterOptions::record_allocations.
-std::string cluster_timeline_json(const models::ClusterResult& result);
-// One record per job: id, arrival, start, end, JCT, queueing, GPUs, type, nodes, restarts.
-std::string cluster_jobs_csv(const models::ClusterResult& result);
 
 }  // namespace orrery::traces

@@ -66,7 +66,7 @@ struct RooflineParams {
 // parameters plus, per GPU type, a step efficiency and a per-kernel overhead that stand for
 // what isolated kernel benchmarks do not see (framework dispatch, kernels too small to model,
 // shapes less friendly than the best ones). Each pair is set by two rows of a published
-// Megatron-LM table (cli/validate_step.cpp, docs/validation.md); GPUs without such a table use
+// Megatron-LM table (validation/validate_step.cpp, docs/validation.md); GPUs without such a table use
 // the H100's pair, an assumption the scenario's report states.
 RooflineParams training_roofline_params(const GpuSpec& gpu);
 // True when training_roofline_params() has a measured pair for this GPU type.

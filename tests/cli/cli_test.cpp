@@ -1,6 +1,7 @@
 #include "cli/app.hpp"
 #include "cli_run.hpp"
-#include "cli/commands.hpp"
+#include "runs/runs.hpp"
+#include "validation/validation.hpp"
 #include "sim/error.hpp"
 
 #include "shared_data.hpp"
@@ -193,7 +194,7 @@ TEST_CASE("validation: network against published measurements") {
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto summary = orrery::cli::validate_network(data, md, out);
+  const auto summary = orrery::validation::validate_network(data, md, out);
   CHECK(summary.held >= 40);
   REQUIRE(summary.misses.size() == 1);
   CHECK(summary.misses[0].find("GB200 NVL72 NVLink5 SHARP") != std::string::npos);
@@ -207,7 +208,7 @@ TEST_CASE("validation: kernels against published measurements") {
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto kernels = orrery::cli::validate_kernels(data, md, out);
+  const auto kernels = orrery::validation::validate_kernels(data, md, out);
   CHECK(kernels.worst_calibration_error < 0.005);
   const auto mape = [&](std::string_view table) {
     for (const auto& t : kernels.tables) {
@@ -228,7 +229,7 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto steps = orrery::cli::validate_steps(data, md, out);
+  const auto steps = orrery::validation::validate_steps(data, md, out);
   REQUIRE(steps.tables.size() == 2);
   for (const auto& t : steps.tables) {
     CAPTURE(t.name);
@@ -244,7 +245,7 @@ TEST_CASE("validation: balance, the papers' rankings") {
   if (validation_data().empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto balance = orrery::cli::validate_balance(md, out);
+  const auto balance = orrery::validation::validate_balance(md, out);
   CHECK(balance.checks == 5);  // the fifth: libra is the global pool while DP <= its pool
   CHECK(balance.rankings_hold);
   check_committed(md);
@@ -256,7 +257,7 @@ TEST_CASE("validation: cluster, the replay and the schedulers' rankings") {
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto cl = orrery::cli::validate_cluster(data, md, out);
+  const auto cl = orrery::validation::validate_cluster(data, md, out);
   CHECK(cl.replay_jobs == 82247);
   CHECK(cl.tiresias_beats_fifo);
   CHECK(cl.gavel_beats_fifo);
@@ -270,7 +271,7 @@ TEST_CASE("validation: multimodal, PipeWeaver's claims") {
   if (validation_data().empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto mm = orrery::cli::validate_multimodal(md, out);
+  const auto mm = orrery::validation::validate_multimodal(md, out);
   CHECK(mm.checks > 0);
   CHECK(mm.held > 0);
   check_committed(md);
@@ -281,7 +282,7 @@ TEST_CASE("validation: rl, StreamRL's claims") {
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto rl = orrery::cli::validate_rl(data, md, out);
+  const auto rl = orrery::validation::validate_rl(data, md, out);
   CHECK(rl.checks > 0);
   CHECK(rl.held > 0);  // not all: issue 9's open claims (the dispatch gap's growth) are stated as such
   check_committed(md);
@@ -292,7 +293,7 @@ TEST_CASE("validation: estimate against the emulator and Megatron-Core's plans")
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
-  const auto e = orrery::cli::validate_estimate(data, md, out);
+  const auto e = orrery::validation::validate_estimate(data, md, out);
   CHECK(e.cases > 0);
   CHECK(e.plan_rows > 0);
   check_committed(md);
@@ -575,7 +576,7 @@ TEST_CASE("every example cluster scenario runs, deterministically (on a few jobs
 
 namespace {
 std::string balance_scenario(int dp, std::int64_t seq_len, const std::string& nic = "", int cp = 8) {
-  return orrery::cli::balance_scenario_json(dp, seq_len, nic, cp);
+  return orrery::validation::balance_scenario_json(dp, seq_len, nic, cp);
 }
 
 std::map<std::string, double> speedups(const std::string& scenario, const std::string& policies, int steps = 24) {

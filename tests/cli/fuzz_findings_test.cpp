@@ -1,5 +1,5 @@
 // What the fuzz targets (fuzz/) found, each kept as the test that would have caught it.
-#include "cli/sweep.hpp"
+#include "studies/sweep.hpp"
 #include "input_error.hpp"
 
 #include <doctest/doctest.h>
@@ -17,6 +17,6 @@ TEST_CASE("fuzz finding: a sweep axis pointer missing from the base is named at 
   "axes": [{"name": "system", "pointers": ["/plan/tp", "/cluster/gpu"], "values": [[1, "H100"], [2, "H200"]]}],
   "objective": {"metric": "tokens_per_s", "goal": "max"}
 })json";
-  const std::string m = error_of([&] { orrery::cli::read_sweep_plan(plan, "sweep.json"); });
+  const std::string m = error_of([&] { orrery::studies::read_sweep_plan(plan, "sweep.json"); });
   CHECK(m.find("sweep.json:/axes/0/pointers/1: /cluster/gpu is not in the base scenario") == 0);
 }

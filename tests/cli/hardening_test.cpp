@@ -1,8 +1,9 @@
 // Issue 17 (hardening): bad input that once crashed, hung or was silently accepted, each
 // answered with one line naming the file and place, exit 1, nothing written.
-#include "cli/commands.hpp"
-#include "cli/human.hpp"
-#include "cli/progress.hpp"
+#include "runs/runs.hpp"
+#include "validation/validation.hpp"
+#include "reports/human.hpp"
+#include "runs/progress.hpp"
 #include "cli_run.hpp"
 
 #include "policies/cluster.hpp"
@@ -62,7 +63,7 @@ TEST_CASE("hardening: an output path that cannot be written stops every command 
   fs::remove_all("nodir");
   write("hard-jobs.csv", kClusterJobs);
   write("hard-cluster.json", kClusterScenario);
-  write("hard-balance.json", orrery::cli::balance_scenario_json(4, 65536, "", 8));
+  write("hard-balance.json", orrery::validation::balance_scenario_json(4, 65536, "", 8));
   write("hard-sweep.json", kSweepPlan);
 
   // step: the report would have been written before the trace failed.
@@ -114,7 +115,7 @@ TEST_CASE("hardening: an output path that cannot be written stops every command 
 
 // §3: count options out of range, and a --trace-step that shows no step.
 TEST_CASE("hardening: count options out of range are refused with the range and its reason") {
-  write("hard-balance.json", orrery::cli::balance_scenario_json(4, 65536, "", 8));
+  write("hard-balance.json", orrery::validation::balance_scenario_json(4, 65536, "", 8));
   write("hard-jobs.csv", kClusterJobs);
   write("hard-cluster.json", kClusterScenario);
   write("hard-sweep.json", kSweepPlan);
@@ -263,7 +264,7 @@ TEST_CASE("hardening: --help and `orrery policies` list every policy family and 
 
 // §6: the progress reporter, on a clock the test drives.
 TEST_CASE("hardening: the progress reporter waits 2 s, then shows done/total, elapsed and an ETA") {
-  using orrery::cli::Progress;
+  using orrery::runs::Progress;
   CHECK(Progress::duration(59.4) == "59s");
   CHECK(Progress::duration(62) == "1m02s");
   CHECK(Progress::duration(3725) == "1h02m");
@@ -275,7 +276,7 @@ TEST_CASE("hardening: the progress reporter waits 2 s, then shows done/total, el
 
   double now = 100;
   std::ostringstream terminal;
-  orrery::cli::ProgressSettings s;
+  orrery::runs::ProgressSettings s;
   s.stream = &terminal;
   s.terminal = true;
   s.ticker = false;
@@ -341,7 +342,7 @@ TEST_CASE("hardening: the progress reporter waits 2 s, then shows done/total, el
 
 // §6: human units on the console; the reports keep the exact values.
 TEST_CASE("hardening: console figures in human units, reports exact") {
-  namespace human = orrery::cli::human;
+  namespace human = orrery::reports::human;
   CHECK(human::count(950) == "950");
   CHECK(human::count(1500) == "1.5k");
   CHECK(human::count(1234567) == "1.23M");

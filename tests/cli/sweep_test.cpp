@@ -1,5 +1,5 @@
 // `orrery sweep`: designs, rows for invalid points, thread-count independence, resume, plan errors.
-#include "cli/sweep.hpp"
+#include "studies/sweep.hpp"
 #include "cli_run.hpp"
 #include "input_error.hpp"
 
@@ -64,7 +64,7 @@ TEST_CASE("sweep: a grid runs every point in order; invalid points are rows with
   write("point.json", R"json({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1"},
     "plan": {"tp": 4, "pp": 2, "micro_batch": 1, "global_batch": 16, "seq_len": 2048, "schedule": "1f1b", "recompute": "none"}})json");
   REQUIRE(run({"step", "point.json", "--report", "point-report.json"}).code == 0);
-  const json single = orrery::cli::flatten_report(read_json("point-report.json"));
+  const json single = orrery::studies::flatten_report(read_json("point-report.json"));
   CHECK(results.at("rows")[5].at("step_time_s") == single.at("step_time_s"));
   CHECK(results.at("rows")[5].at("memory.activations_bytes") == single.at("memory.activations_bytes"));
   // The CSV has a header and one line per point, with the same columns.
@@ -87,13 +87,13 @@ TEST_CASE("sweep: results do not depend on the thread count") {
 
 TEST_CASE("sweep: random and Latin-hypercube designs are seeded; the hypercube fills every stratum once") {
   const auto plan_with = [](const std::string& design) {
-    return orrery::cli::read_sweep_plan(R"json({"command": "collective", "base": {"topology": "dgx-h100", "size": 1048576},
+    return orrery::studies::read_sweep_plan(R"json({"command": "collective", "base": {"topology": "dgx-h100", "size": 1048576},
       "design": )json" + design + R"json(,
       "axes": [{"pointer": "/size", "range": {"min": 1024, "max": 1073741824, "log": true, "integer": true}},
                {"pointer": "/topology", "values": ["dgx-h100", "dgx-a100", "dgx-b200"]}]})json",
                                         "plan.json");
   };
-  const auto lhs = orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})"));
+  const auto lhs = orrery::studies::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})"));
   REQUIRE(lhs.size() == 12);
   std::set<int> strata;
   std::map<std::string, int> topologies;
@@ -104,16 +104,16 @@ TEST_CASE("sweep: random and Latin-hypercube designs are seeded; the hypercube f
   }
   CHECK(strata.size() >= 11);  // integer rounding may move a value across a stratum edge, never more than one
   for (const auto& [name, count] : topologies) CHECK(count == 4);  // 12 strata over 3 values: 4 each
-  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})")) == lhs);
-  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 8})")) != lhs);
-  const auto random = orrery::cli::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})"));
+  CHECK(orrery::studies::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 7})")) == lhs);
+  CHECK(orrery::studies::sweep_points(plan_with(R"({"kind": "lhs", "samples": 12, "seed": 8})")) != lhs);
+  const auto random = orrery::studies::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})"));
   REQUIRE(random.size() == 50);
   for (const auto& p : random) {
     CHECK(p[0].is_number_integer());
     CHECK(p[0].get<std::int64_t>() >= 1024);
     CHECK(p[0].get<std::int64_t>() <= 1073741824);
   }
-  CHECK(orrery::cli::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})")) == random);
+  CHECK(orrery::studies::sweep_points(plan_with(R"({"kind": "random", "samples": 50, "seed": 1})")) == random);
 }
 
 TEST_CASE("sweep: an interrupted sweep resumes from its journal without redoing finished points") {
@@ -178,7 +178,7 @@ TEST_CASE("sweep: bad plans name the axis, what was found and what was expected"
 }
 
 TEST_CASE("sweep: report flattening keys policies by name") {
-  const json flat = orrery::cli::flatten_report(json::parse(R"({"policies": [{"name": "fifo", "avg_jct_s": 3.5}, {"name": "arena", "avg_jct_s": 2}],
+  const json flat = orrery::studies::flatten_report(json::parse(R"({"policies": [{"name": "fifo", "avg_jct_s": 3.5}, {"name": "arena", "avg_jct_s": 2}],
     "stages": [{"compute_s": 1}], "memory": {"params_bytes": 10}})"));
   CHECK(flat.at("policies.fifo.avg_jct_s") == 3.5);
   CHECK(flat.at("policies.arena.avg_jct_s") == 2);

@@ -1,0 +1,74 @@
+"""Orrery from Python: the same runs as the `orrery` command line, results as dicts.
+
+    >>> import orrery
+    >>> r = orrery.step("examples/scenarios/llama3-70b-h100-64.json")
+    >>> r["mfu"], r["step_time_s"]
+
+A scenario (or a plan) is a path or a dict; a dict's relative paths resolve against the current
+directory. Results are the command's JSON report (`--report`) as a dict, exact values. Outputs
+(timelines, HTML pages, CSVs) are written to the paths given. Bad input raises `orrery.InputError`
+with the command line's one-line message (file, JSON pointer or line, what was found and expected).
+Long runs call `progress(update)` with a dict: label, done, total, unit, elapsed_s, eta_s, note,
+last, text.
+"""
+
+from . import _orrery
+
+InputError = _orrery.InputError
+
+__all__ = ["InputError", "step", "estimate", "compare", "cluster", "collective", "sweep", "plan"]
+
+
+def step(scenario=None, *, estimate=False, gpus=None, trace=None, html=None, report=None, train_tokens="", no_reuse=False,
+         progress=None):
+    """One training step (`orrery step`); None: the built-in default scenario."""
+    return _orrery.step("" if scenario is None else scenario, estimate, gpus, trace, html, report, train_tokens, no_reuse, progress)
+
+
+def estimate(scenario=None, *, gpus=None, report=None, train_tokens=""):
+    """The closed-form step estimate (`orrery step --estimate`)."""
+    return step(scenario, estimate=True, gpus=gpus, report=report, train_tokens=train_tokens)
+
+
+def compare(scenario, *, policies="", steps=200, iterations=50, gpus=None, jobs=None, skip_bad_rows=False, trace=None, trace_step=0,
+            html=None, report=None, progress=None):
+    """Policies on one workload (`orrery compare`): sequence, pipeline, cluster or RL policies,
+    by the scenario's kind. `policies` is comma-separated, each `name[:key=value;...]`."""
+    return _orrery.compare(scenario, policies, steps, iterations, gpus, jobs, skip_bad_rows, trace, trace_step, html, report, progress)
+
+
+def cluster(scenario, *, policy="fifo", jobs=None, skip_bad_rows=False, timeline=None, csv=None, html=None, report=None, progress=None):
+    """A job trace replayed on a cluster under one scheduler (`orrery cluster`)."""
+    return _orrery.cluster(scenario, policy, jobs, skip_bad_rows, timeline, csv, html, report, progress)
+
+
+def collective(*, topology="dgx-h100", op="all-reduce", algo="ring", size="1 GiB", ranks=0, channels=0, chunks=1, root=0, peer=1,
+               alltoallv=None, quantum="0", trace=None, report=None):
+    """One collective simulated on a fabric (`orrery collective`)."""
+    return _orrery.collective(topology, op, algo, str(size), ranks, channels, chunks, root, peer, alltoallv, quantum, trace, report)
+
+
+def sweep(plan, *, out=None, csv=None, html=None, jobs=0, resume=False, max_points=0, frame=False, progress=None):
+    """A sweep (`orrery sweep`): the results' rows as a list of dicts, or with frame=True as a
+    pandas DataFrame (columns in the CSV's order). `out` (results JSON) defaults to a temporary
+    file, the CSV beside it."""
+    if out is None:
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="orrery-sweep-") as tmp:
+            results = _orrery.sweep(plan, os.path.join(tmp, "results.json"), csv, html, jobs, resume, max_points, progress)
+    else:
+        results = _orrery.sweep(plan, out, csv, html, jobs, resume, max_points, progress)
+    rows = results["rows"]
+    if not frame:
+        return rows
+    import pandas
+    return pandas.DataFrame(rows, columns=results["columns"])
+
+
+def plan(plan, *, gpus=None, top=None, train_tokens="", cluster_sizes="", report=None, progress=None):
+    """A plan search (`orrery plan`): the best parallel plans, confirmed with the emulator.
+    `cluster_sizes` is a list of GPU counts (or "64,128")."""
+    if not isinstance(cluster_sizes, str):
+        cluster_sizes = ",".join(str(n) for n in cluster_sizes)
+    return _orrery.plan(plan, gpus, top, train_tokens, cluster_sizes, report, progress)

@@ -1,0 +1,88 @@
+#include "runs/policy_list.hpp"
+
+#include "policies/cluster.hpp"
+#include "policies/multimodal.hpp"
+#include "policies/pipeline.hpp"
+#include "policies/rl.hpp"
+#include "policies/sequence.hpp"
+#include "sim/registry.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace orrery::runs {
+
+namespace {
+
+struct FamilyText {
+  const char* heading;
+  const char* where;
+};
+
+FamilyText text_of(PolicyFamily f) {
+  switch (f) {
+    case PolicyFamily::sequence: return {"Sequence policies", "compare --policies on a step scenario with a \"workload\""};
+    case PolicyFamily::multimodal: return {"Multimodal pipeline policies", "compare --policies on a multimodal scenario"};
+    case PolicyFamily::cluster: return {"Cluster schedulers", "cluster --policy; compare --policies on a cluster scenario"};
+    case PolicyFamily::rl: return {"RL policies", "compare --policies on an RL scenario"};
+    case PolicyFamily::rl_dispatcher: return {"RL dispatchers", "an RL policy's dispatcher=NAME, or the scenario's"};
+    case PolicyFamily::pipeline: return {"Pipeline schedules", "a step scenario's \"plan\": {\"schedule\": NAME}"};
+  }
+  return {"", ""};
+}
+
+template <class Interface>
+void render(std::string& out, const sim::Registry<Interface>& registry, const FamilyText& text) {
+  out += fmt::format("{} ({}):\n", text.heading, text.where);
+  std::size_t width = 0;
+  for (const auto& [name, entry] : registry.entries()) width = std::max(width, name.size());
+  for (const auto& [name, entry] : registry.entries()) {
+    out += fmt::format("  {:<{}}  {}\n", name, width, entry.description);
+    for (const sim::ParamSpec& p : entry.params) {
+      const std::string value = sim::to_string(p.default_value);
+      out += fmt::format("  {:<{}}    {}={} ({}): {}\n", "", width, p.name, value.empty() ? "\"\"" : value, sim::to_string(p.type), p.description);
+    }
+  }
+}
+
+template <class Interface>
+std::string names_of(const sim::Registry<Interface>& registry) {
+  std::string out;
+  for (const std::string& n : registry.names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+template <class F>
+auto with_registry(PolicyFamily f, F&& fn) {
+  switch (f) {
+    case PolicyFamily::sequence: return fn(policies::sequence_policies());
+    case PolicyFamily::multimodal: return fn(policies::multimodal_pipelines());
+    case PolicyFamily::cluster: return fn(policies::cluster_schedulers());
+    case PolicyFamily::rl: return fn(policies::rl_policies());
+    case PolicyFamily::rl_dispatcher: return fn(policies::rl_dispatchers());
+    case PolicyFamily::pipeline: break;
+  }
+  return fn(policies::pipeline_schedules());
+}
+
+}  // namespace
+
+std::string policy_listing(std::initializer_list<PolicyFamily> families) {
+  std::string out;
+  for (const PolicyFamily f : families) {
+    if (!out.empty()) out += "\n";
+    with_registry(f, [&](const auto& registry) {
+      render(out, registry, text_of(f));
+      return 0;
+    });
+  }
+  out += "Parameters follow the name: name:key=value;key=value (e.g. fifo:backfill=true).\n";
+  return out;
+}
+
+std::string policy_names(PolicyFamily family) {
+  return with_registry(family, [](const auto& registry) { return names_of(registry); });
+}
+
+}  // namespace orrery::runs

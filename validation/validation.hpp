@@ -1,0 +1,106 @@
+// `orrery validate`: Orrery's predictions against published measurements (../shared/data), one
+// suite per subject, each appending a markdown section of docs/validation.md and returning the
+// figures its tests check.
+//   std::string md;  const auto net = validation::validate_network("../shared/data", md, std::cout);
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace orrery::validation {
+
+struct ValidateOptions {
+  std::string data_dir = "../shared/data";
+  std::string out_path;  // markdown tables; empty: summary only
+  std::string only;      // "network", "kernels", or empty for both
+};
+
+struct ValidationSummary {
+  int held = 0;    // predictions at >= 1 GiB
+  int within = 0;  // ... of them within 10%
+  std::vector<std::string> misses;  // "file:line system" of the others
+};
+
+// Compares simulated collective bandwidth with the published measurements in data_dir;
+// appends a markdown section.
+ValidationSummary validate_network(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+// Runs the network and kernel validations and writes docs/validation.md (--out).
+void validate(const ValidateOptions& options, std::ostream& out);
+
+struct KernelValidationSummary {
+  struct Table {
+    std::string name;     // "FlashAttention-2 fwd+bwd, A100 80GB SXM4"
+    int predictions = 0;  // rows not used for calibration
+    double mape = 0;      // over the predictions
+  };
+  std::vector<Table> tables;
+  double worst_calibration_error = 0;  // rows that set a parameter must be reproduced
+};
+
+// Compares the roofline cost model with published kernel measurements (FlashAttention
+// TFLOP/s vs sequence length; best-shape matmul TFLOP/s); appends a markdown section.
+KernelValidationSummary validate_kernels(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+struct StepValidationSummary {
+  struct Table {
+    std::string name;
+    int rows = 0;                   // predictions
+    double mape = 0;                // over the predictions
+    double worst_calibration = 0;   // the rows that set the GPU's training parameters
+  };
+  std::vector<Table> tables;
+};
+
+// Reproduces the Megatron-LM throughput tables (../shared/data/megatron-lm) with the step
+// emulator; appends a markdown section.
+StepValidationSummary validate_steps(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+// Reproduces the sequence-balancing claims (Libra's pool-sizing law, the papers' rankings);
+// appends a markdown section.
+struct BalanceValidationSummary {
+  bool rankings_hold = false;
+  int checks = 0, held = 0;
+};
+BalanceValidationSummary validate_balance(std::string& markdown, std::ostream& out);
+// The balancing scenario validation and tests use: Qwen3-8B, `dp` ranks of Ulysses CP `cp`,
+// a long-tail workload up to the context (NIC rate `nic`, empty: the builder's).
+std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::string& nic, int cp);
+
+// Reproduces PipeWeaver's claims on the pipeline emulator (rankings, variance, the constant mix,
+// 1F1B's closed form); appends a markdown section.
+struct MultimodalValidationSummary {
+  int checks = 0, held = 0;
+};
+MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostream& out);
+
+// Reproduces StreamRL's claims on the RL simulator (policy ranking, skewness-aware dispatch,
+// heterogeneous cost); appends a markdown section.
+struct RlValidationSummary {
+  int checks = 0, held = 0;
+};
+RlValidationSummary validate_rl(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+struct ClusterValidationSummary {
+  int replay_jobs = 0;
+  double replay_mean_run_s = 0;
+  bool tiresias_beats_fifo = false;
+  bool gavel_beats_fifo = false;
+  bool arena_beats_gavel = false;
+};
+// The Philly replay against AcmeTrace's statistics, and the schedulers on Arena's cluster.
+ClusterValidationSummary validate_cluster(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+struct EstimateValidationSummary {
+  int cases = 0;
+  double mean_abs_error = 0;   // estimate vs emulator, step time
+  double worst_abs_error = 0;
+  int plan_rows = 0;           // Megatron rows searched
+};
+// The closed-form estimate against the emulator on a set of scenarios, and plan search on the
+// Megatron-Core H100 table's rows against the published plans.
+EstimateValidationSummary validate_estimate(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+}  // namespace orrery::validation
