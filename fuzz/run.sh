@@ -14,7 +14,7 @@ run_one() {
   local target=$1 name=${1#fuzz_}
   mkdir -p "$build/fuzz-corpus/$name"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: over 2 GiB is a finding.
-  "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  command time -f '%U' -o "$build/fuzz-logs/$name.cpu" "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$build/fuzz-findings/$name-" \
     "$build/fuzz-corpus/$name" "$here/corpus/$name" > "$build/fuzz-logs/$name.log" 2>&1
   local rc=$?
@@ -22,7 +22,9 @@ run_one() {
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz-logs/$name.log" | grep -o '[0-9]*$' | tail -1)
   local found
   found=$(find "$build/fuzz-findings" -name "$name-*" | wc -l)
-  printf '%-18s %12s executions in %ss, %s findings (exit %s)\n' "$name" "${execs:-?}" "$seconds" "$found" "$rc"
+  local cpu
+  cpu=$(tail -1 "$build/fuzz-logs/$name.cpu" 2>/dev/null)
+  printf '%-18s %12s executions in %ss (%ss of CPU), %s findings (exit %s)\n' "$name" "${execs:-?}" "$seconds" "${cpu:-?}" "$found" "$rc"
 }
 export -f run_one
 export build seconds here

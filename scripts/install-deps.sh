@@ -20,7 +20,7 @@ if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libsimgrid-dev)
   shift
 elif [[ "${1:-}" == "--fuzz" ]]; then
-  packages+=(clang-16 libclang-rt-16-dev)
+  packages+=(clang-16 libclang-rt-16-dev time)  # time: each campaign's CPU seconds (fuzz/run.sh)
   shift
 fi
 
