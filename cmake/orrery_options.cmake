@@ -17,6 +17,12 @@ target_compile_options(orrery_codegen INTERFACE $<$<AND:$<CONFIG:RelWithDebInfo>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-semantic-interposition>)
 target_link_libraries(orrery_warnings INTERFACE orrery_codegen)
 
+# The layers that only orchestrate runs (runs/, studies/, validation/, reports/, cli/, the Python
+# module) spend no time of their own, the simulation does (sim/, models/, policies/, traces/ keep
+# -O2): -O1 compiles them ~25% faster (studies/sweep.cpp: 16 s against 21 s at -O2).
+add_library(orrery_codegen_light INTERFACE)
+target_compile_options(orrery_codegen_light INTERFACE $<$<AND:$<CONFIG:RelWithDebInfo,Release>,$<COMPILE_LANGUAGE:CXX>>:-O1>)
+
 add_library(orrery_sanitizers INTERFACE)
 # Fuzzing builds instrument every library for coverage (libFuzzer links into the targets only).
 if(ORRERY_FUZZ)
@@ -43,11 +49,11 @@ function(orrery_precompile target)
   endif()
 endfunction()
 
-# orrery_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [INCLUDE_AS path] [JSON_PCH]): a layer
+# orrery_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [INCLUDE_AS path] [JSON_PCH] [LIGHT]): a layer
 # library (target orrery_<name>, alias orrery::<name>) with the project's options. INCLUDE_AS is the
 # path its headers are included by (default <name>; models' subjects: models/hardware, ...).
 function(orrery_add_library name)
-  cmake_parse_arguments(ARG "JSON_PCH" "INCLUDE_AS" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "JSON_PCH;LIGHT" "INCLUDE_AS" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   if(NOT ARG_INCLUDE_AS)
     set(ARG_INCLUDE_AS ${name})
   endif()
@@ -66,5 +72,8 @@ function(orrery_add_library name)
     PRIVATE ${ARG_PRIVATE_DEPS} orrery_warnings)
   if(ARG_JSON_PCH)
     orrery_precompile(orrery_${name} ${ORRERY_PCH_JSON})
+  endif()
+  if(ARG_LIGHT)
+    target_link_libraries(orrery_${name} PRIVATE orrery_codegen_light)
   endif()
 endfunction()

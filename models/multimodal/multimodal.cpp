@@ -11,6 +11,8 @@
 
 namespace orrery::models {
 
+std::vector<ImageSize> default_image_resolutions() { return {{448, 448}, {672, 672}, {896, 896}, {1344, 1344}}; }
+
 std::string_view to_string(ModuleKind k) {
   switch (k) {
     case ModuleKind::vision_encoder: return "vision_encoder";

@@ -110,12 +110,17 @@ void check_modalities(const MultimodalModel& m, const std::vector<MultimodalSamp
 //   - video frames: lognormal + Pareto tail with `frames_median`, `frames_p99`, cut at
 //     `frames_max`, at `video_resolution`.
 // T2V batches: text_only 0, video_fraction 1, a prompt of ~256 tokens.
+// The mix's default image resolutions: 448 to 1344 pixels square. (A function rather than an
+// initializer list in the member: GCC 12 at -O1 warns, wrongly, that the list's elements may be
+// used uninitialized.)
+std::vector<ImageSize> default_image_resolutions();
+
 struct MultimodalMix {
   int samples = 32;  // per global batch
   double text_median = 512, text_p99 = 4096;
   double text_only = 0.3;
   double images_mean = 1.5;
-  std::vector<ImageSize> resolutions = {{448, 448}, {672, 672}, {896, 896}, {1344, 1344}};
+  std::vector<ImageSize> resolutions = default_image_resolutions();
   double video_fraction = 0.1;
   double frames_median = 16, frames_p99 = 128;
   int frames_max = 256;
