@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <string>
 
 namespace orrery::reports::human {
 
@@ -47,6 +48,16 @@ std::string span(double s) {
   if (a < 2 * 3600) return fmt::format("{:.1f} min", s / 60);
   if (a < 48 * 3600) return fmt::format("{:.1f} h", s / 3600);
   return fmt::format("{:.1f} days", s / 86400);
+}
+
+std::string metric(std::string_view key, double value) {
+  const std::string_view leaf = key.substr(key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.') + 1);
+  const auto ends = [&](std::string_view suffix) { return leaf.size() >= suffix.size() && leaf.substr(leaf.size() - suffix.size()) == suffix; };
+  if (ends("_bytes")) return gib(value);
+  if (ends("_per_s")) return rate(value, std::string(leaf.substr(0, leaf.size() - 6)) + "/s");
+  if (ends("_s")) return span(value);
+  if (leaf == "mfu" || ends("_fraction") || ends("_utilization") || ends("_share")) return percent(value);
+  return fmt::format("{:.6g}", value);
 }
 
 }  // namespace orrery::reports::human

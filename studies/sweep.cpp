@@ -2,6 +2,7 @@
 #include "studies/sweep.hpp"
 
 #include "reports/html_pages.hpp"
+#include "reports/human.hpp"
 
 #include "runs/runs.hpp"
 #include "reports/html_pages.hpp"
@@ -901,13 +902,14 @@ void sweep(const SweepOptions& o, std::ostream& out) {
       header.push_back(plan.objective);
       header.insert(header.end(), plan.show.begin(), plan.show.end());
       std::vector<std::vector<std::string>> table = {header};
-      const auto cell = [](const json& v) { return v.is_number_float() ? fmt::format("{:.6g}", v.get<double>()) : csv_cell(v); };
+      // People's units on the console (GiB, %, tokens/s with a suffix, hours); the results keep exact values.
+      const auto cell = [](const std::string& key, const json& v) { return v.is_number() ? reports::human::metric(key, v.get<double>()) : csv_cell(v); };
       for (std::size_t k = 0; k < std::min<std::size_t>(plan.top, ranked.size()); ++k) {
         const SweepRow& row = done.at(ranked[k].second);
         std::vector<std::string> line = {std::to_string(row.point)};
         for (std::size_t a = 0; a < plan.axes.size(); ++a) line.push_back(csv_cell(shown(plan.axes[a], row.values[a])));
-        line.push_back(fmt::format("{:.6g}", ranked[k].first));
-        for (const std::string& m : plan.show) line.push_back(row.metrics.contains(m) ? cell(row.metrics.at(m)) : "-");
+        line.push_back(reports::human::metric(plan.objective, ranked[k].first));
+        for (const std::string& m : plan.show) line.push_back(row.metrics.contains(m) ? cell(m, row.metrics.at(m)) : "-");
         table.push_back(std::move(line));
       }
       std::vector<std::size_t> width(header.size(), 0);

@@ -355,6 +355,14 @@ TEST_CASE("hardening: console figures in human units, reports exact") {
   CHECK(human::span(0.35) == "0.35 s");
   CHECK(human::span(42) == "42 s");
   CHECK(human::span(750) == "12.5 min");
+  // A sweep's metric by its key: the unit suffix picks the form.
+  CHECK(human::metric("tokens_per_s", 266775) == "267k tokens/s");
+  CHECK(human::metric("memory.peak_memory_bytes", 1.58459e11) == "147.6 GiB");
+  CHECK(human::metric("step_time_s", 15.7223) == "16 s");
+  CHECK(human::metric("mfu", 0.416119) == "41.6%");
+  CHECK(human::metric("bubble_fraction", 0.25) == "25.0%");
+  CHECK(human::metric("train.time_s", 3 * 86400.0) == "3.0 days");
+  CHECK(human::metric("gpus", 64) == "64");
   CHECK(human::span(5.2 * 3600) == "5.2 h");
   CHECK(human::span(3.1 * 86400) == "3.1 days");
 

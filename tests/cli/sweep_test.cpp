@@ -41,6 +41,7 @@ TEST_CASE("sweep: a grid runs every point in order; invalid points are rows with
   CHECK(r.out.find("6 `step` over 2 axes, grid design") != std::string::npos);
   CHECK(r.out.find("4 ok, 0 out of memory, 2 invalid, 0 internal errors") != std::string::npos);
   CHECK(r.out.find("best 4 of 4 points by tokens_per_s (highest):") != std::string::npos);
+  CHECK(r.out.find(" tokens/s") != std::string::npos);  // the table in people's units, the results exact
   const json results = read_json("grid-out.json");
   REQUIRE(results.at("rows").size() == 6);
   const std::vector<std::pair<int, int>> order = {{1, 1}, {1, 2}, {3, 1}, {3, 2}, {4, 1}, {4, 2}};  // the last axis fastest
