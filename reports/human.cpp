@@ -55,7 +55,7 @@ std::string metric(std::string_view key, double value) {
   const auto ends = [&](std::string_view suffix) { return leaf.size() >= suffix.size() && leaf.substr(leaf.size() - suffix.size()) == suffix; };
   if (ends("_bytes")) return gib(value);
   if (ends("_per_s")) return rate(value, std::string(leaf.substr(0, leaf.size() - 6)) + "/s");
-  if (ends("_s")) return span(value);
+  if (ends("_s")) return std::fabs(value) < 120 ? fmt::format("{:.3g} s", value) : span(value);  // steps side by side keep 3 digits
   if (leaf == "mfu" || ends("_fraction") || ends("_utilization") || ends("_share")) return percent(value);
   return fmt::format("{:.6g}", value);
 }

@@ -18,10 +18,10 @@ std::string gib(double bytes);
 std::string percent(double fraction);
 // A length of time in the unit that reads best: "0.35 s", "42 s", "12.5 min", "5.2 h", "3.1 days".
 std::string span(double seconds);
-// A report metric by its key's unit suffix (flattened keys as sweeps show them): "..._bytes" in GiB,
-// "..._per_s" as a rate of what precedes it ("tokens_per_s" -> "1.23M tokens/s"), "..._s" as a
-// span, fractions ("mfu", "..._fraction", "..._utilization", "..._share") as percentages; anything
-// else to six significant digits.
+// A report metric by its key's unit suffix (flattened keys as sweeps show them): "..._bytes" in
+// GiB; "..._per_s" as a rate of what precedes it ("tokens_per_s" -> "1.23M tokens/s"); "..._s" in
+// seconds to three digits below two minutes, as a span above; fractions ("mfu", "..._fraction",
+// "..._utilization", "..._share") as percentages; anything else to six significant digits.
 std::string metric(std::string_view key, double value);
 
 }  // namespace orrery::reports::human

@@ -358,7 +358,7 @@ TEST_CASE("hardening: console figures in human units, reports exact") {
   // A sweep's metric by its key: the unit suffix picks the form.
   CHECK(human::metric("tokens_per_s", 266775) == "267k tokens/s");
   CHECK(human::metric("memory.peak_memory_bytes", 1.58459e11) == "147.6 GiB");
-  CHECK(human::metric("step_time_s", 15.7223) == "16 s");
+  CHECK(human::metric("step_time_s", 15.7223) == "15.7 s");
   CHECK(human::metric("mfu", 0.416119) == "41.6%");
   CHECK(human::metric("bubble_fraction", 0.25) == "25.0%");
   CHECK(human::metric("train.time_s", 3 * 86400.0) == "3.0 days");
