@@ -60,7 +60,7 @@ fuzz:
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-16 \
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DORRERY_FUZZ=ON -DORRERY_BUILD_TESTS=OFF -DORRERY_BUILD_BENCH=OFF \
 	  -DORRERY_CUDA=OFF -DORRERY_MPI=OFF -DORRERY_PYTHON=OFF > build-fuzz.configure.log || (cat build-fuzz.configure.log; exit 1)
-	@cmake --build build-fuzz -j $(JOBS)
+	@cmake --build build-fuzz -j $(JOBS) --target orrery_fuzz_targets
 	@bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
 
 clean:

@@ -3,11 +3,13 @@
 // wraps it (keyword arguments, DataFrames); this file only converts arguments and results.
 //   >>> import orrery
 //   >>> orrery.step("examples/scenarios/llama3-70b-h100-64.json")["mfu"]
+#include "runs/policy_list.hpp"
 #include "runs/progress.hpp"
 #include "runs/runs.hpp"
 #include "sim/error.hpp"
 #include "studies/plan_search.hpp"
 #include "studies/sweep.hpp"
+#include "validation/validation.hpp"
 #include "traces/json_input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -95,6 +97,8 @@ class Call {
     const py::gil_scoped_release nogil;
     f(summary_);
   }
+  // What the run printed for people (for the runs whose result is a text).
+  std::string summary() const { return summary_.str(); }
 
  private:
   std::optional<runs::ProgressTarget> target_;
@@ -221,6 +225,106 @@ py::dict plan(const py::object& plan_file, const py::object& gpus, std::optional
   return loads(json);
 }
 
+
+py::dict replay(const py::object& graph, const py::object& trace, const py::object& report) {
+  runs::ReplayOptions o;
+  o.graph_path = optional_path(graph);
+  o.trace_path = optional_path(trace);
+  o.report_path = optional_path(report);
+  std::string json;
+  o.report_json = &json;
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::replay(o, out); });
+  return loads(json);
+}
+
+std::string topology(const std::string& spec, const py::object& save) {
+  runs::TopologyOptions o;
+  o.topology = spec;
+  o.save_path = optional_path(save);
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::topology(o, out); });
+  return call.summary();
+}
+
+std::string gpus(const py::object& catalog) {
+  runs::GpusOptions o;
+  o.gpus_path = optional_path(catalog);
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::gpus(o, out); });
+  return call.summary();
+}
+
+py::dict cost(const std::string& gpu, const std::vector<std::string>& kernels, const py::object& calibration, const py::object& catalog,
+              const py::object& report) {
+  runs::CostOptions o;
+  o.gpu = gpu;
+  o.kernels = kernels;
+  o.calibration_path = optional_path(calibration);
+  o.gpus_path = optional_path(catalog);
+  o.report_path = optional_path(report);
+  std::string json;
+  o.report_json = &json;
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::cost(o, out); });
+  return loads(json);
+}
+
+std::string calibrate_measure(const py::object& out_path, bool quick, int repetitions, std::uint64_t seed, const py::object& progress) {
+  runs::CalibrateMeasureOptions o;
+  o.out_path = optional_path(out_path);
+  o.quick = quick;
+  o.repetitions = repetitions;
+  o.seed = seed;
+  Call call(progress);
+  call.run([&](std::ostream& out) { runs::calibrate_measure(o, out); });
+  return call.summary();
+}
+
+std::string calibrate_fit(const py::object& profile, const py::object& out_path) {
+  runs::CalibrateFitOptions o;
+  o.profile_path = optional_path(profile);
+  o.out_path = optional_path(out_path);
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::calibrate_fit(o, out); });
+  return call.summary();
+}
+
+std::string doclens(const std::string& action, const std::string& source, const py::object& data_dir, const std::string& model, double median,
+                    double p99, std::int64_t max, std::uint64_t seed, std::int64_t tokens, int batches, const py::object& out_path) {
+  runs::DoclensOptions o;
+  o.action = action;
+  o.source = source;
+  if (!data_dir.is_none()) o.data_dir = optional_path(data_dir);
+  o.model = model;
+  o.median = median;
+  o.p99 = p99;
+  o.max = max;
+  o.seed = seed;
+  o.tokens = tokens;
+  o.batches = batches;
+  o.out_path = optional_path(out_path);
+  Call call{py::none()};
+  call.run([&](std::ostream& out) { runs::doclens(o, out); });
+  return call.summary();
+}
+
+std::string validate(const py::object& data_dir, const py::object& out_path, const std::string& only, const py::object& progress) {
+  validation::ValidateOptions o;
+  if (!data_dir.is_none()) o.data_dir = optional_path(data_dir);
+  o.out_path = optional_path(out_path);
+  o.only = only;
+  Call call(progress);
+  call.run([&](std::ostream& out) { validation::validate(o, out); });
+  return call.summary();
+}
+
+std::string policies() {
+  using runs::PolicyFamily;
+  return runs::policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::multimodal, PolicyFamily::cluster, PolicyFamily::rl,
+                               PolicyFamily::rl_dispatcher});
+}
+
 }  // namespace
 
 }  // namespace orrery::python
@@ -247,5 +351,15 @@ PYBIND11_MODULE(_orrery, m) {
   m.def("collective", &collective, arg("topology"), arg("op"), arg("algo"), arg("size"), arg("ranks"), arg("channels"), arg("chunks"), arg("root"),
         arg("peer"), arg("alltoallv"), arg("quantum"), arg("trace"), arg("report"));
   m.def("sweep", &sweep, arg("plan"), arg("out"), arg("csv"), arg("html"), arg("jobs"), arg("resume"), arg("max_points"), arg("progress"));
+  m.def("replay", &replay, arg("graph"), arg("trace"), arg("report"));
+  m.def("topology", &topology, arg("spec"), arg("save"));
+  m.def("gpus", &gpus, arg("catalog"));
+  m.def("cost", &cost, arg("gpu"), arg("kernels"), arg("calibration"), arg("catalog"), arg("report"));
+  m.def("calibrate_measure", &calibrate_measure, arg("out"), arg("quick"), arg("repetitions"), arg("seed"), arg("progress"));
+  m.def("calibrate_fit", &calibrate_fit, arg("profile"), arg("out"));
+  m.def("doclens", &doclens, arg("action"), arg("source"), arg("data_dir"), arg("model"), arg("median"), arg("p99"), arg("max"), arg("seed"),
+        arg("tokens"), arg("batches"), arg("out"));
+  m.def("validate", &validate, arg("data_dir"), arg("out"), arg("only"), arg("progress"));
+  m.def("policies", &policies);
   m.def("plan", &plan, arg("plan"), arg("gpus"), arg("top"), arg("train_tokens"), arg("cluster_sizes"), arg("report"), arg("progress"));
 }

@@ -1,4 +1,5 @@
 // `orrery gpus` and `orrery cost`: the hardware catalog and the kernel cost models.
+#include "runs/report_out.hpp"
 #include "runs/runs.hpp"
 #include "runs/options.hpp"
 
@@ -87,7 +88,7 @@ void cost(const CostOptions& o, std::ostream& out) {
     for (std::size_t k = 0; k < models::kKernelKindCount; ++k) fallbacks += calibrated->fallbacks(static_cast<models::KernelKind>(k));
     out << fmt::format("fallbacks to roofline: {}\n", fallbacks);
   }
-  if (!o.report_path.empty()) report.write(o.report_path);
+  emit_report(report, o.report_path, o.report_json);
 }
 
 }  // namespace orrery::runs

@@ -1,4 +1,5 @@
 #include "runs/runs.hpp"
+#include "runs/report_out.hpp"
 #include "runs/options.hpp"
 
 #include "sim/executor.hpp"
@@ -56,7 +57,7 @@ void replay(const ReplayOptions& options, std::ostream& out) {
 
   // Files last, each atomically: bad input above has left nothing behind.
   if (!options.trace_path.empty()) reports::write_chrome_trace(options.trace_path, graph, executor.spans());
-  if (!options.report_path.empty()) {
+  if (report_wanted(options.report_path, options.report_json)) {
     reports::Report report;
     report.set("/command", "replay");
     report.set("/graph/path", options.graph_path);
@@ -77,7 +78,7 @@ void replay(const ReplayOptions& options, std::ostream& out) {
       report.set(key + "/busy_ns", executor.stream_busy()[s].ns());
       report.set(key + "/utilization", utilization(executor.stream_busy()[s]));
     }
-    report.write(options.report_path);
+    emit_report(report, options.report_path, options.report_json);
   }
 }
 

@@ -20,6 +20,7 @@ struct ReplayOptions {
   std::string graph_path;
   std::string trace_path;   // empty: no timeline
   std::string report_path;  // empty: no report
+  std::string* report_json = nullptr;  // the Python module: the report's JSON lands here too
 };
 
 void replay(const ReplayOptions& options, std::ostream& out);
@@ -73,6 +74,7 @@ struct CostOptions {
   std::string calibration_path;       // curves JSON; empty: roofline
   std::string gpus_path;
   std::string report_path;
+  std::string* report_json = nullptr;  // the Python module: the report's JSON lands here too
 };
 
 // Costs kernels on a GPU with the roofline or calibrated model; prints time and throughput.

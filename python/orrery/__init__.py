@@ -16,7 +16,8 @@ from . import _orrery
 
 InputError = _orrery.InputError
 
-__all__ = ["InputError", "step", "estimate", "compare", "cluster", "collective", "sweep", "plan"]
+__all__ = ["InputError", "step", "estimate", "compare", "cluster", "collective", "sweep", "plan", "replay", "topology", "gpus", "cost",
+           "calibrate_measure", "calibrate_fit", "doclens", "validate", "policies"]
 
 
 def step(scenario=None, *, estimate=False, gpus=None, trace=None, html=None, report=None, train_tokens="", no_reuse=False,
@@ -72,3 +73,51 @@ def plan(plan, *, gpus=None, top=None, train_tokens="", cluster_sizes="", report
     if not isinstance(cluster_sizes, str):
         cluster_sizes = ",".join(str(n) for n in cluster_sizes)
     return _orrery.plan(plan, gpus, top, train_tokens, cluster_sizes, report, progress)
+
+
+def replay(graph, *, trace=None, report=None):
+    """A task-graph JSON run on the engine (`orrery replay`): makespan and each stream's busy time."""
+    return _orrery.replay(graph, trace, report)
+
+
+def topology(spec="dgx-h100", *, save=None):
+    """A fabric's summary (`orrery topology`), as printed; `save` writes it as JSON."""
+    return _orrery.topology(str(spec), save)
+
+
+def gpus(catalog=None):
+    """The GPU catalog with its sources (`orrery gpus`), as printed; `catalog` adds a JSON file's GPUs."""
+    return _orrery.gpus(catalog)
+
+
+def cost(kernels, *, gpu="H100", calibration=None, catalog=None, report=None):
+    """Kernels costed on a GPU (`orrery cost`): `kernels` are specs ("gemm:m=4096,n=4096,k=4096")."""
+    if isinstance(kernels, str):
+        kernels = [kernels]
+    return _orrery.cost(gpu, list(kernels), calibration, catalog, report)
+
+
+def calibrate_measure(out, *, quick=False, repetitions=7, seed=1, progress=None):
+    """The CPU harness's profile (`orrery calibrate measure --device cpu`), written to `out`."""
+    return _orrery.calibrate_measure(out, quick, repetitions, seed, progress)
+
+
+def calibrate_fit(profile, *, out=None):
+    """Cost curves fitted to a profile (`orrery calibrate fit`): the leave-one-out errors, as printed."""
+    return _orrery.calibrate_fit(profile, out)
+
+
+def doclens(action, *, out, source="", data_dir=None, model="lognormal_pareto", median=644, p99=71000, max=1048576, seed=1, tokens=0,
+            batches=0):
+    """A document-length trace (`orrery doclens convert|generate`) written to `out`."""
+    return _orrery.doclens(action, source, data_dir, model, median, p99, max, seed, tokens, batches, out)
+
+
+def validate(*, data_dir=None, out=None, only="", progress=None):
+    """Predictions against the published measurements (`orrery validate`), as printed."""
+    return _orrery.validate(data_dir, out, only, progress)
+
+
+def policies():
+    """Every policy family and its parameters (`orrery policies`)."""
+    return _orrery.policies()

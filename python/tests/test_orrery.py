@@ -131,3 +131,22 @@ def test_the_command_line_and_the_module_agree(tmp_path):
     out = tmp_path / "cli.json"
     subprocess.run([orrery_bin, "step", str(LLAMA), "--report", str(out)], check=True, capture_output=True)
     assert orrery.step(LLAMA) == json.loads(out.read_text())
+
+
+def test_every_other_command(tmp_path):
+    r = orrery.replay(EXAMPLES / "graphs" / "gpipe_4x4.json", trace=tmp_path / "t.json")
+    assert r["makespan_ns"] > 0 and (tmp_path / "t.json").exists()
+    assert "GPUs" in orrery.topology("dgx-h100:nodes=2", save=tmp_path / "fabric.json")
+    assert orrery.topology(tmp_path / "fabric.json") == orrery.topology("dgx-h100:nodes=2").replace("dgx-h100:nodes=2", str(tmp_path / "fabric.json"))
+    assert "H100" in orrery.gpus()
+    c = orrery.cost("gemm:m=4096,n=4096,k=4096", gpu="H100")
+    assert c["kernels"]
+    with pytest.raises(orrery.InputError, match="gpu"):
+        orrery.cost("gemm:m=1,n=1,k=1", gpu="Z100")
+    assert "libra" in orrery.policies() and "tiresias" in orrery.policies()
+    orrery.doclens("generate", out=tmp_path / "lens.jsonl", tokens=65536, batches=2)
+    assert len((tmp_path / "lens.jsonl").read_text().splitlines()) >= 2
+    with pytest.raises(orrery.InputError, match="--out|-o"):
+        orrery.calibrate_measure("")
+    with pytest.raises(orrery.InputError):
+        orrery.validate(data_dir=tmp_path / "no-data", only="network")
