@@ -456,6 +456,9 @@ void check_gpu_count(const Shape& s, std::string_view units_key, std::string_vie
   }
 }
 
+// GB200 NVL72: a compute tray holds 2 Grace CPUs and 4 Blackwell GPUs, each GPU with its own NIC.
+constexpr std::int64_t kGpusPerTray = 4;
+
 struct Builder {
   virtual ~Builder() = default;
   virtual Shape check(const BuildContext& at) const = 0;
@@ -509,6 +512,12 @@ struct Nvl72Builder : Builder {
     s.gpu = &gpu_link_spec(p.get_string("gpu"), at.source, at.location("gpu").where);
     s.units = int_param(p, "domains", kMaxGpus, "the GPUs of the largest training clusters built", at);
     s.per_unit = int_param(p, "gpus_per_domain", kMaxGpusPerUnit, "the largest NVLink domain announced, NVL576", at);
+    // A domain is whole compute trays of 4 GPUs (GB200 NVL72: 18 trays), each tray's NICs one
+    // server on the fabric (fuzz_topology: 17 GPUs per domain left a tray of 2 and read past it).
+    if (s.per_unit % kGpusPerTray != 0) {
+      at.fail("gpus_per_domain", fmt::format("found {} GPUs per domain, expected a multiple of {} (whole compute trays of {} GPUs, as NVL36 and NVL72)",
+                                             s.per_unit, kGpusPerTray, kGpusPerTray));
+    }
     check_gpu_count(s, "domains", "gpus_per_domain", at);
     s.nvlink = s.gpu->nvlink;
     s.pcie = bandwidth_param(p, "pcie", at);
@@ -521,7 +530,7 @@ struct Nvl72Builder : Builder {
     for (std::int64_t d = 0; d < s.units; ++d) {
       const NodeIndex nvswitch = t.add_node(fmt::format("d{}.nvswitch", d), NodeKind::nvswitch, -1, s.gpu->nvls_efficiency);
       for (std::int64_t g = 0; g < s.per_unit; ++g) {
-        const auto tray = static_cast<std::int32_t>((d * s.per_unit + g) / 4);
+        const auto tray = static_cast<std::int32_t>((d * s.per_unit + g) / kGpusPerTray);
         const NodeIndex gpu = t.add_node(fmt::format("d{}.gpu{}", d, g), NodeKind::gpu, tray);
         t.connect(gpu, nvswitch, s.nvlink, kNvlinkLatency, LinkKind::nvlink);
         const NodeIndex nic = t.add_node(fmt::format("d{}.nic{}", d, g), NodeKind::nic, tray);
