@@ -11,8 +11,10 @@
 #include <fmt/ranges.h>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 namespace orrery::models {
 
@@ -87,6 +89,40 @@ Rails rails_of(const ClusterSpec& cluster) {
 // Communication costs, each simulated once on the flow network of a topology that holds the
 // group: GPUs `stride` ranks apart (rank order: tp fastest, then cp, dp, pp).
 
+// Every collective a process has costed, by fabric instance and collective: a run_collective
+// result depends only on the topology builder spec and the collective, so a sweep, a plan search
+// or an RL policy's stage balancing, which cost the same groups over and over, simulate each one
+// once. Results are the same with or without it (each entry holds the time and the flows that
+// simulating it took, which CommCost counts as if it had simulated it). Threads share it.
+class CollectiveMemo {
+ public:
+  struct Entry {
+    double seconds = 0;
+    std::uint64_t flows = 0;
+  };
+  static CollectiveMemo& process() {
+    static CollectiveMemo memo;
+    return memo;
+  }
+  template <class Compute>
+  Entry get(const std::string& key, Compute&& compute) {
+    {
+      const std::lock_guard hold(mutex_);
+      if (const auto it = entries_.find(key); it != entries_.end()) return it->second;
+    }
+    const Entry e = compute();  // outside the lock: two threads may both simulate one, with one result
+    const std::lock_guard hold(mutex_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();  // a bound on memory, never on results
+    entries_.emplace(key, e);
+    return e;
+  }
+
+ private:
+  static constexpr std::size_t kMaxEntries = 1u << 18;  // ~64 MiB at most
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
 class CommCost {
  public:
   explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::flows) : cluster_(std::move(cluster)), model_(model) {}
@@ -102,26 +138,31 @@ class CommCost {
     spec.size = sim::Bytes(bytes);
     spec.ranks = n;
     spec.peer = 1;
-    if (model_ == CommModel::alpha_beta) return cache_[key] = alpha_beta(topology_for(n, stride), spec).to_seconds();
-    const CollectiveResult r = run_collective(topology_for(n, stride), spec);
-    flows_ += r.flows;
-    return cache_[key] = r.time.to_seconds();
+    const std::string fabric = topology_spec_for(n, stride);
+    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}", fabric, static_cast<int>(model_), static_cast<int>(op), n, bytes);
+    const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
+      const Topology& topology = fabric_instance(fabric);
+      if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
+      const CollectiveResult r = run_collective(topology, spec);
+      return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+    });
+    flows_ += e.flows;
+    return cache_[key] = e.seconds;
   }
   double p2p(double bytes, int stride) { return collective(CollectiveOp::send_recv, bytes, 2, stride); }
   std::size_t flows() const { return flows_; }
 
  private:
-  const Topology& topology_for(int n, int stride) {
+  // The builder spec of the smallest instance of the fabric that holds the group.
+  std::string topology_spec_for(int n, int stride) const {
     const int g = cluster_.per_unit();
-    std::string spec;
-    if (static_cast<long>(stride) * n <= g) {
-      spec = cluster_.scaled(1, n);                    // one server or domain
-    } else if (stride >= g) {
-      spec = cluster_.scaled(n, 1);                    // one GPU per server
-    } else {
-      const int per = std::max(1, g / stride);         // a few per server
-      spec = cluster_.scaled((n + per - 1) / per, per);
-    }
+    if (static_cast<long>(stride) * n <= g) return cluster_.scaled(1, n);  // one server or domain
+    if (stride >= g) return cluster_.scaled(n, 1);                          // one GPU per server
+    const int per = std::max(1, g / stride);                                // a few per server
+    return cluster_.scaled((n + per - 1) / per, per);
+  }
+
+  const Topology& fabric_instance(const std::string& spec) {
     auto it = topologies_.find(spec);
     if (it == topologies_.end()) it = topologies_.emplace(spec, std::make_unique<Topology>(build_topology(spec))).first;
     return *it->second;
@@ -130,7 +171,7 @@ class CommCost {
   ClusterSpec cluster_;
   CommModel model_;
   std::map<std::tuple<int, double, int, int>, double> cache_;
-  std::map<std::string, std::unique_ptr<Topology>> topologies_;
+  std::map<std::string, std::unique_ptr<Topology>> topologies_;  // built for the collectives the memo lacked
   std::size_t flows_ = 0;
 };
 
