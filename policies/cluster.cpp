@@ -139,48 +139,52 @@ class Gavel final : public models::ClusterScheduler {
   double interval_s() const override { return interval_; }
 
   std::map<int, Placement> schedule(const ClusterView& view) override {
-    std::vector<std::string> types;
-    std::vector<double> capacity;
-    for (const models::NodePool& p : view.cluster->pools) {
-      const auto it = std::find(types.begin(), types.end(), p.gpu_type);
-      if (it == types.end()) {
-        types.push_back(p.gpu_type);
-        capacity.push_back(p.nodes * p.gpus_per_node);
-      } else {
-        capacity[static_cast<std::size_t>(it - types.begin())] += p.nodes * p.gpus_per_node;
+    if (view.cluster != cluster_) {  // the types and their GPUs, once per cluster
+      cluster_ = view.cluster;
+      types_.clear();
+      capacity_.clear();
+      for (const models::NodePool& p : view.cluster->pools) {
+        const auto it = std::find(types_.begin(), types_.end(), p.gpu_type);
+        if (it == types_.end()) {
+          types_.push_back(p.gpu_type);
+          capacity_.push_back(p.nodes * p.gpus_per_node);
+        } else {
+          capacity_[static_cast<std::size_t>(it - types_.begin())] += p.nodes * p.gpus_per_node;
+        }
       }
     }
-    std::vector<int> ids;
-    for (const JobState* s : view.active) ids.push_back(s->index);
-    if (ids != last_ids_) {
-      solve(view, types, capacity);
-      last_ids_ = ids;
+    const std::size_t nt = types_.size();
+    ids_.clear();
+    for (const JobState* s : view.active) ids_.push_back(s->index);
+    if (ids_ != last_ids_) {
+      solve(view, types_, capacity_);
+      last_ids_ = ids_;
     }
     // Rounds received so far, per job and type (counted at each round this scheduler runs).
     ++rounds_;
-    std::vector<std::tuple<double, int, std::size_t>> order;  // (-priority, job, type)
+    order_.clear();  // (-priority, position in view.active, type)
     for (std::size_t a = 0; a < view.active.size(); ++a) {
-      const JobState* s = view.active[a];
-      for (std::size_t t = 0; t < types.size(); ++t) {
-        const double x = share_[static_cast<std::size_t>(s->index)][t];
+      const auto j = static_cast<std::size_t>(view.active[a]->index);
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double x = share_[j * nt + t];
         if (x <= 1e-9) continue;
-        const double received = (received_[s->index][t] + 1.0) / rounds_;
-        order.emplace_back(-x / received, s->index, t);
+        const double received = (received_[j * nt + t] + 1.0) / rounds_;
+        order_.emplace_back(-x / received, a, t);
       }
     }
-    std::stable_sort(order.begin(), order.end());
+    std::stable_sort(order_.begin(), order_.end());  // ties: arrival order, then type order
     std::map<int, Placement> out;
-    std::map<std::string, int, std::less<>> free;
-    for (std::size_t t = 0; t < types.size(); ++t) free[types[t]] = static_cast<int>(capacity[t]);
-    std::map<int, const JobState*> by_index;
-    for (const JobState* s : view.active) by_index[s->index] = s;
-    for (const auto& [neg, j, t] : order) {
-      if (out.contains(j)) continue;
-      const int g = by_index[j]->job->gpus;
-      if (free[types[t]] < g) continue;
-      free[types[t]] -= g;
-      out[j] = Placement{types[t], g};
-      received_[j][t] += 1;
+    free_.assign(capacity_.begin(), capacity_.end());
+    placed_.assign(view.active.size(), 0);
+    for (const auto& [neg, a, t] : order_) {
+      if (placed_[a]) continue;
+      const JobState* s = view.active[a];
+      const int g = s->job->gpus;
+      if (free_[t] < g) continue;
+      free_[t] -= g;
+      placed_[a] = 1;
+      out.emplace(s->index, Placement{types_[t], g});
+      received_[static_cast<std::size_t>(s->index) * nt + t] += 1;
     }
     return out;
   }
@@ -262,21 +266,32 @@ class Gavel final : public models::ClusterScheduler {
     lp.initialSolve();  // with presolve: primal() and dual() alone trip an assertion of CLP 1.17 on this structure
     ORRERY_CHECK(lp.isProvenOptimal(), "Gavel's LP has no optimum (status {})", lp.status());
     const double* x = lp.getColSolution();
+    int most = 0;
+    for (const JobState* s : view.active) most = std::max(most, s->index);
+    const auto needed = static_cast<std::size_t>(most + 1) * static_cast<std::size_t>(nt);
+    if (share_.size() < needed) {
+      share_.resize(needed, 0.0);
+      received_.resize(needed, 0.0);
+    }
     for (int c = 0; c < nc; ++c) {
       for (const int j : classes[static_cast<std::size_t>(c)].jobs) {
-        auto& row = share_[static_cast<std::size_t>(j)];
-        row.assign(static_cast<std::size_t>(nt), 0.0);
-        for (int t = 0; t < nt; ++t) row[static_cast<std::size_t>(t)] = x[c * nt + t];
-        received_[j].resize(static_cast<std::size_t>(nt), 0.0);
+        for (int t = 0; t < nt; ++t) share_[static_cast<std::size_t>(j * nt + t)] = x[c * nt + t];
       }
     }
   }
 
   double interval_;
-  std::vector<int> last_ids_;
-  std::map<std::size_t, std::vector<double>> share_;
-  std::map<int, std::vector<double>> received_;
+  const models::ClusterSpec* cluster_ = nullptr;
+  std::vector<std::string> types_;
+  std::vector<double> capacity_;
+  std::vector<int> ids_, last_ids_;
+  // Per job index and type (index x types + type): the LP's time fraction, rounds received.
+  std::vector<double> share_, received_;
   double rounds_ = 0;
+  // Scratch of each round.
+  std::vector<std::tuple<double, std::size_t, std::size_t>> order_;
+  std::vector<double> free_;
+  std::vector<char> placed_;
 };
 
 // Arena (EuroSys'26), its scheduler loop over grids (GPU type, GPU count) with the adaptive-

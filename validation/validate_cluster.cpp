@@ -68,7 +68,12 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
         "Pollux chose them is not documented in its data); the subset's jobs are shorter on average (13.1K s against\n"
         "18.0K s) but less often tiny (a median of 1,144 s against 874 s), and use fewer GPUs (1.30 against 1.93).\n\n";
   summary.replay_jobs = r.completed;
+  summary.trace_jobs = static_cast<int>(philly.jobs.size());
   summary.replay_mean_run_s = mean_run;
+  summary.replay_avg_jct_s = r.avg_jct_s;
+  double service = 0;
+  for (const models::Job& j : philly.jobs) service += j.service_s;
+  summary.trace_mean_service_s = service / static_cast<double>(philly.jobs.size());
 
   // Ranking on Arena's cluster and workload.
   const models::ClusterSpec arena = traces::read_arena_cluster(data_dir + "/arena/sim_cluster_spec.json");
@@ -84,11 +89,15 @@ ClusterValidationSummary validate_cluster(const std::string& data_dir, std::stri
   models::ClusterOptions options;
   options.restart_overhead_s = 30;
   std::size_t arena_migrations = 0;
+  summary.arena_gpus = arena.total_gpus();
+  summary.arena_jobs = static_cast<int>(jobs.jobs.size());
+  summary.arena_completed_min = summary.arena_jobs;
   for (const char* policy : {"fifo", "sjf", "tiresias", "gavel", "arena"}) {
     auto s = policies::cluster_schedulers().create(policy, {}, {"<validation>", ""});
     models::ClusterSim run_sim(arena, jobs.jobs, table, *s, options);
     const models::ClusterResult x = run_sim.run();
     jct[policy] = x.avg_jct_s;
+    summary.arena_completed_min = std::min(summary.arena_completed_min, x.completed);
     if (std::string_view(policy) == "arena") arena_migrations = x.migrations;
     md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f}% |\n", policy, x.completed, x.avg_jct_s / 3600, x.p50_jct_s / 3600,
                       x.p99_jct_s / 3600, x.avg_queue_s / 3600, 100 * x.gpu_utilization);

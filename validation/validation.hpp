@@ -84,8 +84,13 @@ struct RlValidationSummary {
 RlValidationSummary validate_rl(const std::string& data_dir, std::string& markdown, std::ostream& out);
 
 struct ClusterValidationSummary {
-  int replay_jobs = 0;
+  int replay_jobs = 0;              // of the trace's jobs, completed in the replay
+  int trace_jobs = 0;
   double replay_mean_run_s = 0;
+  double replay_avg_jct_s = 0;      // equals the mean service time: no queueing on 2,000 GPUs
+  double trace_mean_service_s = 0;
+  int arena_gpus = 0, arena_jobs = 0;
+  int arena_completed_min = 0;      // the fewest jobs any policy completed on Arena's cluster
   bool tiresias_beats_fifo = false;
   bool gavel_beats_fifo = false;
   bool arena_beats_gavel = false;

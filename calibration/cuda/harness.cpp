@@ -395,6 +395,11 @@ int run(const Options& o) {
   const int gpus = count_gpus();
   Device dev;
   check(cudaGetDeviceProperties(&dev.prop, 0), "cudaGetDeviceProperties");
+  if (const cudaError_t e = kernels_runnable(); e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+    throw NoGpu(fmt::format("{} (sm_{}{}) cannot run this build's kernels, compiled for sm_{}: rebuild with "
+                            "-DCMAKE_CUDA_ARCHITECTURES={}{}", dev.prop.name, dev.prop.major, dev.prop.minor, ORRERY_CUDA_ARCHS,
+                            dev.prop.major, dev.prop.minor));
+  }
   check(cudaStreamCreate(&dev.stream), "cudaStreamCreate");
   check(cublasLtCreate(&dev.lt), "cublasLtCreate");
 

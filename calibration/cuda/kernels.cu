@@ -244,6 +244,11 @@ bool valid(const AttentionShape& s) {
 
 }  // namespace
 
+cudaError_t kernels_runnable() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, fill_bf16);
+}
+
 cudaError_t fill_random(void* data, std::int64_t n, bool fp8, std::uint64_t seed, cudaStream_t stream) {
   if (fp8) {
     fill_fp8<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(data), n, seed);

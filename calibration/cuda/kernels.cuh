@@ -7,6 +7,10 @@
 
 namespace orrery::calibration::cuda {
 
+// cudaSuccess when this build holds code the current device can run (its kernels were compiled
+// for the device's architecture, or for PTX the driver can compile for it).
+cudaError_t kernels_runnable();
+
 // Fills n bf16 (or fp8 e4m3 when fp8 is set) values with uniform randoms in [-1, 1) from `seed`.
 cudaError_t fill_random(void* data, std::int64_t n, bool fp8, std::uint64_t seed, cudaStream_t stream);
 // y = a * x + b over n bf16 values (2 reads, 1 write).

@@ -251,14 +251,20 @@ TEST_CASE("validation: balance, the papers' rankings") {
   check_committed(md);
 }
 
-// Cluster: the replay keeps every Philly job; Tiresias beats FIFO on Arena's cluster.
+// Cluster: the replay keeps every Philly job and its run times; on Arena's cluster every policy
+// completes every job, Tiresias and Gavel beat FIFO, Arena beats Gavel.
 TEST_CASE("validation: cluster, the replay and the schedulers' rankings") {
   const std::string data = validation_data();
   if (data.empty()) return;
   std::ostringstream out;
   std::string md;
   const auto cl = orrery::validation::validate_cluster(data, md, out);
-  CHECK(cl.replay_jobs == 82247);
+  CHECK(cl.trace_jobs == 82247);
+  CHECK(cl.replay_jobs == cl.trace_jobs);
+  CHECK(cl.replay_avg_jct_s == doctest::Approx(cl.trace_mean_service_s));  // no queueing on 2,000 GPUs
+  CHECK(cl.arena_gpus == 1280);
+  CHECK(cl.arena_jobs == 1938);
+  CHECK(cl.arena_completed_min == cl.arena_jobs);  // every policy completes every job
   CHECK(cl.tiresias_beats_fifo);
   CHECK(cl.gavel_beats_fifo);
   CHECK(cl.arena_beats_gavel);
@@ -434,10 +440,12 @@ TEST_CASE("orrery cost: roofline and calibrated, with the fallbacks in the repor
   CHECK(report["model"] == "roofline");
   CHECK(report["kernels"][0]["time_s"].get<double>() > 0);
 
-  // Measure on the CPU, fit, and cost with the curves: a point inside the grid is calibrated,
-  // one outside falls back to the roofline and is counted.
-  REQUIRE(run({"calibrate", "measure", "--device", "cpu", "--quick", "--repetitions", "2", "-o", "cpu-profile.json"}).code == 0);
-  const Result fit = run({"calibrate", "fit", "cpu-profile.json", "-o", "cpu-curves.json"});
+  // Fit a recorded CPU profile (tests/cli/fixtures/cpu-profile-quick.json, written by `orrery
+  // calibrate measure --device cpu --quick --repetitions 2`: a live measurement would make the
+  // test depend on the machine), and cost with the curves: a point inside the grid is
+  // calibrated, one outside falls back to the roofline and is counted.
+  const std::string profile = std::string(ORRERY_SOURCE_DIR) + "/tests/cli/fixtures/cpu-profile-quick.json";
+  const Result fit = run({"calibrate", "fit", profile, "-o", "cpu-curves.json"});
   REQUIRE(fit.code == 0);
   CHECK(fit.out.find("loo interp") != std::string::npos);
   const Result cal = run({"cost", "--gpu", "H100", "--calibration", "cpu-curves.json", "--kernel", "gemm:m=200,n=300,k=400,dtype=fp32",

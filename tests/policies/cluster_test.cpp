@@ -249,39 +249,6 @@ TEST_CASE("trace readers: Philly and Arena fixtures, bad rows with line and colu
   if (const auto data = orrery::testing::shared_data("tiresias/60_job.csv")) CHECK(traces::read_tiresias_trace(*data, false).jobs.size() == 60);
 }
 
-TEST_CASE("real traces: the Philly replay keeps the trace's statistics; on Arena's cluster Tiresias beats FIFO") {
-  const std::string data = std::string(ORRERY_SOURCE_DIR) + "/../shared/data";
-  if (!std::filesystem::exists(data + "/arena/simulate_trace_philly.csv") || !std::filesystem::exists(data + "/pollux-adaptdl/traces/philly.csv")) {
-    orrery::testing::record_skip("../shared/data (arena, pollux-adaptdl) is absent");
-    return;
-  }
-  const models::ClusterSpec arena = traces::read_arena_cluster(data + "/arena/sim_cluster_spec.json");
-  CHECK(arena.total_gpus() == 1280);
-  const traces::JobTrace jobs = traces::read_arena_trace(data + "/arena/simulate_trace_philly.csv", false);
-  CHECK(jobs.jobs.size() == 1938);
-  const traces::ArenaThroughput table(data + "/arena/prof_database_optimal.csv", arena);
-  const auto run = [&](const char* policy) {
-    auto s = policies::cluster_schedulers().create(policy, {}, {"test", ""});
-    models::ClusterSim sim(arena, jobs.jobs, table, *s, restart(30));
-    return sim.run();
-  };
-  const auto fifo = run("fifo"), tiresias = run("tiresias");
-  CHECK(fifo.completed == 1938);
-  CHECK(tiresias.completed == 1938);
-  CHECK(tiresias.avg_jct_s < fifo.avg_jct_s);
-
-  const traces::JobTrace philly = traces::read_philly_trace(data + "/pollux-adaptdl/traces/philly.csv", false);
-  double total = 0;
-  for (const Job& j : philly.jobs) total += j.service_s;
-  const models::ClusterSpec big{{{"v100", 250, 8}}};
-  const models::TraceDurationModel t(0.9);
-  auto fifo_s = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
-  models::ClusterSim sim(big, philly.jobs, t, *fifo_s);
-  const auto r = sim.run();
-  CHECK(r.completed == static_cast<int>(philly.jobs.size()));
-  CHECK(r.avg_jct_s == doctest::Approx(total / static_cast<double>(philly.jobs.size())));  // no queueing on 2,000 GPUs
-}
-
 namespace {
 // FIFO that also asks for every running job to be consolidated (exercises the simulator's
 // defragmenting migration without a particular policy's choices).
