@@ -2,9 +2,10 @@
 
 #include "sim/error.hpp"
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <fmt/format.h>
 #include <map>
 #include <tuple>
@@ -38,16 +39,98 @@ std::vector<double> distinct(std::vector<double> v) {
 
 // Design row of the least-squares model: 1, ln x_i, (ln x_i)^2; columns of constant features
 // (an axis of one value) or too few values for a square term are left out via `use`.
-Eigen::RowVectorXd design_row(const std::vector<double>& x, const std::vector<bool>& use) {
+std::vector<double> design_row(const std::vector<double>& x, const std::vector<bool>& use) {
   const std::size_t dims = x.size();
-  Eigen::RowVectorXd row = Eigen::RowVectorXd::Zero(static_cast<Eigen::Index>(1 + 2 * dims));
-  row(0) = 1;
+  std::vector<double> row(1 + 2 * dims, 0.0);
+  row[0] = 1;
   for (std::size_t i = 0; i < dims; ++i) {
     const double l = std::log(x[i]);
-    if (use[1 + i]) row(static_cast<Eigen::Index>(1 + i)) = l;
-    if (use[1 + dims + i]) row(static_cast<Eigen::Index>(1 + dims + i)) = l * l;
+    if (use[1 + i]) row[1 + i] = l;
+    if (use[1 + dims + i]) row[1 + dims + i] = l * l;
   }
   return row;
+}
+
+// Least squares min |X b - y| by Householder QR with column pivoting (Golub & Van Loan,
+// Matrix Computations, 4th ed., algorithm 5.4.1): X (m x k, m >= 1) row-major. The rank counts
+// the pivots above eps x min(m, k) x the largest; a rank-deficient X gets the basic solution
+// (the coefficients of the columns left out of the rank are 0). With full column rank, the
+// leverages h_r (the squared norms of the rows of the thin Q) give leave-one-out residuals.
+struct LeastSquares {
+  std::vector<double> beta;
+  std::size_t rank = 0;
+  std::vector<double> leverage;  // with full column rank
+};
+
+LeastSquares least_squares(std::vector<std::vector<double>> a, std::vector<double> y) {
+  const std::size_t m = a.size(), k = a.front().size(), steps = std::min(m, k);
+  std::vector<std::size_t> perm(k);
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  std::vector<std::vector<double>> reflectors;  // v_j over rows j..m-1, scaled so that H_j = I - v v^T
+  for (std::size_t j = 0; j < steps; ++j) {
+    // Pivot: the remaining column of largest norm below row j.
+    std::size_t best = j;
+    double best_norm = -1;
+    for (std::size_t c = j; c < k; ++c) {
+      double n = 0;
+      for (std::size_t r = j; r < m; ++r) n += a[r][c] * a[r][c];
+      if (n > best_norm) best_norm = n, best = c;
+    }
+    if (best != j) {
+      for (std::size_t r = 0; r < m; ++r) std::swap(a[r][j], a[r][best]);
+      std::swap(perm[j], perm[best]);
+    }
+    std::vector<double> v(m - j, 0.0);
+    const double norm = std::sqrt(best_norm);
+    if (norm > 0) {
+      const double alpha = a[j][j] > 0 ? -norm : norm;
+      for (std::size_t r = j; r < m; ++r) v[r - j] = a[r][j];
+      v[0] -= alpha;
+      double vv = 0;
+      for (const double e : v) vv += e * e;
+      const double scale = vv > 0 ? std::sqrt(2 / vv) : 0;
+      for (double& e : v) e *= scale;
+      const auto reflect = [&](auto&& at) {  // x -= v (v . x) over rows j..m-1
+        double dot = 0;
+        for (std::size_t r = j; r < m; ++r) dot += v[r - j] * at(r);
+        for (std::size_t r = j; r < m; ++r) at(r) -= v[r - j] * dot;
+      };
+      for (std::size_t c = j; c < k; ++c) reflect([&](std::size_t r) -> double& { return a[r][c]; });
+      reflect([&](std::size_t r) -> double& { return y[r]; });
+    }
+    reflectors.push_back(std::move(v));
+  }
+  LeastSquares out;
+  const double largest = steps > 0 ? std::abs(a[0][0]) : 0;
+  const double threshold = std::numeric_limits<double>::epsilon() * static_cast<double>(steps) * largest;
+  while (out.rank < steps && std::abs(a[out.rank][out.rank]) > threshold) ++out.rank;
+  // Back substitution on the leading rank x rank block of R.
+  std::vector<double> z(k, 0.0);
+  for (std::size_t i = out.rank; i-- > 0;) {
+    double t = y[i];
+    for (std::size_t c = i + 1; c < out.rank; ++c) t -= a[i][c] * z[c];
+    z[i] = t / a[i][i];
+  }
+  out.beta.assign(k, 0.0);
+  for (std::size_t i = 0; i < k; ++i) out.beta[perm[i]] = z[i];
+  if (out.rank == k) {
+    // Thin Q = H_0 ... H_{k-1} [I_k; 0], applied right to left.
+    std::vector<std::vector<double>> q(m, std::vector<double>(k, 0.0));
+    for (std::size_t i = 0; i < k; ++i) q[i][i] = 1;
+    for (std::size_t j = steps; j-- > 0;) {
+      const std::vector<double>& v = reflectors[j];
+      for (std::size_t c = 0; c < k; ++c) {
+        double dot = 0;
+        for (std::size_t r = j; r < m; ++r) dot += v[r - j] * q[r][c];
+        for (std::size_t r = j; r < m; ++r) q[r][c] -= v[r - j] * dot;
+      }
+    }
+    out.leverage.assign(m, 0.0);
+    for (std::size_t r = 0; r < m; ++r) {
+      for (std::size_t c = 0; c < k; ++c) out.leverage[r] += q[r][c] * q[r][c];
+    }
+  }
+  return out;
 }
 
 void fit_curve(models::CostCurve& curve, const std::vector<Point>& points) {
@@ -92,42 +175,37 @@ void fit_curve(models::CostCurve& curve, const std::vector<Point>& points) {
   for (std::size_t i = 0; i < dims; ++i) {
     if (curve.axes[i].size() >= 3 && unknowns + 1 < measured.size()) use[1 + dims + i] = true, ++unknowns;
   }
-  const auto rows = static_cast<Eigen::Index>(measured.size());
-  Eigen::MatrixXd full(rows, static_cast<Eigen::Index>(1 + 2 * dims));
-  Eigen::VectorXd y(rows);
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    const std::size_t c = measured[static_cast<std::size_t>(r)];
-    full.row(r) = design_row(cell_x[c], use);
-    y(r) = sum[c] / n[c];
-  }
-  std::vector<Eigen::Index> columns;
+  std::vector<std::size_t> columns;
   for (std::size_t j = 0; j < use.size(); ++j) {
-    if (use[j]) columns.push_back(static_cast<Eigen::Index>(j));
+    if (use[j]) columns.push_back(j);
   }
-  Eigen::MatrixXd X(rows, static_cast<Eigen::Index>(columns.size()));
-  for (std::size_t j = 0; j < columns.size(); ++j) X.col(static_cast<Eigen::Index>(j)) = full.col(columns[j]);
-  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(X);
-  const Eigen::VectorXd beta = qr.solve(y);
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  for (const std::size_t c : measured) {
+    const std::vector<double> full = design_row(cell_x[c], use);
+    std::vector<double>& row = X.emplace_back();
+    for (const std::size_t j : columns) row.push_back(full[j]);
+    y.push_back(sum[c] / n[c]);
+  }
+  const LeastSquares ls = least_squares(X, y);
   curve.fit_coefficients.assign(1 + 2 * dims, 0.0);
-  for (std::size_t j = 0; j < columns.size(); ++j) {
-    curve.fit_coefficients[static_cast<std::size_t>(columns[j])] = beta(static_cast<Eigen::Index>(j));
-  }
+  for (std::size_t j = 0; j < columns.size(); ++j) curve.fit_coefficients[columns[j]] = ls.beta[j];
   const auto predict = [&](const std::vector<double>& x) {
-    const Eigen::RowVectorXd row = design_row(x, use);
+    const std::vector<double> row = design_row(x, use);
     double v = 0;
-    for (std::size_t j = 0; j < curve.fit_coefficients.size(); ++j) v += row(static_cast<Eigen::Index>(j)) * curve.fit_coefficients[j];
+    for (std::size_t j = 0; j < curve.fit_coefficients.size(); ++j) v += row[j] * curve.fit_coefficients[j];
     return v;
   };
   // Leave-one-out of the fit in closed form: the residual over (1 - leverage).
-  if (rows > X.cols() && qr.rank() == X.cols()) {
-    const Eigen::MatrixXd Q = qr.householderQ() * Eigen::MatrixXd::Identity(rows, X.cols());
-    const Eigen::VectorXd residual = y - X * beta;
+  if (X.size() > columns.size() && ls.rank == columns.size()) {
     double err = 0;
     int counted = 0;
-    for (Eigen::Index r = 0; r < rows; ++r) {
-      const double h = Q.row(r).squaredNorm();
+    for (std::size_t r = 0; r < X.size(); ++r) {
+      const double h = ls.leverage[r];
       if (h > 1 - 1e-9) continue;
-      err += std::abs(std::exp(-residual(r) / (1 - h)) - 1);
+      double fitted = 0;
+      for (std::size_t j = 0; j < columns.size(); ++j) fitted += X[r][j] * ls.beta[j];
+      err += std::abs(std::exp(-(y[r] - fitted) / (1 - h)) - 1);
       ++counted;
     }
     if (counted > 0) curve.loo_fit_mape = err / counted;

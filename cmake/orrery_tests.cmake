@@ -4,8 +4,10 @@ add_library(orrery_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/doctest_main.
 target_link_libraries(orrery_doctest_main PUBLIC doctest::doctest orrery_sanitizers)
 # Test files only drive the libraries (built -O2), and no suite's time is spent in its own code:
 # they compile unoptimised, at a third of the time (tests/cli/cli_test.cpp: 19 s at -O1 -g1, 12 s at -O0).
+# Nor do they need debug info outside sanitizer builds (whose reports cite their lines): ~10% less.
 add_library(orrery_test_codegen INTERFACE)
-target_compile_options(orrery_test_codegen INTERFACE $<$<CONFIG:RelWithDebInfo,Release>:-O0>)
+target_compile_options(orrery_test_codegen INTERFACE $<$<CONFIG:RelWithDebInfo,Release>:-O0>
+  $<$<AND:$<CONFIG:RelWithDebInfo>,$<NOT:$<BOOL:${ORRERY_SANITIZE}>>>:-g0>)
 target_link_libraries(orrery_doctest_main PRIVATE orrery_test_codegen orrery_codegen)
 target_include_directories(orrery_doctest_main PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(orrery_doctest_main PRIVATE ORRERY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
