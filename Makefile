@@ -4,6 +4,7 @@
 #   make test SANITIZE=1   the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench             benchmarks; figures in build/bench/results.json
 #   make fuzz              libFuzzer campaigns on every reader (clang): FUZZ_SECONDS each, FUZZ_JOBS at once
+#                          (FUZZ_MODE=cpu: FUZZ_SECONDS of each target's own CPU time, for a busy machine)
 #   make WERROR=1 ...      warnings are errors (CI)
 SANITIZE ?= 0
 WERROR ?= 0
@@ -54,6 +55,7 @@ bench:
 # Coverage-guided fuzzing of every reader with libFuzzer (clang 16 from Debian, ASan + UBSan).
 # `make test` runs the same targets briefly, without libFuzzer, over their seed corpora.
 FUZZ_SECONDS ?= 60
+FUZZ_MODE ?= wall
 FUZZ_JOBS ?= $(JOBS)
 fuzz:
 	@bash scripts/install-deps.sh --fuzz
@@ -61,7 +63,7 @@ fuzz:
 	  -DCMAKE_CXX_COMPILER=clang++-16 -DORRERY_FUZZ=ON -DORRERY_BUILD_TESTS=OFF -DORRERY_BUILD_BENCH=OFF \
 	  -DORRERY_CUDA=OFF -DORRERY_MPI=OFF -DORRERY_PYTHON=OFF > build-fuzz.configure.log || (cat build-fuzz.configure.log; exit 1)
 	@cmake --build build-fuzz -j $(JOBS) --target orrery_fuzz_targets
-	@bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS)
+	@bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_MODE)
 
 clean:
 	rm -rf build build-sanitize build-fuzz build.configure.log build-sanitize.configure.log build-fuzz.configure.log
