@@ -729,88 +729,116 @@ void check_metrics(const SweepPlan& plan, const std::vector<const SweepRow*>& ro
   }
 }
 
-}  // namespace
+// Where a sweep writes: its results, their CSV, and the journal beside the results.
+struct SweepPaths {
+  std::string out, csv, journal;
+};
 
-void sweep(const SweepOptions& o, std::ostream& out) {
-  const auto started = std::chrono::steady_clock::now();
-  check_count(o.jobs, "--jobs", 0, kMaxThreads, "threads per process; 0: one per core");
-  check_count(o.max_points, "--max-points", 0, kMaxPoints, "new points to run before stopping; 0: all");
+SweepPaths sweep_paths(const SweepOptions& o) {
   const std::string out_path = o.out_path.empty() ? (std::filesystem::path(o.plan_path).replace_extension("").string() + ".results.json") : o.out_path;
   const std::string csv_path = o.csv_path.empty() ? std::filesystem::path(out_path).replace_extension(".csv").string() : o.csv_path;
   const std::string journal_path = out_path + ".journal";
   check_outputs({{"--out", out_path}, {"--csv", csv_path}, {"--html", o.html_path}, {"--out (its journal)", journal_path}});
-  const SweepPlan plan = load_sweep_plan(o.plan_path);
-  const std::vector<std::vector<json>> points = sweep_points(plan);
-  json identity = {{"command", plan.command}, {"base", plan.base}, {"options", plan.options}, {"points", points}};
-  const std::string print = fingerprint(identity.dump());
+  return {out_path, csv_path, journal_path};
+}
 
-  const bool mpi = sweep_mpi_launched();
-  const int threads = o.jobs > 0 ? o.jobs : mpi ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+// A sweep's points as they run, on threads or MPI ranks: the rows done (those of the journal
+// too, on --resume) and the journal each new row lands in.
+struct SweepRun {
+  SweepRun(const SweepOptions& options, const SweepPlan& sweep_plan, const std::vector<std::vector<json>>& sweep_points, const std::string& journal_at,
+           const std::string& plan_print, bool under_mpi)
+      : o(options), plan(sweep_plan), points(sweep_points), journal_path(journal_at), print(plan_print), mpi(under_mpi) {}
 
+  void run_points(int threads);
+  std::vector<int> prepare();
+  void record(int i, const std::string& text);
+
+  const SweepOptions& o;
+  const SweepPlan& plan;
+  const std::vector<std::vector<json>>& points;
+  const std::string& journal_path;
+  const std::string& print;
+  const bool mpi;
   std::map<int, SweepRow> done;
   std::size_t ran = 0;
   std::vector<int> per_rank;  // under MPI
   std::unique_ptr<std::ofstream> journal;
   bool root = true;
-  const auto evaluate = [&](int i) { return sweep_row_to_json(run_sweep_point(plan, i, points[static_cast<std::size_t>(i)])).dump(); };
   std::mutex lock;
   std::unique_ptr<Progress> progress;
   const ProgressSettings sweep_progress = current_progress_settings();  // before the points' commands are silenced
   bool metrics_checked = false;
-  const auto record = [&](int i, const std::string& text) {
-    const std::lock_guard<std::mutex> guard(lock);
-    done[i] = sweep_row_from_json(json::parse(text));
-    *journal << text << '\n';
-    journal->flush();
-    progress->advance();
-    // The first row that ran tells whether the objective is a metric at all: a typo fails now,
-    // not after the whole sweep (over MPI, where ranks wait on rank 0, at the end).
-    if (!metrics_checked && !mpi && done[i].status == "ok") {
-      metrics_checked = true;
-      check_metrics(plan, {&done[i]}, true);
-    }
-  };
-  const auto prepare = [&] {
-    std::vector<int> pending;
-    if (o.resume) done = read_journal(journal_path, print, points.size());
-    for (int i = 0; i < static_cast<int>(points.size()); ++i) {
-      if (!done.contains(i)) pending.push_back(i);
-    }
-    if (o.max_points > 0 && pending.size() > static_cast<std::size_t>(o.max_points)) pending.resize(static_cast<std::size_t>(o.max_points));
-    journal = std::make_unique<std::ofstream>(journal_path, o.resume ? std::ios::app : std::ios::trunc);
-    if (!*journal) throw InputError(journal_path, "", "cannot write the sweep's journal here (the results' folder must exist and be writable)");
-    if (!o.resume || done.empty()) {
-      journal->close();
-      journal->open(journal_path, std::ios::trunc);
-      *journal << json{{"fingerprint", print}, {"plan", plan.source}, {"points", points.size()}}.dump() << '\n';
-    }
-    ProgressSettings settings = sweep_progress;
-    if (o.quiet) settings.stream = nullptr;
-    progress = std::make_unique<Progress>(fmt::format("sweep {}", plan.source), static_cast<std::int64_t>(points.size()), "points",
-                                          static_cast<std::int64_t>(done.size()), std::move(settings));
-    ran = pending.size();
-    return pending;
-  };
+};
+
+// Runs the pending points on `threads` threads (of each MPI rank under mpirun).
+void SweepRun::run_points(int threads) {
+  const auto evaluate = [&](int i) { return sweep_row_to_json(run_sweep_point(plan, i, points[static_cast<std::size_t>(i)])).dump(); };
+  const auto record_row = [this](int i, const std::string& text) { record(i, text); };
   {
     // The points' own commands report nothing beneath the sweep's line.
     const ProgressTarget quiet_points(nullptr, false);
     if (mpi) {
-      root = sweep_run_mpi(prepare, threads, evaluate, record, per_rank);
+      root = sweep_run_mpi([this] { return prepare(); }, threads, evaluate, record_row, per_rank);
     } else {
-      sweep_run_local(prepare(), threads, evaluate, record);
+      sweep_run_local(prepare(), threads, evaluate, record_row);
     }
   }
   if (progress) progress->finish();
-  if (!root) return;
-  journal->close();
-  if (done.size() < points.size()) {
-    out << fmt::format("sweep      {}: stopped after {} new points ({} of {} done); continue with --resume (journal: {})\n", plan.source, ran,
-                       done.size(), points.size(), journal_path);
-    return;
-  }
+}
 
+// The points still to run (at most --max-points of them), with the journal open for their rows
+// and the progress report started.
+std::vector<int> SweepRun::prepare() {
+  std::vector<int> pending;
+  if (o.resume) done = read_journal(journal_path, print, points.size());
+  for (int i = 0; i < static_cast<int>(points.size()); ++i) {
+    if (!done.contains(i)) pending.push_back(i);
+  }
+  if (o.max_points > 0 && pending.size() > static_cast<std::size_t>(o.max_points)) pending.resize(static_cast<std::size_t>(o.max_points));
+  journal = std::make_unique<std::ofstream>(journal_path, o.resume ? std::ios::app : std::ios::trunc);
+  if (!*journal) throw InputError(journal_path, "", "cannot write the sweep's journal here (the results' folder must exist and be writable)");
+  if (!o.resume || done.empty()) {
+    journal->close();
+    journal->open(journal_path, std::ios::trunc);
+    *journal << json{{"fingerprint", print}, {"plan", plan.source}, {"points", points.size()}}.dump() << '\n';
+  }
+  ProgressSettings settings = sweep_progress;
+  if (o.quiet) settings.stream = nullptr;
+  progress = std::make_unique<Progress>(fmt::format("sweep {}", plan.source), static_cast<std::int64_t>(points.size()), "points",
+                                        static_cast<std::int64_t>(done.size()), std::move(settings));
+  ran = pending.size();
+  return pending;
+}
+
+// A finished point's row, from any thread: into the rows done and the journal.
+void SweepRun::record(int i, const std::string& text) {
+  const std::lock_guard<std::mutex> guard(lock);
+  done[i] = sweep_row_from_json(json::parse(text));
+  *journal << text << '\n';
+  journal->flush();
+  progress->advance();
+  // The first row that ran tells whether the objective is a metric at all: a typo fails now,
+  // not after the whole sweep (over MPI, where ranks wait on rank 0, at the end).
+  if (!metrics_checked && !mpi && done[i].status == "ok") {
+    metrics_checked = true;
+    check_metrics(plan, {&done[i]}, true);
+  }
+}
+
+// The results' table: its columns, its rows as JSON and as CSV, and how many points ended how.
+struct SweepTable {
+  std::vector<std::string> columns;
+  json rows = json::array();
+  std::string csv;
+  int ok = 0, oom = 0, invalid = 0, errors = 0;
+};
+
+SweepTable sweep_table(const SweepPlan& plan, const std::map<int, SweepRow>& done) {
+  SweepTable t;
+  std::vector<std::string>& columns = t.columns;
+  std::string& csv = t.csv;
   // Columns: the point, its status, the axes, then every metric any row reported, sorted.
-  std::vector<std::string> columns = {"point", "status", "reason"};
+  columns = {"point", "status", "reason"};
   for (const SweepAxis& a : plan.axes) columns.push_back(a.name);
   std::set<std::string> metrics;
   for (const auto& [i, row] : done) {
@@ -820,11 +848,8 @@ void sweep(const SweepOptions& o, std::ostream& out) {
   for (const std::string& m : metrics) {
     if (!axis_names.contains(m)) columns.push_back(m);
   }
-  json rows = json::array();
-  std::string csv;
   for (std::size_t c = 0; c < columns.size(); ++c) csv += (c ? "," : "") + csv_cell(columns[c]);
   csv += "\n";
-  int ok = 0, oom = 0, invalid = 0, errors = 0;
   for (const auto& [i, row] : done) {
     json r = json::object();
     r["point"] = row.point;
@@ -836,94 +861,153 @@ void sweep(const SweepOptions& o, std::ostream& out) {
     }
     for (std::size_t c = 0; c < columns.size(); ++c) csv += (c ? "," : "") + (r.contains(columns[c]) ? csv_cell(r.at(columns[c])) : std::string());
     csv += "\n";
-    rows.push_back(std::move(r));
-    ok += row.status == "ok";
-    oom += row.status == "oom";
-    invalid += row.status == "invalid";
-    errors += row.status == "error";
+    t.rows.push_back(std::move(r));
+    t.ok += row.status == "ok";
+    t.oom += row.status == "oom";
+    t.invalid += row.status == "invalid";
+    t.errors += row.status == "error";
   }
+  return t;
+}
+
+// The plan's objective and shown metrics against the metrics of every point that ran.
+void check_ran_metrics(const SweepPlan& plan, const std::map<int, SweepRow>& done) {
   std::vector<const SweepRow*> ran_ok;
   for (const auto& [i, row] : done) {
     if (row.status == "ok") ran_ok.push_back(&row);
   }
   check_metrics(plan, ran_ok, false);
-  json results = {{"plan", plan.source}, {"command", plan.command}, {"design", plan.design}, {"seed", plan.seed}, {"points", points.size()},
-                  {"columns", columns}, {"rows", rows}};
-  traces::write_file_atomically(out_path, results.dump(2) + "\n");
+}
+
+// The results JSON, the CSV and the optional HTML report; then the journal goes.
+void write_results(const SweepOptions& o, const SweepPlan& plan, std::size_t points, const SweepPaths& paths, const SweepTable& t) {
+  json results = {{"plan", plan.source}, {"command", plan.command}, {"design", plan.design}, {"seed", plan.seed}, {"points", points},
+                  {"columns", t.columns}, {"rows", t.rows}};
+  traces::write_file_atomically(paths.out, results.dump(2) + "\n");
   if (o.results != nullptr) *o.results = results;
-  traces::write_file_atomically(csv_path, csv);
+  traces::write_file_atomically(paths.csv, t.csv);
   if (!o.html_path.empty()) {
     reports::SweepPage page{plan.source, plan.command, plan.design, plan.objective, plan.maximize, {}};
     for (const SweepAxis& a : plan.axes) page.axes.push_back(a.name);
-    reports::write_sweep_html(o.html_path, page, columns, rows);
+    reports::write_sweep_html(o.html_path, page, t.columns, t.rows);
   }
-  std::filesystem::remove(journal_path);
+  std::filesystem::remove(paths.journal);
+}
+
+// The summary's first lines: the sweep, how its points ended, where they ran, where the results went.
+void print_summary(std::ostream& out, const SweepRun& run, const SweepTable& t, const SweepPaths& paths, int threads, double wall) {
+  const SweepOptions& o = run.o;
+  const SweepPlan& plan = run.plan;
+  const std::size_t points = run.points.size();
+  out << fmt::format("sweep      {} ({} `{}` over {} axes, {} design)\n", plan.source, points, plan.command, plan.axes.size(), plan.design);
+  out << fmt::format("points     {} ok, {} out of memory, {} invalid, {} internal errors{}\n", t.ok, t.oom, t.invalid, t.errors,
+                     o.resume ? fmt::format(" ({} resumed from the journal)", points - run.ran) : "");
+  if (run.mpi) {
+    out << fmt::format("ran        {} points in {:.2f} s on {} MPI ranks, {} thread{} on rank 0 (points per rank: {})\n", run.ran, wall,
+                       run.per_rank.size(), threads, threads == 1 ? "" : "s", fmt::join(run.per_rank, ", "));
+  } else {
+    out << fmt::format("ran        {} points in {:.2f} s on {} thread{}\n", run.ran, wall, threads, threads == 1 ? "" : "s");
+  }
+  out << fmt::format("results    {} and {}{}\n", paths.out, paths.csv, o.html_path.empty() ? "" : fmt::format("; plots in {}", o.html_path));
+}
+
+// With train_tokens: the fastest point to train on them (step's train.* keys).
+void print_fastest(std::ostream& out, const SweepPlan& plan, const std::map<int, SweepRow>& done) {
+  if (!plan.options.contains("train_tokens")) return;
+  std::optional<std::pair<double, int>> fastest;
+  for (const auto& [i, row] : done) {
+    if (row.status != "ok" || !row.metrics.contains("train.time_s")) continue;
+    const double t = row.metrics.at("train.time_s").get<double>();
+    if (!fastest || t < fastest->first) fastest = std::pair{t, i};
+  }
+  if (fastest) {
+    out << fmt::format("to train   {} tokens: fastest point {} in {} (train.time_s {:.6g})\n",
+                       token_count_text(done.at(fastest->second).metrics.at("train.tokens").get<double>()), fastest->second,
+                       human_duration(fastest->first), fastest->first);
+  }
+}
+
+// Prints a table of cells, each column right-aligned to its widest cell.
+void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& table) {
+  std::vector<std::size_t> width(table.front().size(), 0);
+  for (const auto& line : table) {
+    for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
+  }
+  for (const auto& line : table) {
+    std::string text = " ";
+    for (std::size_t c = 0; c < line.size(); ++c) text += fmt::format(" {:>{}}", line[c], width[c]);
+    out << text << "\n";
+  }
+}
+
+// The best points by the plan's objective, as a table.
+void print_best(std::ostream& out, const SweepPlan& plan, const std::map<int, SweepRow>& done, const std::string& csv_path) {
+  std::vector<std::pair<double, int>> ranked;
+  for (const auto& [i, row] : done) {
+    if (row.status == "ok" && row.metrics.contains(plan.objective) && row.metrics.at(plan.objective).is_number()) {
+      ranked.push_back({row.metrics.at(plan.objective).get<double>(), i});
+    }
+  }
+  if (ranked.empty()) {
+    out << fmt::format("objective  no point that ran reports {} (see the columns of {})\n", plan.objective, csv_path);
+    return;
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) { return plan.maximize ? a.first > b.first : a.first < b.first; });
+  out << fmt::format("best {} of {} points by {} ({}):\n", std::min<std::size_t>(plan.top, ranked.size()), ranked.size(), plan.objective,
+                     plan.maximize ? "highest" : "lowest");
+  // An aligned table: the point, its axis values, the objective, then the metrics to show.
+  std::vector<std::string> header = {"point"};
+  for (const SweepAxis& a : plan.axes) header.push_back(a.name);
+  header.push_back(plan.objective);
+  header.insert(header.end(), plan.show.begin(), plan.show.end());
+  std::vector<std::vector<std::string>> table = {header};
+  // People's units on the console (GiB, %, tokens/s with a suffix, hours); the results keep exact values.
+  const auto cell = [](const std::string& key, const json& v) { return v.is_number() ? reports::human::metric(key, v.get<double>()) : csv_cell(v); };
+  for (std::size_t k = 0; k < std::min<std::size_t>(plan.top, ranked.size()); ++k) {
+    const SweepRow& row = done.at(ranked[k].second);
+    std::vector<std::string> line = {std::to_string(row.point)};
+    for (std::size_t a = 0; a < plan.axes.size(); ++a) line.push_back(csv_cell(shown(plan.axes[a], row.values[a])));
+    line.push_back(reports::human::metric(plan.objective, ranked[k].first));
+    for (const std::string& m : plan.show) line.push_back(row.metrics.contains(m) ? cell(m, row.metrics.at(m)) : "-");
+    table.push_back(std::move(line));
+  }
+  print_aligned(out, table);
+}
+
+}  // namespace
+
+void sweep(const SweepOptions& o, std::ostream& out) {
+  const auto started = std::chrono::steady_clock::now();
+  check_count(o.jobs, "--jobs", 0, kMaxThreads, "threads per process; 0: one per core");
+  check_count(o.max_points, "--max-points", 0, kMaxPoints, "new points to run before stopping; 0: all");
+  const SweepPaths paths = sweep_paths(o);
+  const SweepPlan plan = load_sweep_plan(o.plan_path);
+  const std::vector<std::vector<json>> points = sweep_points(plan);
+  json identity = {{"command", plan.command}, {"base", plan.base}, {"options", plan.options}, {"points", points}};
+  const std::string print = fingerprint(identity.dump());
+
+  const bool mpi = sweep_mpi_launched();
+  const int threads = o.jobs > 0 ? o.jobs : mpi ? 1 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  SweepRun run(o, plan, points, paths.journal, print, mpi);
+  run.run_points(threads);
+  if (!run.root) return;
+  run.journal->close();
+  if (run.done.size() < points.size()) {
+    out << fmt::format("sweep      {}: stopped after {} new points ({} of {} done); continue with --resume (journal: {})\n", plan.source, run.ran,
+                       run.done.size(), points.size(), paths.journal);
+    return;
+  }
+
+  const SweepTable table = sweep_table(plan, run.done);
+  check_ran_metrics(plan, run.done);
+  write_results(o, plan, points.size(), paths, table);
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  out << fmt::format("sweep      {} ({} `{}` over {} axes, {} design)\n", plan.source, points.size(), plan.command, plan.axes.size(), plan.design);
-  out << fmt::format("points     {} ok, {} out of memory, {} invalid, {} internal errors{}\n", ok, oom, invalid, errors,
-                     o.resume ? fmt::format(" ({} resumed from the journal)", points.size() - ran) : "");
-  if (mpi) {
-    out << fmt::format("ran        {} points in {:.2f} s on {} MPI ranks, {} thread{} on rank 0 (points per rank: {})\n", ran, wall, per_rank.size(),
-                       threads, threads == 1 ? "" : "s", fmt::join(per_rank, ", "));
-  } else {
-    out << fmt::format("ran        {} points in {:.2f} s on {} thread{}\n", ran, wall, threads, threads == 1 ? "" : "s");
-  }
-  out << fmt::format("results    {} and {}{}\n", out_path, csv_path, o.html_path.empty() ? "" : fmt::format("; plots in {}", o.html_path));
-  if (plan.options.contains("train_tokens")) {  // the fastest point to train on them (step's train.* keys)
-    std::optional<std::pair<double, int>> fastest;
-    for (const auto& [i, row] : done) {
-      if (row.status != "ok" || !row.metrics.contains("train.time_s")) continue;
-      const double t = row.metrics.at("train.time_s").get<double>();
-      if (!fastest || t < fastest->first) fastest = std::pair{t, i};
-    }
-    if (fastest) {
-      out << fmt::format("to train   {} tokens: fastest point {} in {} (train.time_s {:.6g})\n",
-                         token_count_text(done.at(fastest->second).metrics.at("train.tokens").get<double>()), fastest->second,
-                         human_duration(fastest->first), fastest->first);
-    }
-  }
-  if (!plan.objective.empty()) {
-    std::vector<std::pair<double, int>> ranked;
-    for (const auto& [i, row] : done) {
-      if (row.status == "ok" && row.metrics.contains(plan.objective) && row.metrics.at(plan.objective).is_number()) {
-        ranked.push_back({row.metrics.at(plan.objective).get<double>(), i});
-      }
-    }
-    if (ranked.empty()) {
-      out << fmt::format("objective  no point that ran reports {} (see the columns of {})\n", plan.objective, csv_path);
-    } else {
-      std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) { return plan.maximize ? a.first > b.first : a.first < b.first; });
-      out << fmt::format("best {} of {} points by {} ({}):\n", std::min<std::size_t>(plan.top, ranked.size()), ranked.size(), plan.objective,
-                         plan.maximize ? "highest" : "lowest");
-      // An aligned table: the point, its axis values, the objective, then the metrics to show.
-      std::vector<std::string> header = {"point"};
-      for (const SweepAxis& a : plan.axes) header.push_back(a.name);
-      header.push_back(plan.objective);
-      header.insert(header.end(), plan.show.begin(), plan.show.end());
-      std::vector<std::vector<std::string>> table = {header};
-      // People's units on the console (GiB, %, tokens/s with a suffix, hours); the results keep exact values.
-      const auto cell = [](const std::string& key, const json& v) { return v.is_number() ? reports::human::metric(key, v.get<double>()) : csv_cell(v); };
-      for (std::size_t k = 0; k < std::min<std::size_t>(plan.top, ranked.size()); ++k) {
-        const SweepRow& row = done.at(ranked[k].second);
-        std::vector<std::string> line = {std::to_string(row.point)};
-        for (std::size_t a = 0; a < plan.axes.size(); ++a) line.push_back(csv_cell(shown(plan.axes[a], row.values[a])));
-        line.push_back(reports::human::metric(plan.objective, ranked[k].first));
-        for (const std::string& m : plan.show) line.push_back(row.metrics.contains(m) ? cell(m, row.metrics.at(m)) : "-");
-        table.push_back(std::move(line));
-      }
-      std::vector<std::size_t> width(header.size(), 0);
-      for (const auto& line : table) {
-        for (std::size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].size());
-      }
-      for (const auto& line : table) {
-        std::string text = " ";
-        for (std::size_t c = 0; c < line.size(); ++c) text += fmt::format(" {:>{}}", line[c], width[c]);
-        out << text << "\n";
-      }
-    }
-  }
-  if (errors > 0) throw sim::InternalError(fmt::format("{} points hit an internal error; their rows in {} say which", errors, out_path));
+  print_summary(out, run, table, paths, threads, wall);
+  print_fastest(out, plan, run.done);
+  if (!plan.objective.empty()) print_best(out, plan, run.done, paths.csv);
+  if (table.errors > 0) throw sim::InternalError(fmt::format("{} points hit an internal error; their rows in {} say which", table.errors, paths.out));
 }
 
 void sweep_run_local(const std::vector<int>& pending, int threads, const SweepEvaluate& evaluate, const SweepRecord& record) {

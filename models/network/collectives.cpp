@@ -276,9 +276,8 @@ NodeIndex nvls_switch(const Topology& t, const Layout& l, const CollectiveSpec& 
   return static_cast<NodeIndex>(sw);
 }
 
-}  // namespace
-
-CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
+// The number of ranks the collective runs on, once the request is valid for the topology.
+int checked_ranks(const Topology& t, const CollectiveSpec& s) {
   const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
   if (n < 2 || n > static_cast<int>(t.gpus().size())) {
     throw InputError("<command line>", "--ranks",
@@ -287,6 +286,265 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
   if (!(s.size.value() > 0) && s.pair_bytes.empty()) throw InputError("<command line>", "--size", "expected a positive size");
   if (s.root < 0 || s.root >= n) throw InputError("<command line>", "--root", fmt::format("root {} is not a rank of 0..{}", s.root, n - 1));
   if (s.peer <= 0 || s.peer >= n) throw InputError("<command line>", "--peer", fmt::format("peer {} is not a rank of 1..{}", s.peer, n - 1));
+  return n;
+}
+
+// What every algorithm's plan is made of: the request, its ranks' layout and its sizes.
+struct PlanArgs {
+  const CollectiveSpec& s;
+  const Layout& l;
+  int n;
+  double size;
+  int chunks;
+  int channels;
+};
+
+// Broadcast and reduce on rings: a pipelined chain from the root (broadcast) or to it (reduce).
+void plan_chain(PlanBuilder& b, const PlanArgs& a) {
+  const CollectiveSpec& s = a.s;
+  const Layout& l = a.l;
+  const int channels = a.channels, chunks = a.chunks;
+  const double size = a.size;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> order = ring_order(l, c);
+    // Broadcast flows from the root down the chain; reduce flows up it, ending at the root.
+    std::rotate(order.begin(), std::find(order.begin(), order.end(), s.root), order.end());
+    if (s.op == CollectiveOp::reduce) std::reverse(order.begin(), order.end());
+    const double piece = size / (channels * chunks);
+    std::vector<std::uint32_t> prev_hop(static_cast<std::size_t>(chunks), kNone);
+    for (std::size_t p = 0; p + 1 < order.size(); ++p) {
+      const NodeIndex src = l.ranks[static_cast<std::size_t>(order[p])];
+      const NodeIndex dst = l.ranks[static_cast<std::size_t>(order[p + 1])];
+      std::uint32_t own = kNone;
+      for (int q = 0; q < chunks; ++q) {
+        own = b.add(src, dst, piece, mix(static_cast<std::uint64_t>(c), src, dst), {prev_hop[static_cast<std::size_t>(q)], own});
+        prev_hop[static_cast<std::size_t>(q)] = own;
+      }
+    }
+  }
+}
+
+// Rings: all-reduce, reduce-scatter and all-gather around each channel's ring; broadcast and
+// reduce along a chain.
+void plan_ring(PlanBuilder& b, const PlanArgs& a) {
+  const CollectiveSpec& s = a.s;
+  if (s.op == CollectiveOp::all_to_all || s.op == CollectiveOp::send_recv) unsupported(s, "is not a ring collective; use --algo direct");
+  if (s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce) {
+    plan_chain(b, a);
+    return;
+  }
+  const int n = a.n, channels = a.channels, chunks = a.chunks;
+  const int steps = ring_steps(s.op, n);
+  const double piece = a.size / (static_cast<double>(n) * channels * chunks);
+  for (int c = 0; c < channels; ++c) add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
+}
+
+// Reduce up one tree of channel hash `ch`: rank r sends chunk q up once all its children sent q
+// to it. `order` lists the ranks from the leaves up; returns each rank's transfers up, by chunk.
+std::vector<std::vector<std::uint32_t>> tree_reduce(PlanBuilder& b, const PlanArgs& a, const Tree& tree, const std::vector<int>& order,
+                                                    std::uint64_t ch, double piece) {
+  const Layout& l = a.l;
+  const int n = a.n, chunks = a.chunks;
+  std::vector<std::vector<std::uint32_t>> up(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
+  for (const int r : order) {
+    const int parent = tree.parent[static_cast<std::size_t>(r)];
+    if (parent < 0) continue;
+    const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(parent)];
+    for (int q = 0; q < chunks; ++q) {
+      std::vector<std::uint32_t> deps;
+      for (const int child : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)]);
+      if (q > 0) deps.push_back(up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q - 1)]);
+      up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)] = b.add(src, dst, piece, mix(ch, src, dst), deps);
+    }
+  }
+  return up;
+}
+
+// Broadcast down the same tree: from the root once a chunk is fully reduced there (`up`), then down.
+void tree_broadcast(PlanBuilder& b, const PlanArgs& a, const Tree& tree, const std::vector<int>& order,
+                    const std::vector<std::vector<std::uint32_t>>& up, std::uint64_t ch, double piece) {
+  const Layout& l = a.l;
+  const int n = a.n, chunks = a.chunks;
+  std::vector<std::vector<std::uint32_t>> down(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int r = *it;
+    for (const int child : tree.children[static_cast<std::size_t>(r)]) {
+      const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(child)];
+      std::uint32_t own = kNone;
+      for (int q = 0; q < chunks; ++q) {
+        std::vector<std::uint32_t> deps{own};
+        if (tree.parent[static_cast<std::size_t>(r)] >= 0) {
+          deps.push_back(down[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)]);
+        } else {
+          for (const int c2 : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(c2)][static_cast<std::size_t>(q)]);
+        }
+        own = b.add(src, dst, piece, mix(ch + 1000, src, dst), deps);
+        down[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)] = own;
+      }
+    }
+  }
+}
+
+// Double binary trees (all-reduce only).
+void plan_tree(PlanBuilder& b, const PlanArgs& a) {
+  const CollectiveSpec& s = a.s;
+  const int n = a.n, channels = a.channels, chunks = a.chunks;
+  if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; trees serve all-reduce (as in NCCL)");
+  // Each tree of each channel carries half of the channel's data, in chunks: up the tree
+  // (reduce) once a chunk has come from every child, then down it (broadcast).
+  const double piece = a.size / (2.0 * channels * chunks);
+  for (int c = 0; c < channels; ++c) {
+    for (const bool second : {false, true}) {
+      const Tree tree = binary_tree(n, second);
+      const std::uint64_t ch = static_cast<std::uint64_t>(c) * 2 + (second ? 1 : 0);
+      std::vector<int> order;  // ranks from the leaves up (deepest first)
+      std::vector<int> depth(static_cast<std::size_t>(n), 0);
+      for (int r = 0; r < n; ++r) {
+        for (int x = r; tree.parent[static_cast<std::size_t>(x)] >= 0; x = tree.parent[static_cast<std::size_t>(x)]) ++depth[static_cast<std::size_t>(r)];
+        order.push_back(r);
+      }
+      std::stable_sort(order.begin(), order.end(), [&](int x, int z) { return depth[static_cast<std::size_t>(x)] > depth[static_cast<std::size_t>(z)]; });
+      const auto up = tree_reduce(b, a, tree, order, ch, piece);
+      tree_broadcast(b, a, tree, order, up, ch, piece);
+    }
+  }
+}
+
+// The ranks of server i as a layout of their own, and their ring order for channel c.
+std::pair<Layout, std::vector<int>> server_ring(const Layout& l, int i, int c) {
+  const int g = l.per_server;
+  Layout inner;
+  for (const int r : l.by_server[static_cast<std::size_t>(i)]) inner.ranks.push_back(l.ranks[static_cast<std::size_t>(r)]);
+  std::vector<int> order;
+  for (int k = 0; k < g; ++k) order.push_back((k + c) % g);
+  return {inner, order};
+}
+
+// Step 2 of the hierarchical all-reduce on channel c: an all-reduce of each 1/g slice across
+// servers, among GPUs of one local index (one rail), once the server's reduce-scatter
+// (`phase1_last`) is done. Returns each server's last transfers.
+std::vector<std::vector<std::uint32_t>> rail_all_reduce(PlanBuilder& b, const PlanArgs& a, int c,
+                                                        const std::vector<std::vector<std::uint32_t>>& phase1_last) {
+  const Layout& l = a.l;
+  const int g = l.per_server, chunks = a.chunks, channels = a.channels;
+  const auto m = static_cast<int>(l.by_server.size());
+  const double size = a.size;
+  std::vector<std::vector<std::uint32_t>> phase2_last(static_cast<std::size_t>(m));
+  for (int j = 0; j < g; ++j) {
+    Layout rail;
+    std::vector<int> order;
+    std::vector<std::uint32_t> gates;
+    for (int i = 0; i < m; ++i) {
+      rail.ranks.push_back(l.ranks[static_cast<std::size_t>(l.by_server[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])]);
+      order.push_back(i);
+      // Wait for the server's reduce-scatter: all of its last-step transfers.
+      const auto& last = phase1_last[static_cast<std::size_t>(i)];
+      gates.push_back(last.empty() ? kNone : b.add(rail.ranks.back(), rail.ranks.back(), 0, 0, last));
+    }
+    const auto last = add_ring(b, rail, order, 2 * (m - 1), chunks, size / (static_cast<double>(g) * m * channels * chunks),
+                               static_cast<std::uint64_t>(c) * 131 + static_cast<std::uint64_t>(j), gates);
+    for (int i = 0; i < m; ++i) {
+      for (int q = 0; q < chunks; ++q) phase2_last[static_cast<std::size_t>(i)].push_back(last[static_cast<std::size_t>(i * chunks + q)]);
+    }
+  }
+  return phase2_last;
+}
+
+// All-reduce in three steps per channel: inside each server, across servers on one rail, and
+// inside each server again.
+void plan_hierarchical(PlanBuilder& b, const PlanArgs& a) {
+  const CollectiveSpec& s = a.s;
+  const Layout& l = a.l;
+  const int channels = a.channels, chunks = a.chunks;
+  const double size = a.size;
+  if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; the hierarchical algorithm serves all-reduce");
+  if (l.by_server.size() < 2) unsupported(s, "needs ranks on at least two servers with equal GPU counts");
+  const int g = l.per_server;
+  const auto m = static_cast<int>(l.by_server.size());
+  for (int c = 0; c < channels; ++c) {
+    // 1. Reduce-scatter inside each server (NVLink ring).
+    std::vector<std::vector<std::uint32_t>> phase1_last(static_cast<std::size_t>(m));
+    for (int i = 0; i < m; ++i) {
+      const auto [inner, order] = server_ring(l, i, c);
+      phase1_last[static_cast<std::size_t>(i)] = g > 1 ? add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c))
+                                                       : std::vector<std::uint32_t>();
+    }
+    // 2. All-reduce of each 1/g slice across servers, among GPUs of one local index (one rail).
+    const std::vector<std::vector<std::uint32_t>> phase2_last = rail_all_reduce(b, a, c, phase1_last);
+    // 3. All-gather inside each server once its slices are reduced everywhere.
+    for (int i = 0; i < m; ++i) {
+      if (g < 2) continue;
+      const auto [inner, order] = server_ring(l, i, c);
+      const std::uint32_t barrier = b.add(inner.ranks[0], inner.ranks[0], 0, 0, phase2_last[static_cast<std::size_t>(i)]);
+      add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c),
+               std::vector<std::uint32_t>(static_cast<std::size_t>(g), barrier));
+    }
+  }
+}
+
+// NVLink SHARP: the switch reduces and multicasts (all-reduce only).
+void plan_nvls(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
+  const CollectiveSpec& s = a.s;
+  const Layout& l = a.l;
+  const int n = a.n, chunks = a.chunks;
+  if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; NVLS serves all-reduce here");
+  const NodeIndex sw = nvls_switch(t, l, s);
+  // Each GPU pushes all its data into the switch (which reduces each slice) and pulls its
+  // reduced slice, then pushes that slice once for the switch to multicast: S(n+1)/n bytes
+  // up and down per GPU, pipelined in chunks. A chunk comes down once every GPU sent it up.
+  const double piece = a.size * (n + 1.0) / (static_cast<double>(n) * chunks);
+  std::vector<std::uint32_t> up_prev(static_cast<std::size_t>(n), kNone);
+  for (int q = 0; q < chunks; ++q) {
+    std::vector<std::uint32_t> ups;
+    for (int r = 0; r < n; ++r) {
+      const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
+      up_prev[static_cast<std::size_t>(r)] = b.add(g, sw, piece, mix(7, g, sw), {up_prev[static_cast<std::size_t>(r)]}, true);
+      ups.push_back(up_prev[static_cast<std::size_t>(r)]);
+    }
+    for (int r = 0; r < n; ++r) {
+      const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
+      b.add(sw, g, piece, mix(8, sw, g), ups, true);
+    }
+  }
+}
+
+// Direct transfers: all-to-all(v) between every pair, send-recv from rank 0 to the peer.
+void plan_direct(PlanBuilder& b, const PlanArgs& a) {
+  const CollectiveSpec& s = a.s;
+  const Layout& l = a.l;
+  const int n = a.n, channels = a.channels;
+  const double size = a.size;
+  if (s.op == CollectiveOp::all_to_all) {
+    // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer; all-to-allv
+    // takes each pair's bytes from the matrix.
+    const auto nn = static_cast<std::size_t>(n);
+    if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
+      throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
+    }
+    for (int x = 0; x < n; ++x) {
+      for (int z = 0; z < n; ++z) {
+        if (x == z) continue;
+        const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(x) * nn + static_cast<std::size_t>(z)];
+        if (!(piece >= 0) || !std::isfinite(piece)) {
+          throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", x, z, piece));
+        }
+        if (piece == 0) continue;
+        const NodeIndex src = l.ranks[static_cast<std::size_t>(x)], dst = l.ranks[static_cast<std::size_t>(z)];
+        b.add(src, dst, piece, mix(9, src, dst), {});
+      }
+    }
+  } else if (s.op == CollectiveOp::send_recv) {
+    const NodeIndex src = l.ranks[0], dst = l.ranks[static_cast<std::size_t>(s.peer)];
+    for (int c = 0; c < channels; ++c) b.add(src, dst, size / channels, mix(static_cast<std::uint64_t>(c), src, dst), {});
+  } else {
+    unsupported(s, "is not supported; direct serves all-to-all and send-recv");
+  }
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
+  const int n = checked_ranks(t, s);
   const Layout l = layout_of(t, n);
   CollectivePlan plan;
   plan.ranks = n;
@@ -295,188 +553,13 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
   const int channels = default_channels(t, l, s);
   PlanBuilder b(plan, {s.max_transfers, n, channels, chunks});
   plan.channels = channels;
-
+  const PlanArgs a{s, l, n, size, chunks, channels};
   switch (s.algo) {
-    case CollectiveAlgo::ring: {
-      if (s.op == CollectiveOp::all_to_all || s.op == CollectiveOp::send_recv) unsupported(s, "is not a ring collective; use --algo direct");
-      if (s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce) {
-        // A pipelined chain from the root (broadcast) or to it (reduce).
-        for (int c = 0; c < channels; ++c) {
-          std::vector<int> order = ring_order(l, c);
-          // Broadcast flows from the root down the chain; reduce flows up it, ending at the root.
-          std::rotate(order.begin(), std::find(order.begin(), order.end(), s.root), order.end());
-          if (s.op == CollectiveOp::reduce) std::reverse(order.begin(), order.end());
-          const double piece = size / (channels * chunks);
-          std::vector<std::uint32_t> prev_hop(static_cast<std::size_t>(chunks), kNone);
-          for (std::size_t p = 0; p + 1 < order.size(); ++p) {
-            const NodeIndex src = l.ranks[static_cast<std::size_t>(order[p])];
-            const NodeIndex dst = l.ranks[static_cast<std::size_t>(order[p + 1])];
-            std::uint32_t own = kNone;
-            for (int q = 0; q < chunks; ++q) {
-              own = b.add(src, dst, piece, mix(static_cast<std::uint64_t>(c), src, dst), {prev_hop[static_cast<std::size_t>(q)], own});
-              prev_hop[static_cast<std::size_t>(q)] = own;
-            }
-          }
-        }
-        break;
-      }
-      const int steps = ring_steps(s.op, n);
-      const double piece = size / (static_cast<double>(n) * channels * chunks);
-      for (int c = 0; c < channels; ++c) add_ring(b, l, ring_order(l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
-      break;
-    }
-    case CollectiveAlgo::tree: {
-      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; trees serve all-reduce (as in NCCL)");
-      // Each tree of each channel carries half of the channel's data, in chunks: up the tree
-      // (reduce) once a chunk has come from every child, then down it (broadcast).
-      const double piece = size / (2.0 * channels * chunks);
-      for (int c = 0; c < channels; ++c) {
-        for (const bool second : {false, true}) {
-          const Tree tree = binary_tree(n, second);
-          const std::uint64_t ch = static_cast<std::uint64_t>(c) * 2 + (second ? 1 : 0);
-          // Reduce: rank r sends chunk q up once all its children sent q to it.
-          std::vector<std::vector<std::uint32_t>> up(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
-          std::vector<int> order;  // ranks from the leaves up (deepest first)
-          std::vector<int> depth(static_cast<std::size_t>(n), 0);
-          for (int r = 0; r < n; ++r) {
-            for (int x = r; tree.parent[static_cast<std::size_t>(x)] >= 0; x = tree.parent[static_cast<std::size_t>(x)]) ++depth[static_cast<std::size_t>(r)];
-            order.push_back(r);
-          }
-          std::stable_sort(order.begin(), order.end(), [&](int a, int z) { return depth[static_cast<std::size_t>(a)] > depth[static_cast<std::size_t>(z)]; });
-          for (const int r : order) {
-            const int parent = tree.parent[static_cast<std::size_t>(r)];
-            if (parent < 0) continue;
-            const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(parent)];
-            for (int q = 0; q < chunks; ++q) {
-              std::vector<std::uint32_t> deps;
-              for (const int child : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)]);
-              if (q > 0) deps.push_back(up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q - 1)]);
-              up[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)] = b.add(src, dst, piece, mix(ch, src, dst), deps);
-            }
-          }
-          // Broadcast: from the root once a chunk is fully reduced there, then down.
-          std::vector<std::vector<std::uint32_t>> down(static_cast<std::size_t>(n), std::vector<std::uint32_t>(static_cast<std::size_t>(chunks), kNone));
-          for (auto it = order.rbegin(); it != order.rend(); ++it) {
-            const int r = *it;
-            for (const int child : tree.children[static_cast<std::size_t>(r)]) {
-              const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(child)];
-              std::uint32_t own = kNone;
-              for (int q = 0; q < chunks; ++q) {
-                std::vector<std::uint32_t> deps{own};
-                if (tree.parent[static_cast<std::size_t>(r)] >= 0) {
-                  deps.push_back(down[static_cast<std::size_t>(r)][static_cast<std::size_t>(q)]);
-                } else {
-                  for (const int c2 : tree.children[static_cast<std::size_t>(r)]) deps.push_back(up[static_cast<std::size_t>(c2)][static_cast<std::size_t>(q)]);
-                }
-                own = b.add(src, dst, piece, mix(ch + 1000, src, dst), deps);
-                down[static_cast<std::size_t>(child)][static_cast<std::size_t>(q)] = own;
-              }
-            }
-          }
-        }
-      }
-      break;
-    }
-    case CollectiveAlgo::hierarchical: {
-      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; the hierarchical algorithm serves all-reduce");
-      if (l.by_server.size() < 2) unsupported(s, "needs ranks on at least two servers with equal GPU counts");
-      const int g = l.per_server;
-      const auto m = static_cast<int>(l.by_server.size());
-      for (int c = 0; c < channels; ++c) {
-        // 1. Reduce-scatter inside each server (NVLink ring).
-        std::vector<std::uint32_t> phase1_done(static_cast<std::size_t>(m), kNone);
-        std::vector<std::vector<std::uint32_t>> phase1_last(static_cast<std::size_t>(m));
-        for (int i = 0; i < m; ++i) {
-          Layout inner;
-          for (const int r : l.by_server[static_cast<std::size_t>(i)]) inner.ranks.push_back(l.ranks[static_cast<std::size_t>(r)]);
-          std::vector<int> order;
-          for (int k = 0; k < g; ++k) order.push_back((k + c) % g);
-          phase1_last[static_cast<std::size_t>(i)] = g > 1 ? add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c))
-                                                           : std::vector<std::uint32_t>();
-        }
-        // 2. All-reduce of each 1/g slice across servers, among GPUs of one local index (one rail).
-        std::vector<std::vector<std::uint32_t>> phase2_last(static_cast<std::size_t>(m));
-        for (int j = 0; j < g; ++j) {
-          Layout rail;
-          std::vector<int> order;
-          std::vector<std::uint32_t> gates;
-          for (int i = 0; i < m; ++i) {
-            rail.ranks.push_back(l.ranks[static_cast<std::size_t>(l.by_server[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)])]);
-            order.push_back(i);
-            // Wait for the server's reduce-scatter: all of its last-step transfers.
-            const auto& last = phase1_last[static_cast<std::size_t>(i)];
-            gates.push_back(last.empty() ? kNone : b.add(rail.ranks.back(), rail.ranks.back(), 0, 0, last));
-          }
-          const auto last = add_ring(b, rail, order, 2 * (m - 1), chunks, size / (static_cast<double>(g) * m * channels * chunks),
-                                     static_cast<std::uint64_t>(c) * 131 + static_cast<std::uint64_t>(j), gates);
-          for (int i = 0; i < m; ++i) {
-            for (int q = 0; q < chunks; ++q) phase2_last[static_cast<std::size_t>(i)].push_back(last[static_cast<std::size_t>(i * chunks + q)]);
-          }
-        }
-        // 3. All-gather inside each server once its slices are reduced everywhere.
-        for (int i = 0; i < m; ++i) {
-          if (g < 2) continue;
-          Layout inner;
-          for (const int r : l.by_server[static_cast<std::size_t>(i)]) inner.ranks.push_back(l.ranks[static_cast<std::size_t>(r)]);
-          std::vector<int> order;
-          for (int k = 0; k < g; ++k) order.push_back((k + c) % g);
-          const std::uint32_t barrier = b.add(inner.ranks[0], inner.ranks[0], 0, 0, phase2_last[static_cast<std::size_t>(i)]);
-          add_ring(b, inner, order, g - 1, chunks, size / (static_cast<double>(g) * channels * chunks), static_cast<std::uint64_t>(c),
-                   std::vector<std::uint32_t>(static_cast<std::size_t>(g), barrier));
-        }
-      }
-      break;
-    }
-    case CollectiveAlgo::nvls: {
-      if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; NVLS serves all-reduce here");
-      const NodeIndex sw = nvls_switch(t, l, s);
-      // Each GPU pushes all its data into the switch (which reduces each slice) and pulls its
-      // reduced slice, then pushes that slice once for the switch to multicast: S(n+1)/n bytes
-      // up and down per GPU, pipelined in chunks. A chunk comes down once every GPU sent it up.
-      const double piece = size * (n + 1.0) / (static_cast<double>(n) * chunks);
-      std::vector<std::uint32_t> up_prev(static_cast<std::size_t>(n), kNone);
-      for (int q = 0; q < chunks; ++q) {
-        std::vector<std::uint32_t> ups;
-        for (int r = 0; r < n; ++r) {
-          const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
-          up_prev[static_cast<std::size_t>(r)] = b.add(g, sw, piece, mix(7, g, sw), {up_prev[static_cast<std::size_t>(r)]}, true);
-          ups.push_back(up_prev[static_cast<std::size_t>(r)]);
-        }
-        for (int r = 0; r < n; ++r) {
-          const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
-          b.add(sw, g, piece, mix(8, sw, g), ups, true);
-        }
-      }
-      break;
-    }
-    case CollectiveAlgo::direct: {
-      if (s.op == CollectiveOp::all_to_all) {
-        // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer; all-to-allv
-        // takes each pair's bytes from the matrix.
-        const auto nn = static_cast<std::size_t>(n);
-        if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
-          throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
-        }
-        for (int a = 0; a < n; ++a) {
-          for (int z = 0; z < n; ++z) {
-            if (a == z) continue;
-            const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(a) * nn + static_cast<std::size_t>(z)];
-            if (!(piece >= 0) || !std::isfinite(piece)) {
-              throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", a, z, piece));
-            }
-            if (piece == 0) continue;
-            const NodeIndex src = l.ranks[static_cast<std::size_t>(a)], dst = l.ranks[static_cast<std::size_t>(z)];
-            b.add(src, dst, piece, mix(9, src, dst), {});
-          }
-        }
-      } else if (s.op == CollectiveOp::send_recv) {
-        const NodeIndex src = l.ranks[0], dst = l.ranks[static_cast<std::size_t>(s.peer)];
-        for (int c = 0; c < channels; ++c) b.add(src, dst, size / channels, mix(static_cast<std::uint64_t>(c), src, dst), {});
-      } else {
-        unsupported(s, "is not supported; direct serves all-to-all and send-recv");
-      }
-      break;
-    }
+    case CollectiveAlgo::ring: plan_ring(b, a); break;
+    case CollectiveAlgo::tree: plan_tree(b, a); break;
+    case CollectiveAlgo::hierarchical: plan_hierarchical(b, a); break;
+    case CollectiveAlgo::nvls: plan_nvls(b, a, t); break;
+    case CollectiveAlgo::direct: plan_direct(b, a); break;
   }
   return plan;
 }

@@ -51,6 +51,358 @@ StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const 
 }
 
 namespace {
+
+// One chunk's data-parallel collectives under ZeRO-2 and -3.
+struct ZeroCosts {
+  double g = 0, r = 0;  // one layer's gather and reduce-scatter
+  double G = 0, R = 0;  // the whole chunk's
+};
+
+// What the steps of an estimate share: the plan, the schedule's order and, per chunk, its ops'
+// times for one micro-batch (with ZeRO-2 and -3's collectives once they are paced in).
+struct Pipeline {
+  const ParallelPlan& p;
+  const PipelinePlan& order;
+  const PipelineShape& shape;
+  FabricCosts& fabric;
+  const std::string_view kind;  // the schedule's name
+  const int mbs;
+  const int dp_group;
+  const bool split_ops;    // the plan has B and W apart
+  const bool zero_per_mb;  // ZeRO-2 and -3: data-parallel collectives every micro-batch
+  const bool zero3;
+  std::vector<ChunkOpCosts> chunks;
+  const std::vector<ChunkOpCosts> own_chunks;  // before the collectives are added
+  std::vector<ZeroCosts> zc;
+
+  const ChunkOpCosts& chunk(int c, int stage) const { return chunks[static_cast<std::size_t>(c * p.pp + stage)]; }
+  // One op's time on a stage: its chunk's F, B + W, B or W.
+  double op_seconds(const PipeOp& op, int stage) const {
+    const ChunkOpCosts& k = chunk(op.chunk, stage);
+    switch (op.kind) {
+      case PipeOpKind::forward: return k.f.seconds();
+      case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
+      case PipeOpKind::backward_input: return k.b.seconds();
+      case PipeOpKind::backward_weight: return k.w.seconds();
+    }
+    return 0.0;
+  }
+  OpDuration op_duration() const {
+    return [this](const PipeOp& op, int stage) { return op_seconds(op, stage); };
+  }
+};
+
+// ZeRO-2 and -3 communicate every micro-batch (run_step: ZeRO-2 reduce-scatters each
+// micro-batch's gradients after its backward; ZeRO-3 also gathers each layer before every
+// forward and backward, prefetching one layer ahead). Per layer, an op then takes the longer
+// of its compute and the data-parallel collectives it waits on (a gather one layer ahead
+// hides only behind one layer); unoverlapped collectives add to the op. The extra time is
+// counted as the op's exposed communication.
+void add_zero_collectives(Pipeline& x) {
+  const ParallelPlan& p = x.p;
+  const bool split_ops = x.split_ops, zero3 = x.zero3;
+  const int dp_group = x.dp_group;
+  x.zc.resize(x.chunks.size());
+  if (!x.zero_per_mb) return;
+  const CollectiveOp rs = CollectiveOp::reduce_scatter;
+  for (std::size_t i = 0; i < x.chunks.size(); ++i) {
+    ChunkOpCosts& k = x.chunks[i];
+    ZeroCosts& z = x.zc[i];
+    const int n = std::max(1, k.layers);
+    z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
+    z.r = x.fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
+    z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * 2, dp_group, p.tp);
+    z.R = x.fabric.collective(rs, k.params * 4, dp_group, p.tp);
+    // Per layer: the op's compute d against its collectives c, over n layers.
+    const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
+    OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
+    if (zero3) {
+      if (p.overlap_param_gather) {
+        paced(k.f, z.g);
+        if (split_ops) {
+          paced(k.b, z.g);
+        } else {
+          // BW: the layer's gather and its gradient bucket.
+          OpTime bw{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
+          const double before = bw.seconds();
+          paced(bw, z.g + (p.overlap_grad_reduce ? z.r : 0.0));
+          k.b.comm += bw.seconds() - before;
+        }
+      } else {
+        k.f.comm += z.G;
+        k.b.comm += z.G;
+      }
+    }
+    // ZeRO-2's buckets hold nothing back (only the step's DP total does, below); ZeRO-3's
+    // share the stream with the next layer's gather, so they pace the op.
+    if (p.overlap_grad_reduce) {
+      if (zero3 && (split_ops || !p.overlap_param_gather)) {
+        OpTime own = split_ops ? k.w : OpTime{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
+        const double before = own.seconds();
+        paced(own, z.r);
+        grad_op.comm += own.seconds() - before;
+      }
+    } else {
+      grad_op.comm += z.R;
+    }
+  }
+}
+
+// Per stage: one micro-batch through all its chunks.
+std::vector<StageSums> stage_sums(const Pipeline& x) {
+  const ParallelPlan& p = x.p;
+  std::vector<StageSums> st(static_cast<std::size_t>(p.pp));
+  for (int s = 0; s < p.pp; ++s) {
+    StageSums& sum = st[static_cast<std::size_t>(s)];
+    for (int c = 0; c < p.vp; ++c) {
+      const ChunkOpCosts& k = x.chunk(c, s);
+      sum.f += k.f.seconds();
+      sum.b += k.b.seconds();
+      sum.w += k.w.seconds();
+      sum.comm += k.f.comm + k.b.comm + k.w.comm;
+      sum.params += k.params;
+    }
+  }
+  return st;
+}
+
+// The pipeline's compute at its bottleneck stage (m micro-batches of it), and the schedule's
+// bubble on top.
+struct PipelineTime {
+  double ideal = 0;
+  double ramp = 0;
+};
+
+// The schedule's bubble. Equal stages of per-micro-batch time t (F + B + W), p stages, m
+// micro-batches, v chunks per stage:
+//  - GPipe, 1F1B: (p - 1) t, i.e. (p-1)/m of the ideal m t (Narayanan et al. SC'21, "Efficient
+//    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sec. 2.2.1). With
+//    unequal stages the ramp is every other stage's time once: sum t_s - max t_s.
+//  - interleaved 1F1B: (p - 1) t / v (same paper, sec. 2.2.2).
+//  - ZB-H1: (p - 1)(T_F + T_B - T_W): W fills part of the drain (Qi et al. ICLR'24, "Zero Bubble
+//    Pipeline Parallelism", sec. 3.1).
+// Other schedules: their plan replayed with these op times (plan_makespan).
+PipelineTime pipeline_time(const Pipeline& x, const std::vector<StageSums>& st) {
+  const auto bottleneck = std::max_element(st.begin(), st.end(), [](const StageSums& a, const StageSums& b) { return a.t() < b.t(); });
+  const double t_max = bottleneck->t();
+  const double t_sum = std::accumulate(st.begin(), st.end(), 0.0, [](double a, const StageSums& s) { return a + s.t(); });
+  const std::string_view kind = x.kind;
+  const double ideal = x.mbs * t_max;
+  double ramp = 0;
+  if (kind == "gpipe" || kind == "1f1b") {
+    ramp = t_sum - t_max;
+  } else if (kind == "interleaved-1f1b") {
+    ramp = (t_sum - t_max) / x.p.vp;
+  } else if (kind == "zb-h1") {
+    double sum = 0, worst = 0;
+    for (const StageSums& s : st) {
+      const double r = std::max(0.0, s.f + s.b - s.w);
+      sum += r;
+      worst = std::max(worst, r);
+    }
+    ramp = sum - worst;
+  } else {
+    const double span = plan_makespan(x.order, x.shape, x.op_duration());
+    ramp = std::max(0.0, span - ideal);
+  }
+  return {ideal, ramp};
+}
+
+// Pipeline sends: each micro-batch crosses p - 1 stage boundaries forward and back. GPipe
+// pays them in the fill and the drain only; in 1F1B and ZB-H1 a stage's next forward waits
+// for the round trip through its neighbour (a send each way), so every micro-batch pays two;
+// interleaving's deeper warm-up (v chunks in flight) hides them after the fill. Returns one
+// send's time and sets the step's pp_comm_s.
+double add_pipeline_sends(const Pipeline& x, const ModelSpec& m, StepEstimate& e) {
+  const ParallelPlan& p = x.p;
+  const std::string_view kind = x.kind;
+  const int pp_stride = p.tp * p.cp * p.dp;
+  const double c = p.pp > 1 ? x.fabric.p2p(pipeline_send_bytes(m, p), pp_stride) : 0.0;
+  if (p.pp > 1) {
+    if (kind == "1f1b" || kind == "zb-h1") {
+      e.pp_comm_s = 2 * c * (x.mbs + p.pp - 1);
+    } else {
+      e.pp_comm_s = 2 * c * (p.virtual_stages() - 1);
+    }
+  }
+  return c;
+}
+
+// The data-parallel communication the pipeline cannot hide: before the first forward (head) and
+// after each stage's last op (tail).
+struct DpEdges {
+  std::vector<double> tail;
+  double head = 0;
+};
+
+// Data parallelism over dp x cp ranks `tp` apart, one bucket per layer (as run_step); `c` is one
+// pipeline send.
+DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) {
+  const ParallelPlan& p = x.p;
+  const int dp_group = x.dp_group;
+  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  const bool split = x.kind == "zb-h1";
+  std::vector<double> tail(static_cast<std::size_t>(p.pp), 0.0);
+  double head = 0;
+  if (dp_group > 1) {
+    double ramp_in = 0;  // when the stage's first forward could start without the gathers
+    for (int s = 0; s < p.pp; ++s) {
+      const StageSums& sum = st[static_cast<std::size_t>(s)];
+      // Gradients: overlapped, each layer's bucket goes when its part of the chunk's last
+      // backward op is done; the chain of n buckets of r seconds behind n parts of d seconds
+      // ends max(r, n r - (n - 1) d) after the op. The chunk whose backward runs last is chunk 0.
+      if (p.overlap_grad_reduce) {
+        const ChunkOpCosts& k = x.chunk(0, s);
+        const int n = std::max(1, k.layers);
+        const double r = x.fabric.collective(reduce_op, k.params / n * 4, dp_group, p.tp);
+        const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
+        tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
+      } else if (!x.zero_per_mb) {
+        tail[static_cast<std::size_t>(s)] = x.fabric.collective(reduce_op, sum.params * 4, dp_group, p.tp);
+      }  // ZeRO-2, -3 unoverlapped: the last reduce-scatter is in the last backward's time
+      // Parameters (ZeRO >= 1): overlapped, the gathers run in order from the step's start and
+      // each chunk's first forward waits for its layers' buckets; else one gather after the
+      // optimizer. ZeRO-3 gathers before every op (in the op times above); only the step's
+      // first layer waits for its gather, and nothing is gathered after the optimizer.
+      if (x.zero3) {
+        if (s == 0 && p.overlap_param_gather) head = x.zc.front().g;
+      } else if (p.zero >= 1) {
+        if (p.overlap_param_gather) {
+          double issued = 0, wait = 0;
+          for (int cc = 0; cc < p.vp; ++cc) {
+            const ChunkOpCosts& k = x.chunk(cc, s);
+            const int n = std::max(1, k.layers);
+            const double g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
+            const double d = k.f.seconds() / n;
+            // The chunk's first forward starts after the stage's ramp and, with interleaving,
+            // after p forwards of each earlier chunk.
+            const double start = ramp_in + cc * p.pp * (sum.f / p.vp);
+            wait = std::max(wait, issued + std::max(g, n * g - (n - 1) * d) - start);
+            issued += n * g;
+          }
+          head = std::max(head, wait);
+        } else {
+          tail[static_cast<std::size_t>(s)] += x.fabric.collective(CollectiveOp::all_gather, sum.params * 2, dp_group, p.tp);
+        }
+      }
+      ramp_in += x.chunk(0, s).f.seconds() + c;
+    }
+  }
+  return {tail, head};
+}
+
+// The end of the step: the optimizer after the stage's reductions.
+struct StepEnd {
+  double end = 0;           // after the pipeline
+  std::vector<double> opt;  // each stage's optimizer
+};
+
+// The end: the optimizer after the stage's reductions. Stage s runs its last op earlier than
+// stage 0 by the backward ops of the stages before it (the drain runs from the last stage to
+// the first).
+StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const CostModel& cost, const std::vector<double>& tail) {
+  const ParallelPlan& p = x.p;
+  const bool split = x.kind == "zb-h1";
+  double end = 0, lead = 0;
+  std::vector<double> opt(static_cast<std::size_t>(p.pp));
+  for (int s = 0; s < p.pp; ++s) {
+    const StageSums& sum = st[static_cast<std::size_t>(s)];
+    const double params = p.zero >= 1 ? sum.params / x.dp_group : sum.params;
+    opt[static_cast<std::size_t>(s)] = seconds_of(cost, Kernel::optimizer(std::max<std::int64_t>(1, std::llround(params))));
+    end = std::max(end, tail[static_cast<std::size_t>(s)] + opt[static_cast<std::size_t>(s)] - lead);
+    const ChunkOpCosts& k0 = x.chunk(0, s);
+    lead += split ? k0.b.seconds() : k0.b.seconds() + k0.w.seconds();
+  }
+  return {end, opt};
+}
+
+// ZeRO-2, overlapped: per stage, when its first gradient bucket can go (the first layer of its
+// first op that completes gradients, in the schedule replayed with the op times).
+std::vector<double> first_grad_buckets(const Pipeline& x) {
+  const ParallelPlan& p = x.p;
+  std::vector<double> first_grad(static_cast<std::size_t>(p.pp), 0.0);  // when the stage's first gradient bucket can go
+  std::vector<OpSpan> spans;
+  plan_makespan(x.order, x.shape, x.op_duration(), &spans);
+  std::vector<bool> seen(static_cast<std::size_t>(p.pp), false);
+  for (const OpSpan& o : spans) {
+    const bool grads = o.op.kind != PipeOpKind::forward && (!x.split_ops || o.op.kind == PipeOpKind::backward_weight);
+    const auto st_i = static_cast<std::size_t>(o.stage);
+    if (!grads || (seen[st_i] && first_grad[st_i] <= o.start)) continue;
+    first_grad[st_i] = seen[st_i] ? std::min(first_grad[st_i], o.start) : o.start;
+    first_grad[st_i] += (o.end - o.start) / std::max(1, x.chunk(o.op.chunk, o.stage).layers);
+    seen[st_i] = true;
+  }
+  return first_grad;
+}
+
+// ZeRO-2 and -3, overlapped: the data-parallel stream's busy time over the step bounds it from
+// below, with the edges it cannot hide. ZeRO-2: its m x n reduce-scatters per chunk start
+// with the stage's first backward layer (the step-start gathers fill the time before) and
+// end before the optimizer. ZeRO-3: m x n x (two gathers and a reduce-scatter) per chunk,
+// from the stage's first forward (two gathers run ahead of it) to the last layer's backward,
+// then its reduce-scatter, then the optimizer. Raises the step time to the bound; `c` is one
+// pipeline send.
+void apply_zero_bound(const Pipeline& x, const std::vector<double>& opt, double c, StepEstimate& e) {
+  const ParallelPlan& p = x.p;
+  const int mbs = x.mbs;
+  const bool bound_zero2 = x.zero_per_mb && !x.zero3 && p.overlap_grad_reduce;
+  const bool bound_zero3 = x.zero3 && p.overlap_param_gather;
+  if (!(bound_zero2 || bound_zero3)) return;
+  const std::vector<double> first_grad = bound_zero2 ? first_grad_buckets(x) : std::vector<double>(static_cast<std::size_t>(p.pp), 0.0);
+  double ramp_in = 0, lower = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    double busy = 0, gathers = 0, after_gathers = 0;
+    for (int cc = 0; cc < p.vp; ++cc) {
+      const auto i = static_cast<std::size_t>(cc * p.pp + s);
+      const int n = std::max(1, x.chunks[i].layers);
+      if (bound_zero3) {
+        busy += mbs * n * (2 * x.zc[i].g + (p.overlap_grad_reduce ? x.zc[i].r : 0.0)) + (p.overlap_grad_reduce ? 0.0 : mbs * x.zc[i].R);
+      } else {
+        busy += mbs * n * x.zc[i].r;
+        if (p.overlap_param_gather) {
+          gathers += n * x.zc[i].g;
+        } else {
+          after_gathers += x.zc[i].G;
+        }
+      }
+    }
+    const ChunkOpCosts& k0 = x.own_chunks[static_cast<std::size_t>(s)];
+    const int n0 = std::max(1, k0.layers);
+    double bound = 0;
+    if (bound_zero3) {
+      const double last_layer = (x.split_ops ? k0.w.seconds() : k0.b.seconds() + k0.w.seconds()) / n0;
+      bound = std::max(busy, ramp_in + k0.f.seconds() / n0 + busy - 2 * x.zc[static_cast<std::size_t>(s)].g) + last_layer;
+    } else {
+      bound = std::max(gathers, first_grad[static_cast<std::size_t>(s)]) + busy + after_gathers;
+    }
+    lower = std::max(lower, bound + opt[static_cast<std::size_t>(s)]);
+    ramp_in += x.chunk(0, s).f.seconds() + c;
+  }
+  e.step_time_s = std::max(e.step_time_s, lower);
+}
+
+// The step's bubble and exposed-communication fractions, throughput and utilisation; `pipe` is
+// the pipeline's time with its sends, `tail` each stage's data-parallel tail.
+void add_fractions(const Pipeline& x, const std::vector<StageSums>& st, double pipe, double head, const std::vector<double>& tail,
+                   const StepScenario& sc, StepEstimate& e) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = x.p;
+  const double step = e.step_time_s;
+  double bubble = 0, exposed = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    const StageSums& sum = st[static_cast<std::size_t>(s)];
+    bubble += std::max(0.0, pipe - e.pp_comm_s - x.mbs * sum.t());
+    exposed += x.mbs * sum.comm + e.pp_comm_s + head + tail[static_cast<std::size_t>(s)];
+  }
+  e.bubble_fraction = bubble / p.pp / step;
+  e.exposed_comm_fraction = exposed / p.pp / step;
+  e.tokens_per_s = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / step;
+  const double gpus = p.gpus();
+  const double model_flops = step_model_flops(m, p);
+  e.tflops_per_gpu = model_flops / step / gpus / 1e12;
+  e.mfu = model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
+}
+
 StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
@@ -69,278 +421,22 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
   const int dp_group = p.dp * p.cp;
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
-  // ZeRO-2 and -3 communicate every micro-batch (run_step: ZeRO-2 reduce-scatters each
-  // micro-batch's gradients after its backward; ZeRO-3 also gathers each layer before every
-  // forward and backward, prefetching one layer ahead). Per layer, an op then takes the longer
-  // of its compute and the data-parallel collectives it waits on (a gather one layer ahead
-  // hides only behind one layer); unoverlapped collectives add to the op. The extra time is
-  // counted as the op's exposed communication.
-  struct ZeroCosts {
-    double g = 0, r = 0;  // one layer's gather and reduce-scatter
-    double G = 0, R = 0;  // the whole chunk's
-  };
-  std::vector<ZeroCosts> zc(chunks.size());
-  const std::vector<ChunkOpCosts> own_chunks = chunks;  // before the collectives are added
-  const bool zero_per_mb = p.zero >= 2 && dp_group > 1;
-  const bool zero3 = p.zero >= 3 && dp_group > 1;
-  if (zero_per_mb) {
-    const CollectiveOp rs = CollectiveOp::reduce_scatter;
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      ChunkOpCosts& k = chunks[i];
-      ZeroCosts& z = zc[i];
-      const int n = std::max(1, k.layers);
-      z.g = fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
-      z.r = fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
-      z.G = fabric.collective(CollectiveOp::all_gather, k.params * 2, dp_group, p.tp);
-      z.R = fabric.collective(rs, k.params * 4, dp_group, p.tp);
-      // Per layer: the op's compute d against its collectives c, over n layers.
-      const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
-      OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
-      if (zero3) {
-        if (p.overlap_param_gather) {
-          paced(k.f, z.g);
-          if (split_ops) {
-            paced(k.b, z.g);
-          } else {
-            // BW: the layer's gather and its gradient bucket.
-            OpTime bw{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
-            const double before = bw.seconds();
-            paced(bw, z.g + (p.overlap_grad_reduce ? z.r : 0.0));
-            k.b.comm += bw.seconds() - before;
-          }
-        } else {
-          k.f.comm += z.G;
-          k.b.comm += z.G;
-        }
-      }
-      // ZeRO-2's buckets hold nothing back (only the step's DP total does, below); ZeRO-3's
-      // share the stream with the next layer's gather, so they pace the op.
-      if (p.overlap_grad_reduce) {
-        if (zero3 && (split_ops || !p.overlap_param_gather)) {
-          OpTime own = split_ops ? k.w : OpTime{k.b.compute + k.w.compute, k.b.comm + k.w.comm};
-          const double before = own.seconds();
-          paced(own, z.r);
-          grad_op.comm += own.seconds() - before;
-        }
-      } else {
-        grad_op.comm += z.R;
-      }
-    }
-  }
-  const auto chunk = [&](int c, int stage) -> const ChunkOpCosts& { return chunks[static_cast<std::size_t>(c * p.pp + stage)]; };
-  std::vector<StageSums> st(static_cast<std::size_t>(p.pp));
-  for (int s = 0; s < p.pp; ++s) {
-    StageSums& x = st[static_cast<std::size_t>(s)];
-    for (int c = 0; c < p.vp; ++c) {
-      const ChunkOpCosts& k = chunk(c, s);
-      x.f += k.f.seconds();
-      x.b += k.b.seconds();
-      x.w += k.w.seconds();
-      x.comm += k.f.comm + k.b.comm + k.w.comm;
-      x.params += k.params;
-    }
-  }
-  const auto bottleneck = std::max_element(st.begin(), st.end(), [](const StageSums& a, const StageSums& b) { return a.t() < b.t(); });
-  const double t_max = bottleneck->t();
-  const double t_sum = std::accumulate(st.begin(), st.end(), 0.0, [](double a, const StageSums& x) { return a + x.t(); });
-
-  // The schedule's bubble. Equal stages of per-micro-batch time t (F + B + W), p stages, m
-  // micro-batches, v chunks per stage:
-  //  - GPipe, 1F1B: (p - 1) t, i.e. (p-1)/m of the ideal m t (Narayanan et al. SC'21, "Efficient
-  //    Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", sec. 2.2.1). With
-  //    unequal stages the ramp is every other stage's time once: sum t_s - max t_s.
-  //  - interleaved 1F1B: (p - 1) t / v (same paper, sec. 2.2.2).
-  //  - ZB-H1: (p - 1)(T_F + T_B - T_W): W fills part of the drain (Qi et al. ICLR'24, "Zero Bubble
-  //    Pipeline Parallelism", sec. 3.1).
-  // Other schedules: their plan replayed with these op times (plan_makespan).
-  const std::string_view kind = schedule.name();
-  // One op's time on a stage: its chunk's F, B + W, B or W.
-  const auto op_seconds = [&](const PipeOp& op, int stage) {
-    const ChunkOpCosts& k = chunk(op.chunk, stage);
-    switch (op.kind) {
-      case PipeOpKind::forward: return k.f.seconds();
-      case PipeOpKind::backward: return k.b.seconds() + k.w.seconds();
-      case PipeOpKind::backward_input: return k.b.seconds();
-      case PipeOpKind::backward_weight: return k.w.seconds();
-    }
-    return 0.0;
-  };
-  const double ideal = mbs * t_max;
-  double ramp = 0;
-  if (kind == "gpipe" || kind == "1f1b") {
-    ramp = t_sum - t_max;
-  } else if (kind == "interleaved-1f1b") {
-    ramp = (t_sum - t_max) / p.vp;
-  } else if (kind == "zb-h1") {
-    double sum = 0, worst = 0;
-    for (const StageSums& x : st) {
-      const double r = std::max(0.0, x.f + x.b - x.w);
-      sum += r;
-      worst = std::max(worst, r);
-    }
-    ramp = sum - worst;
-  } else {
-    const double span = plan_makespan(order, shape, op_seconds);
-    ramp = std::max(0.0, span - ideal);
-  }
-  e.pipeline_compute_s = ideal;
-  e.bubble_s = ramp;
-
-  // Pipeline sends: each micro-batch crosses p - 1 stage boundaries forward and back. GPipe
-  // pays them in the fill and the drain only; in 1F1B and ZB-H1 a stage's next forward waits
-  // for the round trip through its neighbour (a send each way), so every micro-batch pays two;
-  // interleaving's deeper warm-up (v chunks in flight) hides them after the fill.
-  const int pp_stride = p.tp * p.cp * p.dp;
-  const double c = p.pp > 1 ? fabric.p2p(pipeline_send_bytes(m, p), pp_stride) : 0.0;
-  if (p.pp > 1) {
-    if (kind == "1f1b" || kind == "zb-h1") {
-      e.pp_comm_s = 2 * c * (mbs + p.pp - 1);
-    } else {
-      e.pp_comm_s = 2 * c * (p.virtual_stages() - 1);
-    }
-  }
-  const double pipe = ideal + ramp + e.pp_comm_s;
-
-  // Data parallelism over dp x cp ranks `tp` apart, one bucket per layer (as run_step).
-  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
-  const bool split = kind == "zb-h1";
-  std::vector<double> tail(static_cast<std::size_t>(p.pp), 0.0);
-  double head = 0;
-  if (dp_group > 1) {
-    double ramp_in = 0;  // when the stage's first forward could start without the gathers
-    for (int s = 0; s < p.pp; ++s) {
-      const StageSums& x = st[static_cast<std::size_t>(s)];
-      // Gradients: overlapped, each layer's bucket goes when its part of the chunk's last
-      // backward op is done; the chain of n buckets of r seconds behind n parts of d seconds
-      // ends max(r, n r - (n - 1) d) after the op. The chunk whose backward runs last is chunk 0.
-      if (p.overlap_grad_reduce) {
-        const ChunkOpCosts& k = chunk(0, s);
-        const int n = std::max(1, k.layers);
-        const double r = fabric.collective(reduce_op, k.params / n * 4, dp_group, p.tp);
-        const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
-        tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
-      } else if (!zero_per_mb) {
-        tail[static_cast<std::size_t>(s)] = fabric.collective(reduce_op, x.params * 4, dp_group, p.tp);
-      }  // ZeRO-2, -3 unoverlapped: the last reduce-scatter is in the last backward's time
-      // Parameters (ZeRO >= 1): overlapped, the gathers run in order from the step's start and
-      // each chunk's first forward waits for its layers' buckets; else one gather after the
-      // optimizer. ZeRO-3 gathers before every op (in the op times above); only the step's
-      // first layer waits for its gather, and nothing is gathered after the optimizer.
-      if (zero3) {
-        if (s == 0 && p.overlap_param_gather) head = zc.front().g;
-      } else if (p.zero >= 1) {
-        if (p.overlap_param_gather) {
-          double issued = 0, wait = 0;
-          for (int cc = 0; cc < p.vp; ++cc) {
-            const ChunkOpCosts& k = chunk(cc, s);
-            const int n = std::max(1, k.layers);
-            const double g = fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
-            const double d = k.f.seconds() / n;
-            // The chunk's first forward starts after the stage's ramp and, with interleaving,
-            // after p forwards of each earlier chunk.
-            const double start = ramp_in + cc * p.pp * (x.f / p.vp);
-            wait = std::max(wait, issued + std::max(g, n * g - (n - 1) * d) - start);
-            issued += n * g;
-          }
-          head = std::max(head, wait);
-        } else {
-          tail[static_cast<std::size_t>(s)] += fabric.collective(CollectiveOp::all_gather, x.params * 2, dp_group, p.tp);
-        }
-      }
-      ramp_in += chunk(0, s).f.seconds() + c;
-    }
-  }
-  e.dp_head_s = head;
-
-  // The end: the optimizer after the stage's reductions. Stage s runs its last op earlier than
-  // stage 0 by the backward ops of the stages before it (the drain runs from the last stage to
-  // the first).
-  double end = 0, lead = 0;
-  std::vector<double> opt(static_cast<std::size_t>(p.pp));
-  for (int s = 0; s < p.pp; ++s) {
-    const StageSums& x = st[static_cast<std::size_t>(s)];
-    const double params = p.zero >= 1 ? x.params / dp_group : x.params;
-    opt[static_cast<std::size_t>(s)] = seconds_of(cost, Kernel::optimizer(std::max<std::int64_t>(1, std::llround(params))));
-    end = std::max(end, tail[static_cast<std::size_t>(s)] + opt[static_cast<std::size_t>(s)] - lead);
-    const ChunkOpCosts& k0 = chunk(0, s);
-    lead += split ? k0.b.seconds() : k0.b.seconds() + k0.w.seconds();
-  }
-  e.dp_tail_s = tail.front();
-  e.optimizer_s = opt.front();
-  e.step_time_s = head + pipe + end;
-
-  // ZeRO-2 and -3, overlapped: the data-parallel stream's busy time over the step bounds it from
-  // below, with the edges it cannot hide. ZeRO-2: its m x n reduce-scatters per chunk start
-  // with the stage's first backward layer (the step-start gathers fill the time before) and
-  // end before the optimizer. ZeRO-3: m x n x (two gathers and a reduce-scatter) per chunk,
-  // from the stage's first forward (two gathers run ahead of it) to the last layer's backward,
-  // then its reduce-scatter, then the optimizer.
-  const bool bound_zero2 = zero_per_mb && !zero3 && p.overlap_grad_reduce;
-  const bool bound_zero3 = zero3 && p.overlap_param_gather;
-  if (bound_zero2 || bound_zero3) {
-    std::vector<double> first_grad(static_cast<std::size_t>(p.pp), 0.0);  // when the stage's first gradient bucket can go
-    if (bound_zero2) {
-      std::vector<OpSpan> spans;
-      plan_makespan(
-          order, shape,
-          op_seconds,
-          &spans);
-      std::vector<bool> seen(static_cast<std::size_t>(p.pp), false);
-      for (const OpSpan& o : spans) {
-        const bool grads = o.op.kind != PipeOpKind::forward && (!split_ops || o.op.kind == PipeOpKind::backward_weight);
-        const auto st_i = static_cast<std::size_t>(o.stage);
-        if (!grads || (seen[st_i] && first_grad[st_i] <= o.start)) continue;
-        first_grad[st_i] = seen[st_i] ? std::min(first_grad[st_i], o.start) : o.start;
-        first_grad[st_i] += (o.end - o.start) / std::max(1, chunk(o.op.chunk, o.stage).layers);
-        seen[st_i] = true;
-      }
-    }
-    double ramp_in = 0, lower = 0;
-    for (int s = 0; s < p.pp; ++s) {
-      double busy = 0, gathers = 0, after_gathers = 0;
-      for (int cc = 0; cc < p.vp; ++cc) {
-        const auto i = static_cast<std::size_t>(cc * p.pp + s);
-        const int n = std::max(1, chunks[i].layers);
-        if (bound_zero3) {
-          busy += mbs * n * (2 * zc[i].g + (p.overlap_grad_reduce ? zc[i].r : 0.0)) + (p.overlap_grad_reduce ? 0.0 : mbs * zc[i].R);
-        } else {
-          busy += mbs * n * zc[i].r;
-          if (p.overlap_param_gather) {
-            gathers += n * zc[i].g;
-          } else {
-            after_gathers += zc[i].G;
-          }
-        }
-      }
-      const ChunkOpCosts& k0 = own_chunks[static_cast<std::size_t>(s)];
-      const int n0 = std::max(1, k0.layers);
-      double bound = 0;
-      if (bound_zero3) {
-        const double last_layer = (split_ops ? k0.w.seconds() : k0.b.seconds() + k0.w.seconds()) / n0;
-        bound = std::max(busy, ramp_in + k0.f.seconds() / n0 + busy - 2 * zc[static_cast<std::size_t>(s)].g) + last_layer;
-      } else {
-        bound = std::max(gathers, first_grad[static_cast<std::size_t>(s)]) + busy + after_gathers;
-      }
-      lower = std::max(lower, bound + opt[static_cast<std::size_t>(s)]);
-      ramp_in += chunk(0, s).f.seconds() + c;
-    }
-    e.step_time_s = std::max(e.step_time_s, lower);
-  }
-
-  const double step = e.step_time_s;
-  double bubble = 0, exposed = 0;
-  for (int s = 0; s < p.pp; ++s) {
-    const StageSums& x = st[static_cast<std::size_t>(s)];
-    bubble += std::max(0.0, pipe - e.pp_comm_s - mbs * x.t());
-    exposed += mbs * x.comm + e.pp_comm_s + head + tail[static_cast<std::size_t>(s)];
-  }
-  e.bubble_fraction = bubble / p.pp / step;
-  e.exposed_comm_fraction = exposed / p.pp / step;
-  e.tokens_per_s = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / step;
-  const double gpus = p.gpus();
-  const double model_flops = step_model_flops(m, p);
-  e.tflops_per_gpu = model_flops / step / gpus / 1e12;
-  e.mfu = model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
+  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, split_ops, p.zero >= 2 && dp_group > 1, p.zero >= 3 && dp_group > 1, chunks, chunks, {}};
+  add_zero_collectives(x);
+  const std::vector<StageSums> st = stage_sums(x);
+  const PipelineTime pt = pipeline_time(x, st);
+  e.pipeline_compute_s = pt.ideal;
+  e.bubble_s = pt.ramp;
+  const double c = add_pipeline_sends(x, m, e);
+  const double pipe = pt.ideal + pt.ramp + e.pp_comm_s;
+  const DpEdges dp = dp_edges(x, st, c);
+  e.dp_head_s = dp.head;
+  const StepEnd end = step_end(x, st, cost, dp.tail);
+  e.dp_tail_s = dp.tail.front();
+  e.optimizer_s = end.opt.front();
+  e.step_time_s = dp.head + pipe + end.end;
+  apply_zero_bound(x, end.opt, c, e);
+  add_fractions(x, st, pipe, dp.head, dp.tail, sc, e);
   return e;
 }
 }  // namespace

@@ -569,80 +569,81 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
 }
 
 namespace {
-StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
+
+// The schedule's order of ops per stage, once the model and the plan are valid on the cluster.
+PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, const PipelineSchedule& schedule) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
-  const ClusterSpec cluster = parse_cluster(sc.topology);
   const int cluster_gpus = cluster.units() * cluster.per_unit();
   validate_model(m, sc.source, "/model");
   validate_plan(p, m, cluster_gpus, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
-  const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
-  const int vstages = p.virtual_stages();
+  return schedule.plan(shape, sc.source, "/plan/schedule");
+}
 
-  CommCost comm(cluster);
-  const Ctx ctx = make_ctx(m, p, cost, comm);
-
-  // Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
-  // (dense or MoE); without, every layer of every op of every rank is costed afresh.
-  std::map<bool, LayerCost> layer_cache;
-  const auto layer = [&](bool moe) {
-    if (!options.reuse) return layer_cost(ctx, moe);
-    auto it = layer_cache.find(moe);
-    if (it == layer_cache.end()) it = layer_cache.emplace(moe, layer_cost(ctx, moe)).first;
-    return it->second;
-  };
-  const auto chunk_cost = [&](int vs) { return models::chunk_cost(ctx, vs, layer); };
-  std::vector<LayerCost> chunk_costs;
-  if (options.reuse) {
-    for (int vs = 0; vs < vstages; ++vs) chunk_costs.push_back(chunk_cost(vs));
-  }
-  const auto cost_of = [&](int vs) { return options.reuse ? chunk_costs[static_cast<std::size_t>(vs)] : chunk_cost(vs); };
-
-  // Communication outside the ops: pipeline transfers and data-parallel gradients/parameters.
-  const double act_bytes = pipeline_send_bytes(m, p);
-  const int pp_stride = p.tp * p.cp * p.dp;
-  const double p2p = p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0;
-  const int dp_group = p.dp * p.cp;
-
-  // The task graph: one rank per stage (reuse) or every rank.
-  StepResult result;
-  result.micro_batches = mbs;
-  sim::TaskGraph& g = result.graph;
-  const int replicas = options.reuse ? 1 : p.tp * p.cp * p.dp;
-  const auto dur = [](double s) { return sim::ceil_duration_ns(s * 1e9); };
-
-  // Transfers outside the ops (pipeline sends, data-parallel buckets) run as flows on each
-  // simulated GPU's own links, NVLink and NIC, one per direction, so that what shares a link
-  // slows down: a pipeline send behind a gradient bucket on the same NIC. Alone, each takes
-  // exactly the time of its communication simulated on the fabric (above).
-  sim::Engine engine;
-  sim::FlowNetwork network(engine);
-  const Rails rails = rails_of(cluster);
-  const int gpn = cluster.per_unit();
-  const bool pp_over_nic = static_cast<long>(pp_stride) >= gpn;
-  const bool dp_over_nic = static_cast<long>(p.tp) * dp_group > gpn;
-  struct RankLinks {
-    sim::LinkId nvl_out, nvl_in, nic_out, nic_in;
-  };
-  std::vector<std::vector<RankLinks>> links(static_cast<std::size_t>(p.pp));
-  for (int stage = 0; stage < p.pp; ++stage) {
-    for (int r = 0; r < replicas; ++r) {
-      links[static_cast<std::size_t>(stage)].push_back({network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
-                                                        network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
-                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero()),
-                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero())});
+// Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
+// (dense or MoE); without, every layer of every op of every rank is costed afresh.
+class ChunkCosts {
+ public:
+  ChunkCosts(const Ctx& ctx, bool reuse) : ctx_(ctx), reuse_(reuse) {
+    if (reuse_) {
+      for (int vs = 0; vs < ctx_.p.virtual_stages(); ++vs) chunk_costs_.push_back(chunk(vs));
     }
   }
-  const auto latency_for = [&](double isolated_s, double wire_bytes, double capacity) {
-    return dur(std::max(0.0, isolated_s - wire_bytes / capacity));
-  };
+  // Virtual stage vs's ops for one micro-batch.
+  LayerCost of(int vs) { return reuse_ ? chunk_costs_[static_cast<std::size_t>(vs)] : chunk(vs); }
+
+ private:
+  LayerCost chunk(int vs) {
+    const auto layer = [&](bool moe) {
+      if (!reuse_) return layer_cost(ctx_, moe);
+      auto it = layer_cache_.find(moe);
+      if (it == layer_cache_.end()) it = layer_cache_.emplace(moe, layer_cost(ctx_, moe)).first;
+      return it->second;
+    };
+    return chunk_cost(ctx_, vs, layer);
+  }
+
+  const Ctx ctx_;
+  const bool reuse_;
+  std::map<bool, LayerCost> layer_cache_;
+  std::vector<LayerCost> chunk_costs_;
+};
+
+sim::Duration dur(double s) { return sim::ceil_duration_ns(s * 1e9); }
+
+// The latency that makes a transfer of `wire_bytes` at `capacity`, alone, take `isolated_s`.
+sim::Duration latency_for(double isolated_s, double wire_bytes, double capacity) {
+  return dur(std::max(0.0, isolated_s - wire_bytes / capacity));
+}
+
+// A simulated GPU's own links, NVLink and NIC, one per direction.
+struct RankLinks {
+  sim::LinkId nvl_out, nvl_in, nic_out, nic_in;
+};
+
+// One simulated rank's tasks.
+struct RankTasks {
+  std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward; its end)
+  std::vector<sim::TaskId> b_entry;  // the backward's first task (where its inputs arrive)
+  std::vector<sim::TaskId> f_entry;
+  sim::TaskId last_op{}, optimizer{};
+  std::vector<std::pair<sim::TaskId, double>> ops;  // (task, exposed comm inside) for the breakdown
+  double optimizer_s = 0;
+};
+
+// What the steps of one emulated training step share: the scenario and its costs, the task graph
+// of the simulated ranks, and the flow network their transfers outside the ops run on.
+struct StepGraph {
+  StepGraph(const StepScenario& scenario, const CostModel& cost_model, const StepOptions& step_options, const ClusterSpec& cluster,
+            const PipelinePlan& plan_order, CommCost& comm_cost, ChunkCosts& chunk_costs);
+
+  std::size_t idx(int vs, int mb) const { return static_cast<std::size_t>(vs * mbs + mb); }
   // A data-parallel bucket on (stage, replica): a flow through the GPU's links that, alone,
   // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
   // throughout), so that a pipeline send on the same link shares it.
-  std::vector<double> dp_bytes(static_cast<std::size_t>(p.pp), 0.0), dp_busy(static_cast<std::size_t>(p.pp), 0.0);  // the first replica's
-  const auto dp_transfer = [&](std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
+  sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
     const double isolated = comm.collective(op, bytes, dp_group, p.tp);
     if (r == 0) {
       dp_bytes[static_cast<std::size_t>(stage)] += bytes;
@@ -651,262 +652,406 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
     const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
     const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
     return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
-  };
-  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
-  struct RankTasks {
-    std::vector<sim::TaskId> f, b, w;  // by vs * mbs + mb (b: input grads or full backward; its end)
-    std::vector<sim::TaskId> b_entry;  // the backward's first task (where its inputs arrive)
-    std::vector<sim::TaskId> f_entry;
-    sim::TaskId last_op{}, optimizer{};
-    std::vector<std::pair<sim::TaskId, double>> ops;  // (task, exposed comm inside) for the breakdown
-    double optimizer_s = 0;
-  };
-  std::vector<std::vector<RankTasks>> ranks(static_cast<std::size_t>(p.pp), std::vector<RankTasks>(static_cast<std::size_t>(replicas)));
-  const auto idx = [&](int vs, int mb) { return static_cast<std::size_t>(vs * mbs + mb); };
-  const bool split = std::any_of(order.front().begin(), order.front().end(),
-                                 [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
-  double hw_flops = 0;
-  for (int stage = 0; stage < p.pp; ++stage) {
-    for (int r = 0; r < replicas; ++r) {
-      RankTasks& rt = ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
-      const std::string device = options.reuse ? fmt::format("stage{}", stage) : fmt::format("stage{}.rank{}", stage, r);
-      const sim::StreamId compute = g.add_stream(device, "compute");
-      rt.f.assign(static_cast<std::size_t>(vstages * mbs), sim::TaskId{});
-      rt.b = rt.f;
-      rt.w = rt.f;
-      rt.b_entry = rt.f;
-      rt.f_entry = rt.f;
-      // Parameter all-gathers of the updated shards (ZeRO-1 and -2) overlapped with the forward:
-      // one bucket per layer, issued in order on the comm stream at the start of the step; the
-      // chunk's first forward runs layer by layer, each layer after its bucket. ZeRO-3 gathers
-      // before every op instead (below).
-      const bool zero3 = p.zero >= 3 && dp_group > 1;
-      const bool gather_buckets = p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1;
-      std::vector<std::vector<sim::TaskId>> gathers(static_cast<std::size_t>(p.vp));
-      // Data-parallel transfers of a rank run one after another (NCCL's one stream).
-      std::optional<sim::TaskId> last_dp;
-      const auto chain = [&](sim::TaskId t) {
-        if (last_dp) g.add_dependency(*last_dp, t);
-        last_dp = t;
-        return t;
-      };
-      if (gather_buckets) {
-        for (int c = 0; c < p.vp; ++c) {
-          const int vs = c * p.pp + stage;
-          const int n = std::max(1, layers_of(p, m, vs));
-          const double bytes = chunk_params(m, p, vs) / n * 2;
-          for (int piece = 0; piece < n; ++piece) {
-            gathers[static_cast<std::size_t>(c)].push_back(chain(
-                dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), stage, r, CollectiveOp::all_gather, bytes)));
-          }
-        }
-      }
-      std::vector<bool> first_forward_seen(static_cast<std::size_t>(p.vp), false);
-      // The chunk's last backward-side op (its gradients are then complete).
-      std::vector<std::size_t> last_grad_op(static_cast<std::size_t>(p.vp), 0);
-      const auto& ops = order[static_cast<std::size_t>(stage)];
-      // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
-      // the schedule splits B and W.
-      const auto completes_grads = [&](const PipeOp& op) {
-        return op.kind != PipeOpKind::forward && (!split || op.kind == PipeOpKind::backward_weight);
-      };
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (completes_grads(ops[i])) last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
-      }
-      // ZeRO-2 and -3 partition the gradients, so each micro-batch's gradients are
-      // reduce-scattered as soon as its backward produces them (Rajbhandari et al., "ZeRO", SC'20,
-      // sec. 5.2; DeepSpeed stage 2 and 3 with gradient accumulation), not once per step from a
-      // full accumulation buffer (ZeRO-1, Megatron's distributed optimizer).
-      const bool grads_per_micro_batch = p.zero >= 2 && dp_group > 1;
-      // ZeRO-3 also partitions the parameters: every forward and every backward (B) op gathers its
-      // chunk's parameters again, for every micro-batch (ZeRO paper sec. 7.2.3; PyTorch FSDP
-      // FULL_SHARD, Zhao et al. VLDB'23, which frees them after the forward). W needs only the
-      // activations and the output gradients, not the weights, so it gathers nothing.
-      const auto gathers_params = [&](const PipeOp& op) { return zero3 && op.kind != PipeOpKind::backward_weight; };
-      const auto pieces_of = [&](std::size_t i) {
-        const PipeOp& op = ops[i];
-        const int vs = op.chunk * p.pp + stage;
-        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
-                             p.overlap_grad_reduce && dp_group > 1;
-        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
-        return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
-      };
-      // ZeRO-3, overlapped: one all-gather per layer piece of each op. Prefetch is bounded one
-      // piece ahead, as FSDP's forward/backward prefetch of the next unit with
-      // `limit_all_gathers` (torch.distributed.fsdp API docs: memory of only the instance
-      // computing and the next one, whose all-gather is prefetched): the gather for the
-      // stage's j-th compute piece is issued when piece j-1 is (once piece j-2 is done), so at
-      // most two layers' full parameters are in flight (estimate_memory counts them). Issued
-      // before piece j-1's gradient bucket, so a backward's next gather is not stuck behind it.
-      std::vector<sim::TaskId> pieces_done;  // the stage's compute pieces so far, in stream order
-      std::map<std::pair<std::size_t, int>, sim::TaskId> zero3_gathers;  // (op, piece) -> its gather
-      const auto issue_gather = [&](std::size_t i, int piece, const sim::TaskId* after) {
-        if (i >= ops.size() || !gathers_params(ops[i]) || !p.overlap_param_gather || zero3_gathers.count({i, piece}) > 0) return;
-        const PipeOp& op = ops[i];
-        const int vs = op.chunk * p.pp + stage;
-        const int n = pieces_of(i);
-        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{} bucket {}", device,
-                                                             op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
-                                                 stage, r, CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2));
-        if (after != nullptr) g.add_dependency(*after, ag);
-        zero3_gathers[{i, piece}] = ag;
-      };
-      std::optional<sim::TaskId> prev;
-      std::vector<sim::TaskId> blocking;  // an unoverlapped collective the next op waits for (none or one)
-      std::vector<sim::TaskId> reduces;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const PipeOp& op = ops[i];
-        const int vs = op.chunk * p.pp + stage;
-        const LayerCost lc = cost_of(vs);
-        OpCost oc;
-        const char* tag = "F";
-        switch (op.kind) {
-          case PipeOpKind::forward: oc = lc.f; break;
-          case PipeOpKind::backward: oc = lc.b, oc += lc.w, tag = "BW"; break;
-          case PipeOpKind::backward_input: oc = lc.b, tag = "B"; break;
-          case PipeOpKind::backward_weight: oc = lc.w, tag = "W"; break;
-        }
-        hw_flops += oc.flops;
-        // The op that completes a chunk's gradients runs layer by layer when gradient reduction
-        // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's
-        // bucketed overlap), so only the last bucket waits after the backward. ZeRO-1 does this
-        // for the chunk's last such op; ZeRO-2 and -3 for every micro-batch's.
-        const bool buckets = completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) &&
-                             p.overlap_grad_reduce && dp_group > 1;
-        const bool gated = op.kind == PipeOpKind::forward && gather_buckets && !first_forward_seen[static_cast<std::size_t>(op.chunk)];
-        if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
-        const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
-        const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
-        const double bucket_params = chunk_params(m, p, vs) / pieces;
-        // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
-        // the op's critical path.
-        if (gathers_params(op) && !p.overlap_param_gather) {
-          const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), stage, r,
-                                                   CollectiveOp::all_gather, chunk_params(m, p, vs) * 2));
-          if (prev) g.add_dependency(*prev, ag);
-          for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
-          blocking = {ag};
-        }
-        std::optional<sim::TaskId> entry;
-        sim::TaskId t{};
-        for (int piece = 0; piece < pieces; ++piece) {
-          if (zero3 && p.overlap_param_gather) {
-            // Piece j = pieces_done.size() is next: its gather (issued with piece j-1, except the
-            // stage's first) and piece j+1's, which may start once piece j-1 is done.
-            const sim::TaskId* before_prev = pieces_done.size() >= 2 ? &pieces_done[pieces_done.size() - 2] : nullptr;
-            const sim::TaskId* before = pieces_done.empty() ? nullptr : &pieces_done.back();
-            if (gated_zero3) issue_gather(i, piece, before_prev);
-            if (piece + 1 < pieces) {
-              if (gated_zero3) issue_gather(i, piece + 1, before);
-            } else {
-              issue_gather(i + 1, 0, before);
-            }
-          }
-          t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs)
-                                        : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
-                            compute, dur(oc.seconds() / pieces));
-          rt.ops.emplace_back(t, oc.comm / pieces);
-          if (!entry) entry = t;
-          if (prev) g.add_dependency(*prev, t);
-          prev = t;
-          for (const sim::TaskId b : blocking) g.add_dependency(b, t);
-          blocking.clear();
-          pieces_done.push_back(t);
-          if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
-          if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
-          if (buckets) {
-            const sim::TaskId red =
-                chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), stage, r, reduce_op, bucket_params * 4));
-            g.add_dependency(t, red);
-            reduces.push_back(red);
-          }
-        }
-        // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
-        // the op, and the next op waits for it.
-        if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
-          const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), stage, r, reduce_op,
-                                                    chunk_params(m, p, vs) * 4));
-          g.add_dependency(t, red);
-          reduces.push_back(red);
-          blocking = {red};
-        }
-        const std::size_t k = idx(vs, op.micro_batch);
-        if (op.kind == PipeOpKind::forward) {
-          rt.f[k] = t;
-          rt.f_entry[k] = *entry;
-        } else if (op.kind == PipeOpKind::backward_weight) {
-          rt.w[k] = t;
-        } else {
-          rt.b[k] = t;
-          rt.b_entry[k] = *entry;
-        }
-      }
-      rt.last_op = *prev;
-      if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
-        double params = 0;
-        for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
-        const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), stage, r, reduce_op, params * 4));
-        g.add_dependency(rt.last_op, red);
-        reduces.push_back(red);
-      }
-      double params = 0;
-      for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
-      const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
-      rt.optimizer_s = cost.time(opt).to_seconds();
-      rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
-      g.add_dependency(rt.last_op, rt.optimizer);
-      for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
-      // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
-      // keeps its parameters sharded until the next step's first gather.
-      if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
-        const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), stage, r, CollectiveOp::all_gather, params * 2));
-        g.add_dependency(rt.optimizer, ag);
-      }
-    }
   }
-  // Pipeline dependencies between stages, through a transfer of the activations (forward) or
-  // their gradients (backward) from one stage's GPU to the next's.
-  const auto pp_send = [&](std::string name, int from, int to, int r) {
+  // A transfer of the activations (forward) or their gradients (backward) from one stage's GPU
+  // to the next's.
+  sim::TaskId pp_send(std::string name, int from, int to, int r) {
     const RankLinks& a = links[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
     const RankLinks& b = links[static_cast<std::size_t>(to)][static_cast<std::size_t>(r)];
     const std::array<sim::LinkId, 2> route = pp_over_nic ? std::array{a.nic_out, b.nic_in} : std::array{a.nvl_out, b.nvl_in};
     return g.add_transfer(name, route, sim::Bytes(act_bytes), latency_for(p2p, act_bytes, pp_over_nic ? rails.nic : rails.nvlink));
-  };
-  for (int r = 0; r < replicas; ++r) {
-    for (int vs = 0; vs < vstages; ++vs) {
+  }
+
+  const StepScenario& sc;
+  const ModelSpec& m;
+  const ParallelPlan& p;
+  const CostModel& cost;
+  const StepOptions& options;
+  const PipelinePlan& order;
+  CommCost& comm;
+  ChunkCosts& costs;
+  const int mbs;
+  const int vstages;
+  // Communication outside the ops: pipeline transfers and data-parallel gradients/parameters.
+  const double act_bytes;
+  const int pp_stride;
+  const double p2p;
+  const int dp_group;
+  // The task graph: one rank per stage (reuse) or every rank.
+  StepResult result;
+  sim::TaskGraph& g;
+  const int replicas;
+  // Transfers outside the ops (pipeline sends, data-parallel buckets) run as flows on each
+  // simulated GPU's own links, NVLink and NIC, one per direction, so that what shares a link
+  // slows down: a pipeline send behind a gradient bucket on the same NIC. Alone, each takes
+  // exactly the time of its communication simulated on the fabric (above).
+  sim::Engine engine;
+  sim::FlowNetwork network;
+  const Rails rails;
+  const int gpn;
+  const bool pp_over_nic;
+  const bool dp_over_nic;
+  std::vector<std::vector<RankLinks>> links;
+  std::vector<double> dp_bytes, dp_busy;  // the first replica's
+  const CollectiveOp reduce_op;
+  std::vector<std::vector<RankTasks>> ranks;
+  const bool split;
+  double hw_flops = 0;
+};
+
+StepGraph::StepGraph(const StepScenario& scenario, const CostModel& cost_model, const StepOptions& step_options, const ClusterSpec& cluster,
+                     const PipelinePlan& plan_order, CommCost& comm_cost, ChunkCosts& chunk_costs)
+    : sc(scenario),
+      m(scenario.model),
+      p(scenario.plan),
+      cost(cost_model),
+      options(step_options),
+      order(plan_order),
+      comm(comm_cost),
+      costs(chunk_costs),
+      mbs(p.micro_batches()),
+      vstages(p.virtual_stages()),
+      act_bytes(pipeline_send_bytes(m, p)),
+      pp_stride(p.tp * p.cp * p.dp),
+      p2p(p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0),
+      dp_group(p.dp * p.cp),
+      g(result.graph),
+      replicas(options.reuse ? 1 : p.tp * p.cp * p.dp),
+      network(engine),
+      rails(rails_of(cluster)),
+      gpn(cluster.per_unit()),
+      pp_over_nic(static_cast<long>(pp_stride) >= gpn),
+      dp_over_nic(static_cast<long>(p.tp) * dp_group > gpn),
+      links(static_cast<std::size_t>(p.pp)),
+      dp_bytes(static_cast<std::size_t>(p.pp), 0.0),
+      dp_busy(static_cast<std::size_t>(p.pp), 0.0),
+      reduce_op(p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce),
+      ranks(static_cast<std::size_t>(p.pp), std::vector<RankTasks>(static_cast<std::size_t>(replicas))),
+      split(std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; })) {
+  result.micro_batches = mbs;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    for (int r = 0; r < replicas; ++r) {
+      links[static_cast<std::size_t>(stage)].push_back({network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nvlink), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero()),
+                                                        network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero())});
+    }
+  }
+}
+
+// One simulated rank's tasks, in stream order: its ops as the schedule orders them, each split
+// into layer pieces where data-parallel buckets overlap it, the buckets themselves, then the
+// gradient reduction left over, the optimizer and the parameter gather after it.
+struct RankBuilder {
+  RankBuilder(StepGraph& step, int stage_index, int replica);
+  // Every task of the rank, top to bottom.
+  void build() {
+    add_step_start_gathers();
+    for (std::size_t i = 0; i < ops.size(); ++i) add_op(i);
+    add_step_end();
+  }
+
+  // Data-parallel transfers of a rank run one after another (NCCL's one stream).
+  sim::TaskId chain(sim::TaskId t) {
+    if (last_dp) g.add_dependency(*last_dp, t);
+    last_dp = t;
+    return t;
+  }
+  sim::TaskId dp_transfer(std::string_view name, CollectiveOp op, double bytes) { return s.dp_transfer(name, stage, r, op, bytes); }
+  // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
+  // the schedule splits B and W.
+  bool completes_grads(const PipeOp& op) const {
+    return op.kind != PipeOpKind::forward && (!s.split || op.kind == PipeOpKind::backward_weight);
+  }
+  // ZeRO-3 also partitions the parameters: every forward and every backward (B) op gathers its
+  // chunk's parameters again, for every micro-batch (ZeRO paper sec. 7.2.3; PyTorch FSDP
+  // FULL_SHARD, Zhao et al. VLDB'23, which frees them after the forward). W needs only the
+  // activations and the output gradients, not the weights, so it gathers nothing.
+  bool gathers_params(const PipeOp& op) const { return zero3 && op.kind != PipeOpKind::backward_weight; }
+  // Whether op i's layers each send their gradient bucket as soon as they are done.
+  bool reduces_in_buckets(std::size_t i) const {
+    const PipeOp& op = ops[i];
+    return completes_grads(op) && (grads_per_micro_batch || i == last_grad_op[static_cast<std::size_t>(op.chunk)]) && p.overlap_grad_reduce &&
+           dp_group > 1;
+  }
+  int pieces_of(std::size_t i) const {
+    const PipeOp& op = ops[i];
+    const int vs = op.chunk * p.pp + stage;
+    const bool buckets = reduces_in_buckets(i);
+    const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+    return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
+  }
+
+  void add_step_start_gathers();
+  void issue_gather(std::size_t i, int piece, const sim::TaskId* after);
+  void add_op(std::size_t i);
+  void add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs);
+  void issue_zero3_gathers(std::size_t i, int piece, int pieces, bool gated_zero3);
+  void record_op(const PipeOp& op, int vs, sim::TaskId entry, sim::TaskId t);
+  void add_step_end();
+
+  StepGraph& s;
+  const ModelSpec& m;
+  const ParallelPlan& p;
+  sim::TaskGraph& g;
+  const int stage;
+  const int r;
+  const int dp_group;
+  RankTasks& rt;
+  const std::string device;
+  const sim::StreamId compute;
+  // Parameter all-gathers of the updated shards (ZeRO-1 and -2) overlapped with the forward:
+  // one bucket per layer, issued in order on the comm stream at the start of the step; the
+  // chunk's first forward runs layer by layer, each layer after its bucket. ZeRO-3 gathers
+  // before every op instead (below).
+  const bool zero3;
+  const bool gather_buckets;
+  std::vector<std::vector<sim::TaskId>> gathers;
+  std::optional<sim::TaskId> last_dp;
+  std::vector<bool> first_forward_seen;
+  // The chunk's last backward-side op (its gradients are then complete).
+  std::vector<std::size_t> last_grad_op;
+  const std::vector<PipeOp>& ops;
+  // ZeRO-2 and -3 partition the gradients, so each micro-batch's gradients are
+  // reduce-scattered as soon as its backward produces them (Rajbhandari et al., "ZeRO", SC'20,
+  // sec. 5.2; DeepSpeed stage 2 and 3 with gradient accumulation), not once per step from a
+  // full accumulation buffer (ZeRO-1, Megatron's distributed optimizer).
+  const bool grads_per_micro_batch;
+  // ZeRO-3, overlapped: one all-gather per layer piece of each op. Prefetch is bounded one
+  // piece ahead, as FSDP's forward/backward prefetch of the next unit with
+  // `limit_all_gathers` (torch.distributed.fsdp API docs: memory of only the instance
+  // computing and the next one, whose all-gather is prefetched): the gather for the
+  // stage's j-th compute piece is issued when piece j-1 is (once piece j-2 is done), so at
+  // most two layers' full parameters are in flight (estimate_memory counts them). Issued
+  // before piece j-1's gradient bucket, so a backward's next gather is not stuck behind it.
+  std::vector<sim::TaskId> pieces_done;                              // the stage's compute pieces so far, in stream order
+  std::map<std::pair<std::size_t, int>, sim::TaskId> zero3_gathers;  // (op, piece) -> its gather
+  std::optional<sim::TaskId> prev;
+  std::vector<sim::TaskId> blocking;  // an unoverlapped collective the next op waits for (none or one)
+  std::vector<sim::TaskId> reduces;
+};
+
+RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
+    : s(step),
+      m(step.m),
+      p(step.p),
+      g(step.g),
+      stage(stage_index),
+      r(replica),
+      dp_group(step.dp_group),
+      rt(step.ranks[static_cast<std::size_t>(stage_index)][static_cast<std::size_t>(replica)]),
+      device(step.options.reuse ? fmt::format("stage{}", stage_index) : fmt::format("stage{}.rank{}", stage_index, replica)),
+      compute(g.add_stream(device, "compute")),
+      zero3(p.zero >= 3 && dp_group > 1),
+      gather_buckets(p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1),
+      gathers(static_cast<std::size_t>(p.vp)),
+      first_forward_seen(static_cast<std::size_t>(p.vp), false),
+      last_grad_op(static_cast<std::size_t>(p.vp), 0),
+      ops(step.order[static_cast<std::size_t>(stage_index)]),
+      grads_per_micro_batch(p.zero >= 2 && dp_group > 1) {
+  rt.f.assign(static_cast<std::size_t>(s.vstages * s.mbs), sim::TaskId{});
+  rt.b = rt.f;
+  rt.w = rt.f;
+  rt.b_entry = rt.f;
+  rt.f_entry = rt.f;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (completes_grads(ops[i])) last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
+  }
+}
+
+// ZeRO-1 and -2, overlapped: every chunk's parameter buckets, issued at the step's start.
+void RankBuilder::add_step_start_gathers() {
+  if (!gather_buckets) return;
+  for (int c = 0; c < p.vp; ++c) {
+    const int vs = c * p.pp + stage;
+    const int n = std::max(1, layers_of(p, m, vs));
+    const double bytes = chunk_params(m, p, vs) / n * 2;
+    for (int piece = 0; piece < n; ++piece) {
+      gathers[static_cast<std::size_t>(c)].push_back(
+          chain(dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, bytes)));
+    }
+  }
+}
+
+// ZeRO-3, overlapped: the gather of op i's layer piece, once, after `after` when given.
+void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* after) {
+  if (i >= ops.size() || !gathers_params(ops[i]) || !p.overlap_param_gather || zero3_gathers.count({i, piece}) > 0) return;
+  const PipeOp& op = ops[i];
+  const int vs = op.chunk * p.pp + stage;
+  const int n = pieces_of(i);
+  const sim::TaskId ag = chain(dp_transfer(
+      fmt::format("{} param all-gather {}{} vs{} bucket {}", device, op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
+      CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2));
+  if (after != nullptr) g.add_dependency(*after, ag);
+  zero3_gathers[{i, piece}] = ag;
+}
+
+// Op i of the stage: its compute pieces, the gathers they wait for and the buckets they send.
+void RankBuilder::add_op(std::size_t i) {
+  const PipeOp& op = ops[i];
+  const int vs = op.chunk * p.pp + stage;
+  const LayerCost lc = s.costs.of(vs);
+  OpCost oc;
+  const char* tag = "F";
+  switch (op.kind) {
+    case PipeOpKind::forward: oc = lc.f; break;
+    case PipeOpKind::backward: oc = lc.b, oc += lc.w, tag = "BW"; break;
+    case PipeOpKind::backward_input: oc = lc.b, tag = "B"; break;
+    case PipeOpKind::backward_weight: oc = lc.w, tag = "W"; break;
+  }
+  s.hw_flops += oc.flops;
+  // The op that completes a chunk's gradients runs layer by layer when gradient reduction
+  // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's
+  // bucketed overlap), so only the last bucket waits after the backward. ZeRO-1 does this
+  // for the chunk's last such op; ZeRO-2 and -3 for every micro-batch's.
+  const bool buckets = reduces_in_buckets(i);
+  const bool gated = op.kind == PipeOpKind::forward && gather_buckets && !first_forward_seen[static_cast<std::size_t>(op.chunk)];
+  if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
+  const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
+  const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
+  const double bucket_params = chunk_params(m, p, vs) / pieces;
+  if (gathers_params(op) && !p.overlap_param_gather) add_unoverlapped_gather(op, tag, vs);
+  std::optional<sim::TaskId> entry;
+  sim::TaskId t{};
+  for (int piece = 0; piece < pieces; ++piece) {
+    if (zero3 && p.overlap_param_gather) issue_zero3_gathers(i, piece, pieces, gated_zero3);
+    t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs) : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
+                      compute, dur(oc.seconds() / pieces));
+    rt.ops.emplace_back(t, oc.comm / pieces);
+    if (!entry) entry = t;
+    if (prev) g.add_dependency(*prev, t);
+    prev = t;
+    for (const sim::TaskId b : blocking) g.add_dependency(b, t);
+    blocking.clear();
+    pieces_done.push_back(t);
+    if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
+    if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
+    if (buckets) {
+      const sim::TaskId red =
+          chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params * 4));
+      g.add_dependency(t, red);
+      reduces.push_back(red);
+    }
+  }
+  // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
+  // the op, and the next op waits for it.
+  if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
+    const sim::TaskId red =
+        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, chunk_params(m, p, vs) * 4));
+    g.add_dependency(t, red);
+    reduces.push_back(red);
+    blocking = {red};
+  }
+  record_op(op, vs, *entry, t);
+}
+
+// ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
+// the op's critical path.
+void RankBuilder::add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs) {
+  const sim::TaskId ag =
+      chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs) * 2));
+  if (prev) g.add_dependency(*prev, ag);
+  for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
+  blocking = {ag};
+}
+
+// ZeRO-3, overlapped, before piece `piece` of op i's `pieces`.
+void RankBuilder::issue_zero3_gathers(std::size_t i, int piece, int pieces, bool gated_zero3) {
+  // Piece j = pieces_done.size() is next: its gather (issued with piece j-1, except the
+  // stage's first) and piece j+1's, which may start once piece j-1 is done.
+  const sim::TaskId* before_prev = pieces_done.size() >= 2 ? &pieces_done[pieces_done.size() - 2] : nullptr;
+  const sim::TaskId* before = pieces_done.empty() ? nullptr : &pieces_done.back();
+  if (gated_zero3) issue_gather(i, piece, before_prev);
+  if (piece + 1 < pieces) {
+    if (gated_zero3) issue_gather(i, piece + 1, before);
+  } else {
+    issue_gather(i + 1, 0, before);
+  }
+}
+
+// Where the pipeline's dependencies find the op: its first piece (entry) and its last (t).
+void RankBuilder::record_op(const PipeOp& op, int vs, sim::TaskId entry, sim::TaskId t) {
+  const std::size_t k = s.idx(vs, op.micro_batch);
+  if (op.kind == PipeOpKind::forward) {
+    rt.f[k] = t;
+    rt.f_entry[k] = entry;
+  } else if (op.kind == PipeOpKind::backward_weight) {
+    rt.w[k] = t;
+  } else {
+    rt.b[k] = t;
+    rt.b_entry[k] = entry;
+  }
+}
+
+// After the last op: the gradient reduction not yet sent, the optimizer, and (ZeRO-1 and -2
+// unoverlapped) the parameter gather.
+void RankBuilder::add_step_end() {
+  rt.last_op = *prev;
+  if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
+    double params = 0;
+    for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+    const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * 4));
+    g.add_dependency(rt.last_op, red);
+    reduces.push_back(red);
+  }
+  double params = 0;
+  for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+  const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
+  rt.optimizer_s = s.cost.time(opt).to_seconds();
+  rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
+  g.add_dependency(rt.last_op, rt.optimizer);
+  for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
+  // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
+  // keeps its parameters sharded until the next step's first gather.
+  if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
+    const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params * 2));
+    g.add_dependency(rt.optimizer, ag);
+  }
+}
+
+// Pipeline dependencies between stages, through a transfer of the activations (forward) or
+// their gradients (backward) from one stage's GPU to the next's.
+void add_pipeline_sends(StepGraph& s) {
+  const ParallelPlan& p = s.p;
+  sim::TaskGraph& g = s.g;
+  for (int r = 0; r < s.replicas; ++r) {
+    for (int vs = 0; vs < s.vstages; ++vs) {
       const int stage = vs % p.pp;
-      RankTasks& me = ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
-      for (int mb = 0; mb < mbs; ++mb) {
-        const std::size_t k = idx(vs, mb);
+      RankTasks& me = s.ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+      for (int mb = 0; mb < s.mbs; ++mb) {
+        const std::size_t k = s.idx(vs, mb);
         if (vs > 0) {
-          RankTasks& up = ranks[static_cast<std::size_t>((vs - 1) % p.pp)][static_cast<std::size_t>(r)];
+          RankTasks& up = s.ranks[static_cast<std::size_t>((vs - 1) % p.pp)][static_cast<std::size_t>(r)];
           if (p.pp > 1) {
-            const sim::TaskId send = pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), (vs - 1) % p.pp, vs % p.pp, r);
-            g.add_dependency(up.f[idx(vs - 1, mb)], send);
+            const sim::TaskId send = s.pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), (vs - 1) % p.pp, vs % p.pp, r);
+            g.add_dependency(up.f[s.idx(vs - 1, mb)], send);
             g.add_dependency(send, me.f_entry[k]);
           } else {
-            g.add_dependency(up.f[idx(vs - 1, mb)], me.f_entry[k]);
+            g.add_dependency(up.f[s.idx(vs - 1, mb)], me.f_entry[k]);
           }
         }
-        if (vs + 1 < vstages) {
-          RankTasks& down = ranks[static_cast<std::size_t>((vs + 1) % p.pp)][static_cast<std::size_t>(r)];
+        if (vs + 1 < s.vstages) {
+          RankTasks& down = s.ranks[static_cast<std::size_t>((vs + 1) % p.pp)][static_cast<std::size_t>(r)];
           if (p.pp > 1) {
-            const sim::TaskId send = pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), (vs + 1) % p.pp, vs % p.pp, r);
-            g.add_dependency(down.b[idx(vs + 1, mb)], send);
+            const sim::TaskId send = s.pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), (vs + 1) % p.pp, vs % p.pp, r);
+            g.add_dependency(down.b[s.idx(vs + 1, mb)], send);
             g.add_dependency(send, me.b_entry[k]);
           } else {
-            g.add_dependency(down.b[idx(vs + 1, mb)], me.b_entry[k]);
+            g.add_dependency(down.b[s.idx(vs + 1, mb)], me.b_entry[k]);
           }
         }
         g.add_dependency(me.f[k], me.b_entry[k]);
       }
     }
   }
+}
 
-  sim::Executor exec(engine, g, &network);
-  std::vector<LinkSample> samples;
+// Runs the step's graph to its end (with each link's load over time when the graph is kept).
+void execute(StepGraph& s, sim::Executor& exec, std::vector<LinkSample>& samples) {
+  const StepOptions& options = s.options;
+  const int replicas = s.replicas;
   if (options.keep_graph) {
-    exec.set_link_load_sink([&](sim::LinkId l, sim::Time at, sim::BytesPerSecond load) {
+    exec.set_link_load_sink([&samples, &options, replicas](sim::LinkId l, sim::Time at, sim::BytesPerSecond load) {
       const std::uint32_t i = sim::index_of(l);
       const auto per_rank = static_cast<std::uint32_t>(4 * replicas);
       const std::uint32_t stage = i / per_rank, r = (i % per_rank) / 4, which = i % 4;
@@ -916,26 +1061,31 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
     });
   }
   exec.start();
-  engine.run();
-  ORRERY_CHECK(exec.finished(), "step graph did not finish: {} of {} tasks", exec.completed(), g.task_count());
-  result.step_time = exec.makespan();
-  const double step = result.step_time.to_seconds();
+  s.engine.run();
+  ORRERY_CHECK(exec.finished(), "step graph did not finish: {} of {} tasks", exec.completed(), s.g.task_count());
+  s.result.step_time = exec.makespan();
+}
 
-  // Breakdown per stage (the first replica stands for its stage).
+// Breakdown per stage (the first replica stands for its stage), and the step's bubble, tail and
+// exposed communication.
+void add_breakdown(StepGraph& s, const sim::Executor& exec) {
+  const ParallelPlan& p = s.p;
+  StepResult& result = s.result;
+  const double step = result.step_time.to_seconds();
   double bubble_sum = 0, exposed_sum = 0;
   for (int stage = 0; stage < p.pp; ++stage) {
-    const RankTasks& rt = ranks[static_cast<std::size_t>(stage)][0];
+    const RankTasks& rt = s.ranks[static_cast<std::size_t>(stage)][0];
     StageBreakdown b;
     b.stage = stage;
     double busy = 0, first = step, last = 0;
     for (const auto& [t, comm_s] : rt.ops) {
-      const sim::Span& s = exec.span(t);
-      const double len = (s.end - s.start).to_seconds();
+      const sim::Span& span = exec.span(t);
+      const double len = (span.end - span.start).to_seconds();
       busy += len;
       b.exposed_comm_s += comm_s;
       b.compute_s += len - comm_s;
-      first = std::min(first, s.start.since_start().to_seconds());
-      last = std::max(last, s.end.since_start().to_seconds());
+      first = std::min(first, span.start.since_start().to_seconds());
+      last = std::max(last, span.end.since_start().to_seconds());
     }
     b.bubble_s = std::max(0.0, last - first - busy);
     const sim::Span& o = exec.span(rt.optimizer);
@@ -944,39 +1094,64 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
     b.exposed_comm_s += waited_dp;
     b.compute_s += b.optimizer_s;
     b.idle_s = std::max(0.0, step - (busy + b.bubble_s + b.optimizer_s + waited_dp));
-    b.dp_bytes = dp_bytes[static_cast<std::size_t>(stage)];
-    b.dp_comm_s = dp_busy[static_cast<std::size_t>(stage)];
+    b.dp_bytes = s.dp_bytes[static_cast<std::size_t>(stage)];
+    b.dp_comm_s = s.dp_busy[static_cast<std::size_t>(stage)];
     bubble_sum += b.bubble_s;
     exposed_sum += b.exposed_comm_s;
     result.stages.push_back(b);
   }
   result.bubble_fraction = bubble_sum / p.pp / step;
   double last_op_end = 0;
-  for (const auto& stage_ranks : ranks) {
+  for (const auto& stage_ranks : s.ranks) {
     for (const RankTasks& rt : stage_ranks) last_op_end = std::max(last_op_end, exec.span(rt.last_op).end.since_start().to_seconds());
   }
   result.tail_s = step - last_op_end;
   result.exposed_comm_fraction = exposed_sum / p.pp / step;
+}
+
+// The step's throughput, FLOPs and utilisation, memory, and what simulating it took.
+void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample>& samples) {
+  const ModelSpec& m = s.m;
+  const ParallelPlan& p = s.p;
+  StepResult& result = s.result;
+  const double step = result.step_time.to_seconds();
   result.tokens_per_s = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / step;
   result.model_flops = step_model_flops(m, p);
   // Every replica of a stage (tp x cp x dp ranks) executes what the simulated ones did.
-  result.hardware_flops = hw_flops * (p.tp * p.cp * p.dp) / replicas;
+  result.hardware_flops = s.hw_flops * (p.tp * p.cp * p.dp) / s.replicas;
   const double gpus = p.gpus();
   result.tflops_per_gpu = result.model_flops / step / gpus / 1e12;
-  result.mfu = result.model_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
-  result.hfu = result.hardware_flops / step / gpus / sc.gpu.peak(DType::bf16).value();
-  result.memory = estimate_memory(p, m, order);
-  result.oom = out_of_memory(result.memory, sc.gpu);
-  result.tasks = g.task_count();
-  result.flows = comm.flows() + network.flows_started();
-  result.ranks_simulated = static_cast<std::size_t>(p.pp * replicas);
-  if (options.keep_graph) {
+  result.mfu = result.model_flops / step / gpus / s.sc.gpu.peak(DType::bf16).value();
+  result.hfu = result.hardware_flops / step / gpus / s.sc.gpu.peak(DType::bf16).value();
+  result.memory = estimate_memory(p, m, s.order);
+  result.oom = out_of_memory(result.memory, s.sc.gpu);
+  result.tasks = s.g.task_count();
+  result.flows = s.comm.flows() + s.network.flows_started();
+  result.ranks_simulated = static_cast<std::size_t>(p.pp * s.replicas);
+  if (s.options.keep_graph) {
     result.spans = exec.spans();
     result.link_loads = std::move(samples);
   } else {
     result.graph = sim::TaskGraph();
   }
-  return result;
+}
+
+StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
+  const ClusterSpec cluster = parse_cluster(sc.topology);
+  const PipelinePlan order = checked_order(sc, cluster, schedule);
+  CommCost comm(cluster);
+  ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm), options.reuse);
+  StepGraph step(sc, cost, options, cluster, order, comm, costs);
+  for (int stage = 0; stage < sc.plan.pp; ++stage) {
+    for (int r = 0; r < step.replicas; ++r) RankBuilder(step, stage, r).build();
+  }
+  add_pipeline_sends(step);
+  sim::Executor exec(step.engine, step.g, &step.network);
+  std::vector<LinkSample> samples;
+  execute(step, exec, samples);
+  add_breakdown(step, exec);
+  add_figures(step, exec, samples);
+  return std::move(step.result);
 }
 }  // namespace
 
