@@ -301,10 +301,7 @@ struct PlanArgs {
 
 // Broadcast and reduce on rings: a pipelined chain from the root (broadcast) or to it (reduce).
 void plan_chain(PlanBuilder& b, const PlanArgs& a) {
-  const CollectiveSpec& s = a.s;
-  const Layout& l = a.l;
-  const int channels = a.channels, chunks = a.chunks;
-  const double size = a.size;
+  const auto& [s, l, n, size, chunks, channels] = a;
   for (int c = 0; c < channels; ++c) {
     std::vector<int> order = ring_order(l, c);
     // Broadcast flows from the root down the chain; reduce flows up it, ending at the root.
@@ -387,8 +384,7 @@ void tree_broadcast(PlanBuilder& b, const PlanArgs& a, const Tree& tree, const s
 
 // Double binary trees (all-reduce only).
 void plan_tree(PlanBuilder& b, const PlanArgs& a) {
-  const CollectiveSpec& s = a.s;
-  const int n = a.n, channels = a.channels, chunks = a.chunks;
+  const auto& [s, l, n, size, chunks, channels] = a;
   if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; trees serve all-reduce (as in NCCL)");
   // Each tree of each channel carries half of the channel's data, in chunks: up the tree
   // (reduce) once a chunk has come from every child, then down it (broadcast).
@@ -453,10 +449,7 @@ std::vector<std::vector<std::uint32_t>> rail_all_reduce(PlanBuilder& b, const Pl
 // All-reduce in three steps per channel: inside each server, across servers on one rail, and
 // inside each server again.
 void plan_hierarchical(PlanBuilder& b, const PlanArgs& a) {
-  const CollectiveSpec& s = a.s;
-  const Layout& l = a.l;
-  const int channels = a.channels, chunks = a.chunks;
-  const double size = a.size;
+  const auto& [s, l, n, size, chunks, channels] = a;
   if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; the hierarchical algorithm serves all-reduce");
   if (l.by_server.size() < 2) unsupported(s, "needs ranks on at least two servers with equal GPU counts");
   const int g = l.per_server;
@@ -510,10 +503,7 @@ void plan_nvls(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
 
 // Direct transfers: all-to-all(v) between every pair, send-recv from rank 0 to the peer.
 void plan_direct(PlanBuilder& b, const PlanArgs& a) {
-  const CollectiveSpec& s = a.s;
-  const Layout& l = a.l;
-  const int n = a.n, channels = a.channels;
-  const double size = a.size;
+  const auto& [s, l, n, size, chunks, channels] = a;
   if (s.op == CollectiveOp::all_to_all) {
     // nccl-tests' all-to-all size is the per-rank buffer: S/n to each peer; all-to-allv
     // takes each pair's bytes from the matrix.
