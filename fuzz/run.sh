@@ -64,6 +64,8 @@ run_one() {
   local cpu
   cpu=$(tail -1 "$build/fuzz-logs/$name.cpu" 2>/dev/null)
   printf '%-18s %12s executions, %ss of CPU (%s budget %ss), %s findings (exit %s)\n' "$name" "${execs:-?}" "${cpu:-?}" "$mode" "$seconds" "$found" "$rc"
+  # Every run of every target, for the campaign's totals across runs (the corpus carries over).
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "${cpu:-0}" "${execs:-0}" "$found" "$rc" >> "$build/fuzz-logs/history.tsv"
 }
 export -f run_one
 export -f cpu_of
