@@ -32,6 +32,8 @@ run_one() {
   local target=$1 name=${1#fuzz_}
   mkdir -p "$build/fuzz-corpus/$name"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: over 2 GiB is a finding.
+  local since="$build/fuzz-logs/$name.start"
+  touch "$since"  # findings of this run: the artifacts newer than this
   local args=(-timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/fuzz-findings/$name-"
               "$build/fuzz-corpus/$name" "$here/corpus/$name")
   local rc
@@ -60,7 +62,7 @@ run_one() {
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/fuzz-logs/$name.log" | grep -o '[0-9]*$' | tail -1)
   local found
-  found=$(find "$build/fuzz-findings" -name "$name-*" | wc -l)
+  found=$(find "$build/fuzz-findings" -name "$name-*" -newer "$since" | wc -l)
   local cpu
   cpu=$(tail -1 "$build/fuzz-logs/$name.cpu" 2>/dev/null)
   printf '%-18s %12s executions, %ss of CPU (%s budget %ss), %s findings (exit %s)\n' "$name" "${execs:-?}" "${cpu:-?}" "$mode" "$seconds" "$found" "$rc"
@@ -71,6 +73,7 @@ export -f run_one
 export -f cpu_of
 export build seconds here mode
 
+touch "$build/fuzz-logs/run.start"
 targets=$(cd "$build/fuzz" && ls fuzz_* 2>/dev/null)
 if [[ -n "$only" ]]; then
   targets=$(for t in $only; do echo "fuzz_$t"; done)
@@ -78,10 +81,11 @@ fi
 [ -n "$targets" ] || { echo "fuzz/run.sh: no targets in $build/fuzz (run make fuzz)" >&2; exit 1; }
 echo "fuzzing $(echo "$targets" | wc -w) targets for ${seconds}s ($mode) each, $jobs at a time; logs in $build/fuzz-logs"
 echo "$targets" | xargs -P "$jobs" -I{} bash -c 'run_one {}'
-total=$(find "$build/fuzz-findings" -type f | wc -l)
+start="$build/fuzz-logs/run.start"
+total=$(find "$build/fuzz-findings" -type f -newer "$start" | wc -l)
 if [ "$total" -gt 0 ]; then
-  echo "findings: $total (reproduce with: $build/fuzz/fuzz_<target> <file>)"
-  find "$build/fuzz-findings" -type f | head -20
+  echo "findings of this run: $total (reproduce with: $build/fuzz/fuzz_<target> <file>)"
+  find "$build/fuzz-findings" -type f -newer "$start" | head -20
   exit 1
 fi
 echo "no findings"
