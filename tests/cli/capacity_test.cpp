@@ -2,6 +2,8 @@
 // one memory headroom rule) and what a newcomer hits on the console.
 #include "cli_run.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -63,9 +65,9 @@ TEST_CASE("capacity: calibration curves that cover no kernel give the uncalibrat
     CHECK(rb["cost_model"]["name"] == "calibrated");
     CHECK(rb["cost_model"]["kernels_calibrated"] == 0);
     CHECK(rb["cost_model"]["kernels_fallback"].get<std::int64_t>() > 0);
-    CHECK(rb["cost_model"]["step_efficiency"].get<double>() == doctest::Approx(0.6716));
-    CHECK(ra["cost_model"]["step_efficiency"].get<double>() == doctest::Approx(0.6716));
-    CHECK(ra["cost_model"]["kernel_overhead_s"].get<double>() == doctest::Approx(35e-6));
+    CHECK(rb["cost_model"]["step_efficiency"].get<double>() == orrery::testing::Approx(0.6716));
+    CHECK(ra["cost_model"]["step_efficiency"].get<double>() == orrery::testing::Approx(0.6716));
+    CHECK(ra["cost_model"]["kernel_overhead_s"].get<double>() == orrery::testing::Approx(35e-6));
     // And so does the console: counts of each, and what stands for the calibrated ones.
     CHECK(b.out.find("model calibrated: 0 kernels from the curves (measured times, no step efficiency), ") != std::string::npos);
     CHECK(b.out.find(" from the roofline (step efficiency 0.6716, 35 us per kernel)") != std::string::npos);
@@ -125,9 +127,9 @@ TEST_CASE("capacity: step, sweep and plan flag the same plan against the same us
     const nlohmann::json r = read_json("cap-step-r.json");
     CHECK(r["peak_memory_bytes"].get<double>() == peak);
     CHECK(r["oom"] == flagged);
-    CHECK(r["memory"]["hbm_bytes"].get<double>() == doctest::Approx(hbm).epsilon(1e-12));
+    CHECK(r["memory"]["hbm_bytes"].get<double>() == orrery::testing::Approx(hbm).epsilon(1e-12));
     const double usable = r["memory"]["usable_bytes"].get<double>();
-    CHECK(usable == doctest::Approx(0.97 * hbm - 2 * gib).epsilon(1e-12));
+    CHECK(usable == orrery::testing::Approx(0.97 * hbm - 2 * gib).epsilon(1e-12));
     CHECK((st.out.find("** OUT OF MEMORY **") != std::string::npos) == flagged);
     CHECK(st.out.find(fmt::format("of {:.1f} GiB usable ({:.1f} GiB HBM less a ", usable / gib, hbm / gib)) != std::string::npos);
     // step --estimate agrees.
@@ -194,7 +196,7 @@ TEST_CASE("capacity: days to train N tokens in step, its estimate and sweep; lay
     CHECK(rep["train"]["tokens"].get<double>() == 15e12);
     CHECK(rep["train"]["steps"].get<double>() == steps);
     CHECK(rep["train"]["time_s"].get<double>() == steps * rep["step_time_s"].get<double>());
-    CHECK(rep["train"]["days"].get<double>() == doctest::Approx(rep["train"]["time_s"].get<double>() / 86400));
+    CHECK(rep["train"]["days"].get<double>() == orrery::testing::Approx(rep["train"]["time_s"].get<double>() / 86400));
     CHECK(r.out.find(fmt::format("training   15T tokens in {:.0f} steps: {:.1f} days\n", steps, rep["train"]["time_s"].get<double>() / 86400)) !=
           std::string::npos);
   }

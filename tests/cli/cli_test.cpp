@@ -5,6 +5,8 @@
 #include "sim/error.hpp"
 
 #include "shared_data.hpp"
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -261,7 +263,7 @@ TEST_CASE("validation: cluster, the replay and the schedulers' rankings") {
   const auto cl = orrery::validation::validate_cluster(data, md, out);
   CHECK(cl.trace_jobs == 82247);
   CHECK(cl.replay_jobs == cl.trace_jobs);
-  CHECK(cl.replay_avg_jct_s == doctest::Approx(cl.trace_mean_service_s));  // no queueing on 2,000 GPUs
+  CHECK(cl.replay_avg_jct_s == orrery::testing::Approx(cl.trace_mean_service_s));  // no queueing on 2,000 GPUs
   CHECK(cl.arena_gpus == 1280);
   CHECK(cl.arena_jobs == 1938);
   CHECK(cl.arena_completed_min == cl.arena_jobs);  // every policy completes every job
@@ -321,7 +323,7 @@ TEST_CASE("orrery collective prints time, algbw and busbw, and writes the report
   CHECK(report["time_s"].get<double>() > 0);
   CHECK(report["algbw_GBps"].get<double>() > 0);
   // busbw = algbw x 2(n-1)/n for an all-reduce on 16 ranks.
-  CHECK(report["busbw_GBps"].get<double>() == doctest::Approx(report["algbw_GBps"].get<double>() * 30.0 / 16.0));
+  CHECK(report["busbw_GBps"].get<double>() == orrery::testing::Approx(report["algbw_GBps"].get<double>() * 30.0 / 16.0));
   const nlohmann::json trace = nlohmann::json::parse(slurp("coll-trace.json"));
   int counters = 0;
   for (const auto& e : trace["traceEvents"]) counters += e["ph"] == "C" ? 1 : 0;
@@ -344,7 +346,7 @@ TEST_CASE("orrery collective --quantum re-solves departures on a grid") {
   const nlohmann::json exact = nlohmann::json::parse(slurp("q-exact.json"));
   const nlohmann::json deferred = nlohmann::json::parse(slurp("q-1us.json"));
   CHECK(exact["quantum_s"].get<double>() == 0);
-  CHECK(deferred["quantum_s"].get<double>() == doctest::Approx(1e-6));
+  CHECK(deferred["quantum_s"].get<double>() == orrery::testing::Approx(1e-6));
   CHECK(deferred["solves"].get<std::int64_t>() * 10 < exact["solves"].get<std::int64_t>());
   const double gap_ns = deferred["time_ns"].get<double>() - exact["time_ns"].get<double>();
   CHECK(std::abs(gap_ns) <= 5000);
@@ -765,10 +767,10 @@ TEST_CASE("orrery cluster --timeline and orrery compare on a cluster scenario") 
     if (e["ph"] == "X") gpu_seconds[e["name"].get<std::string>()] += e["args"]["gpus"].get<double>() * e["dur"].get<double>() / 1e6;
   }
   CHECK(nodes == std::set<std::string>{"a100-0", "a100-1"});
-  CHECK(gpu_seconds["a"] == doctest::Approx(300));
-  CHECK(gpu_seconds["b"] == doctest::Approx(150));
-  CHECK(gpu_seconds["c"] == doctest::Approx(120));  // 2 GPUs for 60 s: half speed while spread
-  CHECK(gpu_seconds["d"] == doctest::Approx(40));
+  CHECK(gpu_seconds["a"] == orrery::testing::Approx(300));
+  CHECK(gpu_seconds["b"] == orrery::testing::Approx(150));
+  CHECK(gpu_seconds["c"] == orrery::testing::Approx(120));  // 2 GPUs for 60 s: half speed while spread
+  CHECK(gpu_seconds["d"] == orrery::testing::Approx(40));
   const std::string jobs = slurp("tl.csv");
   CHECK(jobs.find("c,10,10,70,60,0,2,2,a100,2,0") != std::string::npos);
 
@@ -802,7 +804,7 @@ TEST_CASE("orrery cluster: the step-emulator source and the shared fabric, and t
   REQUIRE(r.code == 0);
   const nlohmann::json rep = nlohmann::json::parse(slurp("st-report.json"));
   CHECK(rep["jobs_completed"] == 3);
-  CHECK(rep["min_fabric_share"].get<double>() == doctest::Approx(0.5));  // b spans two leaves over half-rate uplinks
+  CHECK(rep["min_fabric_share"].get<double>() == orrery::testing::Approx(0.5));  // b spans two leaves over half-rate uplinks
   scenario("st-bad-model.json", R"(, "throughput": {"source": "step", "model": "llama3-9b"})");
   const Result bad_model = run({"cluster", "st-bad-model.json"});
   CHECK(bad_model.code == 1);
@@ -981,7 +983,7 @@ TEST_CASE("orrery plan: searches the example, confirms the top plans, and report
     // Ranked by the estimate, best first; the emulator agrees within 10% on these plans.
     CHECK(p["estimated"]["step_time_s"].get<double>() >= previous);
     previous = p["estimated"]["step_time_s"].get<double>();
-    CHECK(p["estimated"]["step_time_s"].get<double>() == doctest::Approx(p["emulated"]["step_time_s"].get<double>()).epsilon(0.1));
+    CHECK(p["estimated"]["step_time_s"].get<double>() == orrery::testing::Approx(p["emulated"]["step_time_s"].get<double>()).epsilon(0.1));
   }
   // step --estimate writes the emulated report's keys, marked as an estimate.
   REQUIRE(run({"step", "--estimate", "--report", "step-estimate.json"}).code == 0);

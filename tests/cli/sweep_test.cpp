@@ -3,6 +3,8 @@
 #include "cli_run.hpp"
 #include "input_error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -206,7 +208,7 @@ TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, 
     "algo": "direct", "size": "1MiB", "quantum": "0"}, "axes": [{"pointer": "/quantum", "values": ["0", "1us", "soon"]}]})json");
   REQUIRE(quanta.size() == 3);
   CHECK(quanta[0].at("quantum_s").get<double>() == 0);
-  CHECK(quanta[1].at("quantum_s").get<double>() == doctest::Approx(1e-6));
+  CHECK(quanta[1].at("quantum_s").get<double>() == orrery::testing::Approx(1e-6));
   CHECK(quanta[2].at("status") == "invalid");
   CHECK(quanta[2].at("reason").get<std::string>().find("--quantum: bad duration \"soon\"") != std::string::npos);
 
@@ -284,7 +286,7 @@ TEST_CASE("sweep: the closed-form estimate agrees with the emulator on which poi
     if (emulated[i].at("status") != "ok") continue;
     CHECK(estimated[i].at("estimate") == true);
     const double ratio = estimated[i].at("step_time_s").get<double>() / emulated[i].at("step_time_s").get<double>();
-    CHECK(ratio == doctest::Approx(1.0).epsilon(0.1));
+    CHECK(ratio == orrery::testing::Approx(1.0).epsilon(0.1));
   }
 }
 

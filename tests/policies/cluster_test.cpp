@@ -6,6 +6,8 @@
 #include "traces/cluster_json.hpp"
 
 #include "shared_data.hpp"
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -52,7 +54,7 @@ TEST_CASE("FIFO, backfill and SJF on a small cluster") {
   CHECK(sjf.jobs[2].start_s == 100);  // the shorter C before B
   CHECK(sjf.jobs[1].start_s == 110);
   // Utilisation: GPU-seconds held over GPUs x makespan.
-  CHECK(fifo.gpu_utilization == doctest::Approx((6 * 100 + 8 * 50 + 2 * 10) / (8.0 * 160)));
+  CHECK(fifo.gpu_utilization == orrery::testing::Approx((6 * 100 + 8 * 50 + 2 * 10) / (8.0 * 160)));
 }
 
 TEST_CASE("Tiresias preempts jobs with much attained service, pays the restart overhead, and promotes the starving") {
@@ -65,7 +67,7 @@ TEST_CASE("Tiresias preempts jobs with much attained service, pays the restart o
   CHECK(t.jobs[1].start_s == 150);
   CHECK(t.jobs[1].end_s == 250);
   CHECK(t.jobs[0].restarts == 1);
-  CHECK(t.jobs[0].end_s == doctest::Approx(1000 + 100 + 30));
+  CHECK(t.jobs[0].end_s == orrery::testing::Approx(1000 + 100 + 30));
   const auto f = replay(jobs, "fifo");
   CHECK(t.jobs[1].end_s < f.jobs[1].end_s);
   CHECK_THROWS_WITH_AS(policies::cluster_schedulers().create("tiresias", {{"queues", std::int64_t{0}}}, {"s.json", "/policy"}),
@@ -124,7 +126,7 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   // No range and not resizable (a trace without elasticity): it keeps its 4 GPUs.
   models::ClusterSim fixed_sim(c, {a}, t, *arena, restart(0));
   const auto fixed = fixed_sim.run();
-  CHECK(fixed.jobs[0].end_s == doctest::Approx(1000));
+  CHECK(fixed.jobs[0].end_s == orrery::testing::Approx(1000));
   CHECK(fixed.jobs[0].end_gpus == 4);
   // Resizable with no range (a scenario's "elastic": true): the upgrade trial doubles it onto
   // the idle GPUs (linear scaling: twice as fast).
@@ -132,7 +134,7 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   auto arena1 = policies::cluster_schedulers().create("arena", {}, {"test", ""});
   models::ClusterSim free_sim(c, {a}, t, *arena1, restart(0));
   const auto grown = free_sim.run();
-  CHECK(grown.jobs[0].end_s == doctest::Approx(500));
+  CHECK(grown.jobs[0].end_s == orrery::testing::Approx(500));
   CHECK(grown.jobs[0].end_gpus == 8);
   // Elastic 2..4: it stays at 4.
   a.min_gpus = 2;
@@ -140,7 +142,7 @@ TEST_CASE("Arena resizes within a job's elastic range") {
   auto arena2 = policies::cluster_schedulers().create("arena", {}, {"test", ""});
   models::ClusterSim capped(c, {a}, t, *arena2, restart(0));
   const auto r = capped.run();
-  CHECK(r.jobs[0].end_s == doctest::Approx(1000));
+  CHECK(r.jobs[0].end_s == orrery::testing::Approx(1000));
   CHECK(r.jobs[0].end_gpus == 4);
 }
 
@@ -284,7 +286,7 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
     models::ClusterSim sim(c, {job("A", 0, 2, 100), job("B", 0, 2, 100), job("C", 1, 4, 10)}, half, *fifo, o);
     const auto r = sim.run();
     CHECK(r.spread_starts == 0);
-    CHECK(r.jobs[2].end_s == doctest::Approx(11));
+    CHECK(r.jobs[2].end_s == orrery::testing::Approx(11));
     REQUIRE(r.allocations.size() == 3);
     CHECK(r.allocations[0].node == 0);
     CHECK(r.allocations[1].node == 0);
@@ -298,7 +300,7 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
     const auto r = sim.run();
     CHECK(r.spread_starts == 1);
     CHECK(r.jobs[2].nodes == 2);
-    CHECK(r.jobs[2].end_s == doctest::Approx(21));
+    CHECK(r.jobs[2].end_s == orrery::testing::Approx(21));
   }
   // A holds 3 GPUs of node 0, B 3 of node 1 until 10 s; C (2 GPUs, arriving at 1 s) spans both.
   const auto consolidating = [&](double c_seconds) {
@@ -312,11 +314,11 @@ TEST_CASE("Node locality: best fit, spreading when fragmented, defragmenting mig
   CHECK(moved.migrations == 1);
   CHECK(moved.jobs[2].restarts == 1);
   CHECK(moved.jobs[2].nodes == 1);
-  CHECK(moved.jobs[2].end_s == doctest::Approx(1015.5));
+  CHECK(moved.jobs[2].end_s == orrery::testing::Approx(1015.5));
   // No migration when it would not pay: C has almost no work left.
   const auto stayed = consolidating(5);
   CHECK(stayed.migrations == 0);
-  CHECK(stayed.jobs[2].end_s == doctest::Approx(11));
+  CHECK(stayed.jobs[2].end_s == orrery::testing::Approx(11));
 }
 
 TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-min fairly") {
@@ -327,17 +329,17 @@ TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-m
   using Grant = std::vector<std::pair<int, int>>;
   // X on nodes 0 and 2, Y on 1 and 3: both rings cross leaf 0's uplink and leaf 1's: 50 each.
   auto s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{1, 1}, {3, 1}}});
-  CHECK(s[0] == doctest::Approx(0.5));
-  CHECK(s[1] == doctest::Approx(0.5));
+  CHECK(s[0] == orrery::testing::Approx(0.5));
+  CHECK(s[1] == orrery::testing::Approx(0.5));
   // Without oversubscription the uplinks hold both: full rate.
   f.oversubscription = 1;
   s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{1, 1}, {3, 1}}});
-  CHECK(s[0] == doctest::Approx(1));
-  CHECK(s[1] == doctest::Approx(1));
+  CHECK(s[0] == orrery::testing::Approx(1));
+  CHECK(s[1] == orrery::testing::Approx(1));
   // Two rings through node 0's NIC (Z inside leaf 0): half each; a one-node job is untouched.
   s = models::fabric_shares(f, 4, {Grant{{0, 1}, {2, 1}}, Grant{{0, 1}, {1, 1}}, Grant{{3, 2}}});
-  CHECK(s[0] == doctest::Approx(0.5));
-  CHECK(s[1] == doctest::Approx(0.5));
+  CHECK(s[0] == orrery::testing::Approx(0.5));
+  CHECK(s[1] == orrery::testing::Approx(0.5));
   CHECK(s[2] == 1);
 
   // In the simulator: every node its own leaf, uplinks at half a NIC, half of the time in
@@ -349,9 +351,9 @@ TEST_CASE("Shared fabric: rings share NICs and oversubscribed leaf uplinks max-m
   o.fabric = {1, 100, 2, 0.5};
   models::ClusterSim sim(c, {job("A", 0, 8, 100), job("B", 200, 4, 100)}, t, *fifo, o);
   const auto r = sim.run();
-  CHECK(r.jobs[0].end_s == doctest::Approx(150));
-  CHECK(r.jobs[1].end_s == doctest::Approx(300));  // one node: no fabric
-  CHECK(r.min_fabric_share == doctest::Approx(0.5));
+  CHECK(r.jobs[0].end_s == orrery::testing::Approx(150));
+  CHECK(r.jobs[1].end_s == orrery::testing::Approx(300));  // one node: no fabric
+  CHECK(r.min_fabric_share == orrery::testing::Approx(0.5));
 }
 
 TEST_CASE("Step-emulator throughput: the best plan per shape sets job speed") {
@@ -378,8 +380,8 @@ TEST_CASE("Step-emulator throughput: the best plan per shape sets job speed") {
   CHECK(t.rate(big, "a100", 1, 1) == 0);  // no plan fits one GPU
   // Durations become steps at the requested shape: replayed there, the job takes its duration.
   j.gpu_type = "a100";
-  CHECK(t.work(j) == doctest::Approx(3600 * a100));
+  CHECK(t.work(j) == orrery::testing::Approx(3600 * a100));
   auto fifo = policies::cluster_schedulers().create("fifo", {}, {"test", ""});
   models::ClusterSim sim(o.cluster, {j}, t, *fifo, restart(0));
-  CHECK(sim.run().jobs[0].end_s == doctest::Approx(3600));
+  CHECK(sim.run().jobs[0].end_s == orrery::testing::Approx(3600));
 }

@@ -3,6 +3,8 @@
 #include "policies/multimodal.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -77,7 +79,7 @@ TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, t
   // With a constant mix, the per-batch search is close to the best static plan (one plan,
   // searched once on the profiling batch, reused for every batch).
   const double best_static = std::min({ra.at("megatron-1f1b"), ra.at("modality-static"), ra.at("pipeweaver-offline")});
-  CHECK(ra.at("pipeweaver") == doctest::Approx(best_static).epsilon(0.05));
+  CHECK(ra.at("pipeweaver") == orrery::testing::Approx(best_static).epsilon(0.05));
   CHECK(ra.at("pipeweaver") <= best_static);
 }
 
@@ -98,8 +100,8 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
   auto megatron = policies::multimodal_pipelines().create("megatron-1f1b", {}, {"test", ""});
   megatron->prepare(fx.setup, batch, costs);
   const auto r = models::multimodal_step(*megatron, fx.setup, batch, costs);
-  CHECK(r.step_s == doctest::Approx((8 + 4 - 1) * 7 * two.total()).epsilon(1e-9));
-  CHECK(r.bubble_fraction == doctest::Approx(3.0 / 11.0).epsilon(1e-9));
+  CHECK(r.step_s == orrery::testing::Approx((8 + 4 - 1) * 7 * two.total()).epsilon(1e-9));
+  CHECK(r.bubble_fraction == orrery::testing::Approx(3.0 / 11.0).epsilon(1e-9));
   // Interleaved 1F1B on 2 stages of 2 chunks of 7 layers: m x v chunk-passes per stage plus a
   // bubble of (p - 1) chunk-passes: (m v + p - 1) x 7 (F + B).
   Fixture two_stages(llm, 1, 2, 1, 2);
@@ -107,13 +109,13 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
   two_stages.setup.hbm_bytes = 0;  // memory is not the point here
   auto interleaved = policies::multimodal_pipelines().create("megatron-1f1b", {{"chunks", std::int64_t{2}}}, {"test", ""});
   interleaved->prepare(two_stages.setup, batch, costs);
-  CHECK(models::multimodal_step(*interleaved, two_stages.setup, batch, costs).step_s == doctest::Approx((8 * 2 + 2 - 1) * 7 * two.total()).epsilon(1e-9));
+  CHECK(models::multimodal_step(*interleaved, two_stages.setup, batch, costs).step_s == orrery::testing::Approx((8 * 2 + 2 - 1) * 7 * two.total()).epsilon(1e-9));
   // PipeWeaver with sub-micro-batches of one sample (efficiency 0.01) and one segment: the same
   // law with m = 16.
   auto pw = policies::multimodal_pipelines().create("pipeweaver", {{"efficiency", 0.01}, {"extra_segments", std::int64_t{0}}}, {"test", ""});
   pw->prepare(fx.setup, batch, costs);
   const auto q = models::multimodal_step(*pw, fx.setup, batch, costs);
-  CHECK(q.step_s == doctest::Approx((16 + 4 - 1) * 7 * one.total()).epsilon(1e-9));
+  CHECK(q.step_s == orrery::testing::Approx((16 + 4 - 1) * 7 * one.total()).epsilon(1e-9));
 }
 
 TEST_CASE("multimodal pipelines: cost reuse never changes a result") {
@@ -134,7 +136,7 @@ TEST_CASE("multimodal pipelines: cost reuse never changes a result") {
     CHECK(x.run.busy == y.run.busy);
     // The stages' action lists (compute, send, recv, sync), executed, give the same step.
     const models::PipeRun acted = models::run_actions(x.program, models::action_lists(x.program), fx.setup.p2p);
-    CHECK(acted.makespan == doctest::Approx(x.step_s).epsilon(1e-12));
+    CHECK(acted.makespan == orrery::testing::Approx(x.step_s).epsilon(1e-12));
     CHECK(acted.busy == x.run.busy);
     CHECK(with.hits() > 0);
     CHECK(without.hits() == 0);

@@ -2,6 +2,8 @@
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace orrery;
@@ -27,8 +29,8 @@ TEST_CASE("GPipe and 1F1B: bubble fraction (p-1)/(m+p-1)") {
       CAPTURE(name);
       CAPTURE(p);
       CAPTURE(m);
-      CHECK(makespan == doctest::Approx((m + p - 1) * t));
-      CHECK((makespan - m * t) / makespan == doctest::Approx(double(p - 1) / (m + p - 1)));
+      CHECK(makespan == orrery::testing::Approx((m + p - 1) * t));
+      CHECK((makespan - m * t) / makespan == orrery::testing::Approx(double(p - 1) / (m + p - 1)));
     }
   }
   // 1F1B holds at most p micro-batches' activations; GPipe all m.
@@ -45,7 +47,7 @@ TEST_CASE("interleaved 1F1B: about 1/v of 1F1B's bubble") {
     CAPTURE(p);
     CAPTURE(m);
     CAPTURE(v);
-    CHECK(bubble == doctest::Approx((p - 1) * t / v));
+    CHECK(bubble == orrery::testing::Approx((p - 1) * t / v));
   }
   CHECK_THROWS_WITH_AS(plan("interleaved-1f1b", 4, 6, 2), doctest::Contains("needs the micro-batches (6) to be a multiple of the pipeline stages (4)"),
                        sim::InputError);
@@ -58,14 +60,14 @@ TEST_CASE("ZB-H1: bubble (p-1)(F+B-W), activation memory as 1F1B") {
       const double makespan = models::plan_makespan(plan("zb-h1", p, m), {p, m, 1}, f, b, w);
       CAPTURE(p);
       CAPTURE(m);
-      CHECK(makespan - m * (f + b + w) == doctest::Approx((p - 1) * (f + b - w)));
+      CHECK(makespan - m * (f + b + w) == orrery::testing::Approx((p - 1) * (f + b - w)));
     }
   }
   CHECK(models::peak_in_flight(plan("zb-h1", 4, 16)) == 4);
   // With T_F = T_B = T_W the bubble rate is (p-1)/3m of 1F1B's... relative to the step: 1/3 of 1F1B's bubble.
   const double zb = models::plan_makespan(plan("zb-h1", 8, 32), {8, 32, 1}, 1, 1, 1) - 32 * 3;
   const double one = models::plan_makespan(plan("1f1b", 8, 32), {8, 32, 1}, 1, 1, 1) - 32 * 3;
-  CHECK(zb == doctest::Approx(one / 3));
+  CHECK(zb == orrery::testing::Approx(one / 3));
 }
 
 TEST_CASE("unknown schedules are named with the valid ones") {

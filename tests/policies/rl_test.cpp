@@ -1,6 +1,8 @@
 #include "policies/rl.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -102,7 +104,7 @@ TEST_CASE("rl policies: all run, stream beats waiting, async overlaps at stalene
     CHECK(r.pipeline_bubble >= 0);
     CHECK(r.skewness_bubble > 0);
     CHECK(r.pipeline_bubble + r.skewness_bubble < 1);
-    CHECK(r.samples_per_dollar == doctest::Approx(r.samples / (16 * 2.0 * r.makespan / 3600)));
+    CHECK(r.samples_per_dollar == orrery::testing::Approx(r.samples / (16 * 2.0 * r.makespan / 3600)));
     CHECK(!r.timeline.empty());
     if (name != "streamrl-async") CHECK(r.staleness == 0);
     if (name != "colocated") CHECK(r.generation_gpus + r.training_gpus == 16);

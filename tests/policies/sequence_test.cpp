@@ -3,6 +3,8 @@
 #include "policies/sequence.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -38,14 +40,14 @@ TEST_CASE("CP sharding: per-sequence chunks are unbalanced under a document mask
 TEST_CASE("document-length generators hit their median, p99 and maximum") {
   for (const auto& m : {models::DocLengthModel::lognormal(644, 71'000, 1'000'000), models::DocLengthModel::lognormal_pareto(644, 71'000, 1'000'000)}) {
     CAPTURE(m.describe());
-    CHECK(m.quantile(0.5) == doctest::Approx(644).epsilon(0.01));
-    CHECK(m.quantile(0.99) == doctest::Approx(71'000).epsilon(0.01));
+    CHECK(m.quantile(0.5) == orrery::testing::Approx(644).epsilon(0.01));
+    CHECK(m.quantile(0.99) == orrery::testing::Approx(71'000).epsilon(0.01));
     models::DocSampler s(m, 42);
     std::vector<std::int64_t> v;
     for (int i = 0; i < 200'000; ++i) v.push_back(s.next());
     std::sort(v.begin(), v.end());
-    CHECK(static_cast<double>(v[v.size() / 2]) == doctest::Approx(644).epsilon(0.05));
-    CHECK(static_cast<double>(v[v.size() * 99 / 100]) == doctest::Approx(71'000).epsilon(0.10));
+    CHECK(static_cast<double>(v[v.size() / 2]) == orrery::testing::Approx(644).epsilon(0.05));
+    CHECK(static_cast<double>(v[v.size() * 99 / 100]) == orrery::testing::Approx(71'000).epsilon(0.10));
     CHECK(v.back() <= 1'000'000);
     CHECK(v.front() >= 1);
   }
@@ -65,7 +67,7 @@ TEST_CASE("LLN pool sizing: random pools follow 1 + CV/sqrt(P) sqrt(2 ln(D/P)); 
     CAPTURE(d);
     CAPTURE(pool);
     CHECK(r.cv > 0.3);
-    CHECK(r.random - 1 == doctest::Approx(r.formula - 1).epsilon(0.35));
+    CHECK(r.random - 1 == orrery::testing::Approx(r.formula - 1).epsilon(0.35));
     CHECK(r.vrsp - 1 < (r.random - 1) / 3);
   }
   // Bigger pools: a smaller busiest-pool excess, as 1/sqrt(P).
@@ -100,12 +102,12 @@ TEST_CASE("policies place every token: packing, sorted-greedy, wlb-llm, libra, g
       }
     }
     CHECK(t == tokens);
-    CHECK(pairs == doctest::Approx(pairs_packed));
+    CHECK(pairs == orrery::testing::Approx(pairs_packed));
     if (!p.attention_pairs.empty()) {
       // Tiled attention pooling keeps every pair, and spreads them within the cap.
       double moved = 0;
       for (const auto& r : p.attention_pairs) moved += std::accumulate(r.begin(), r.end(), 0.0);
-      CHECK(moved == doctest::Approx(pairs_packed));
+      CHECK(moved == orrery::testing::Approx(pairs_packed));
     }
   }
   // WLB-LLM may hold outliers back for a later step, never loses a token.

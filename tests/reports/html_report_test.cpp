@@ -2,6 +2,8 @@
 
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -84,7 +86,7 @@ TEST_CASE("nice ticks: steps of 1, 2 or 5 x 10^k covering the range") {
   const auto t = nice_ticks(3.2, 97.1);
   CHECK(t.front() <= 3.2);
   CHECK(t.back() >= 97.1);
-  CHECK(t[1] - t[0] == doctest::Approx(20));
+  CHECK(t[1] - t[0] == orrery::testing::Approx(20));
   // A single value gets a range around it; never fewer than two ticks.
   CHECK(nice_ticks(5, 5).size() >= 2);
   CHECK(nice_ticks(0, 0).size() >= 2);

@@ -1,5 +1,7 @@
 #include "sim/executor.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -132,7 +134,7 @@ TEST_CASE("GPipe makespan and bubble match the closed form") {
     for (std::size_t s = 0; s < g.stream_count(); ++s) {
       const Duration busy = run.executor->stream_busy()[s];
       CHECK(busy == (f + b) * m);
-      CHECK(1.0 - busy / run.executor->makespan() == doctest::Approx(double(p - 1) / double(m + p - 1)));
+      CHECK(1.0 - busy / run.executor->makespan() == orrery::testing::Approx(double(p - 1) / double(m + p - 1)));
     }
   }
 }

@@ -1,5 +1,7 @@
 #include "sim/flow_network.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -101,11 +103,11 @@ TEST_CASE("max-min allocation across two links") {
   const FlowId f2 = net.start(both, Bytes(100), 2);
   const FlowId f3 = net.start({&l2, 1}, Bytes(100), 3);
   engine.run_until(Time::zero());
-  CHECK(net.rate(f1).value() == doctest::Approx(8));
-  CHECK(net.rate(f2).value() == doctest::Approx(2));
-  CHECK(net.rate(f3).value() == doctest::Approx(2));
-  CHECK(net.link_load(l1).value() == doctest::Approx(10));
-  CHECK(net.link_load(l2).value() == doctest::Approx(4));
+  CHECK(net.rate(f1).value() == orrery::testing::Approx(8));
+  CHECK(net.rate(f2).value() == orrery::testing::Approx(2));
+  CHECK(net.rate(f3).value() == orrery::testing::Approx(2));
+  CHECK(net.link_load(l1).value() == orrery::testing::Approx(10));
+  CHECK(net.link_load(l2).value() == orrery::testing::Approx(4));
 }
 
 // A: 1e9 B from t=0 on a 1e9 B/s link; B: 0.25e9 B joins at 0.5 s. Both run at 0.5e9 B/s

@@ -1,6 +1,8 @@
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
@@ -47,8 +49,8 @@ TEST_CASE("bandwidths: Gb/s is bits, GB/s is bytes") {
 TEST_CASE("FLOP amounts and rates") {
   CHECK(parse_flop_rate("989 TFLOP/s").value() == 989e12);
   CHECK(parse_flop_rate("989 TFLOPS").value() == 989e12);
-  CHECK(parse_flop_rate("1.979 PFLOP/s").value() == doctest::Approx(1.979e15));
-  CHECK(parse_flops("3.2 PFLOP").value() == doctest::Approx(3.2e15));
+  CHECK(parse_flop_rate("1.979 PFLOP/s").value() == orrery::testing::Approx(1.979e15));
+  CHECK(parse_flops("3.2 PFLOP").value() == orrery::testing::Approx(3.2e15));
   CHECK(parse_flops("1e12 FLOPs").value() == 1e12);
 }
 

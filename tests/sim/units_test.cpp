@@ -1,6 +1,8 @@
 #include "sim/error.hpp"
 #include "sim/units.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace orrery::sim;
@@ -40,7 +42,7 @@ TEST_CASE("duration constructors and arithmetic are exact integer nanoseconds") 
   CHECK(3_ms - 1_ms == 2_ms);
   CHECK(2_ms * 3 == 6_ms);
   CHECK(7_ns / 2 == 3_ns);  // truncating, as int64
-  CHECK(3_ms / 1_ms == doctest::Approx(3.0));
+  CHECK(3_ms / 1_ms == orrery::testing::Approx(3.0));
   const Time t = Time::zero() + 5_ms;
   CHECK(t - Time::zero() == 5_ms);
   CHECK((t - 2_ms).ns() == 3'000'000);
@@ -63,10 +65,10 @@ TEST_CASE("bytes over bandwidth rounds up to whole nanoseconds") {
 }
 
 TEST_CASE("rates times durations give amounts back") {
-  CHECK((BytesPerSecond(50e9) * 2_ms).value() == doctest::Approx(1e8));
-  CHECK((2_ms * FlopsPerSecond(1e12)).value() == doctest::Approx(2e9));
-  CHECK((Bytes(1e9) / 1_s).value() == doctest::Approx(1e9));
-  CHECK((Flops(3e12) / 2_s).value() == doctest::Approx(1.5e12));
+  CHECK((BytesPerSecond(50e9) * 2_ms).value() == orrery::testing::Approx(1e8));
+  CHECK((2_ms * FlopsPerSecond(1e12)).value() == orrery::testing::Approx(2e9));
+  CHECK((Bytes(1e9) / 1_s).value() == orrery::testing::Approx(1e9));
+  CHECK((Flops(3e12) / 2_s).value() == orrery::testing::Approx(1.5e12));
 }
 
 TEST_CASE("a negative or infinite duration is our bug, not a value") {

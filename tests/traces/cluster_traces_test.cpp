@@ -3,6 +3,8 @@
 #include "traces/throughput_tables.hpp"
 
 #include "shared_data.hpp"
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include "input_error.hpp"
@@ -343,9 +345,9 @@ TEST_CASE("Gavel throughputs: the real table (gavel/SOURCE.md)") {
   // k80_unconsolidated.
   CHECK(g.entries() == 5 * 83 + 77);
   const models::Job r50 = job("ResNet-50 (batch size 64)", 64);
-  CHECK(g.rate(r50, "v100", 1, 1) == doctest::Approx(4.394774823323071));
-  CHECK(g.rate(r50, "v100", 4, 1) == doctest::Approx(9.451949566394442));
-  CHECK(g.rate(r50, "v100", 4, 2) == doctest::Approx(11.136430014818272));
+  CHECK(g.rate(r50, "v100", 1, 1) == orrery::testing::Approx(4.394774823323071));
+  CHECK(g.rate(r50, "v100", 4, 1) == orrery::testing::Approx(9.451949566394442));
+  CHECK(g.rate(r50, "v100", 4, 2) == orrery::testing::Approx(11.136430014818272));
   // Faster on a V100 than on a K80, and at most linear speed-up.
   const models::Job t128 = job("Transformer (batch size 128)", 128);
   CHECK(g.rate(t128, "v100", 1, 1) > g.rate(t128, "k80", 1, 1));
@@ -386,7 +388,7 @@ TEST_CASE("ElasticFlow throughputs: the real tables (elasticflow/SOURCE.md)") {
   if (dir.empty()) return;
   const traces::ElasticFlowThroughput t(dir);
   CHECK(t.tables() == 7 + 6);  // A100: 7 models, T4: 6
-  CHECK(t.rate(job("resnet50", 64), "a100", 1, 1) == doctest::Approx(6.8429775823889685));
+  CHECK(t.rate(job("resnet50", 64), "a100", 1, 1) == orrery::testing::Approx(6.8429775823889685));
   CHECK(t.rate(job("deepspeech2", 32), "a100", 64, 8) == 0);  // empty cell
   CHECK(t.rate(job("yolov3", 64), "t4", 32, 8) == 0);         // nan
   CHECK(t.rate(job("resnet50_cifar10", 64), "a100", 16, 2) == 0);
@@ -410,20 +412,20 @@ TEST_CASE("Pollux/Sia step times: interpolation, accumulation, placements") {
   t.add_profile("ad/placements.csv", "ad/scalability.csv", "cifar10", "t4");
   CHECK(t.profiles() == 1);
   // Local batch 64 on one GPU: the measured 0.2 s step.
-  CHECK(t.rate(job("cifar10", 64), "t4", 1, 1) == doctest::Approx(1 / 0.2));
+  CHECK(t.rate(job("cifar10", 64), "t4", 1, 1) == orrery::testing::Approx(1 / 0.2));
   // 96 over 2 GPUs = 48 each: halfway between 0.12 s (32) and 0.22 s (64).
-  CHECK(t.rate(job("cifar10", 96), "t4", 2, 1) == doctest::Approx(1 / 0.17));
+  CHECK(t.rate(job("cifar10", 96), "t4", 2, 1) == orrery::testing::Approx(1 / 0.17));
   // 128 on one GPU exceeds the largest measured 64: two passes of 64, the second without sync.
-  CHECK(t.rate(job("cifar10", 128), "t4", 1, 1) == doctest::Approx(1 / (0.2 + (0.2 - 0.02))));
+  CHECK(t.rate(job("cifar10", 128), "t4", 1, 1) == orrery::testing::Approx(1 / (0.2 + (0.2 - 0.02))));
   // Below the smallest measured local batch: not profiled.
   CHECK(t.rate(job("cifar10", 16), "t4", 1, 1) == 0);
   // Two nodes with one GPU each ("11"), and "12"/"21" averaged for 3 GPUs on 2 nodes.
-  CHECK(t.rate(job("cifar10", 64), "t4", 2, 2) == doctest::Approx(1 / 0.15));
-  CHECK(t.rate(job("cifar10", 96), "t4", 3, 2) == doctest::Approx(1 / 0.3));
+  CHECK(t.rate(job("cifar10", 64), "t4", 2, 2) == orrery::testing::Approx(1 / 0.15));
+  CHECK(t.rate(job("cifar10", 96), "t4", 3, 2) == orrery::testing::Approx(1 / 0.3));
   // 12 GPUs on 4 nodes: between the 8- and 16-GPU profiles.
-  CHECK(t.rate(job("cifar10", 384), "t4", 12, 4) == doctest::Approx(1 / 0.4));
+  CHECK(t.rate(job("cifar10", 384), "t4", 12, 4) == orrery::testing::Approx(1 / 0.4));
   // 6 GPUs on 3 nodes: no 3-node profile; halfway between 2 x 2 (0.2 s) and 4 x 2 (0.3 s).
-  CHECK(t.rate(job("cifar10", 192), "t4", 6, 3) == doctest::Approx(1 / 0.25));
+  CHECK(t.rate(job("cifar10", 192), "t4", 6, 3) == orrery::testing::Approx(1 / 0.25));
   // 8 GPUs on 3 nodes: nothing at 2 nodes with 2.67 GPUs each to interpolate from.
   CHECK(t.rate(job("cifar10", 256), "t4", 8, 3) == 0);
   CHECK(t.rate(job("cifar10", 64), "v100", 1, 1) == 0);
@@ -446,11 +448,11 @@ TEST_CASE("Pollux and Sia step times: the real profiles (pollux-adaptdl/SOURCE.m
   const traces::AdaptdlThroughput pollux = traces::load_pollux_throughput(pollux_dir);
   CHECK(pollux.profiles() == 6);  // bert, cifar10, deepspeech2, imagenet, ncf, yolov3 on T4
   // cifar10 placements.csv line 2: placement 1, local batch 32, 0.0427886962890625 s per step.
-  CHECK(pollux.rate(job("cifar10", 32), "t4", 1, 1) == doctest::Approx(1 / 0.0427886962890625));
+  CHECK(pollux.rate(job("cifar10", 32), "t4", 1, 1) == orrery::testing::Approx(1 / 0.0427886962890625));
   const traces::AdaptdlThroughput sia = traces::load_sia_throughput(sia_dir);
   CHECK(sia.profiles() == 6 * 5);  // the six models on aws, azure, dgx-ext, quad, rtx
   // Same cifar10 point on DGX-A100 (placements-dgx-ext.csv and scalability-dgx-ext.csv agree).
-  CHECK(sia.rate(job("cifar10", 32), "a100", 1, 1) == doctest::Approx(1 / 0.035044655203819275));
+  CHECK(sia.rate(job("cifar10", 32), "a100", 1, 1) == orrery::testing::Approx(1 / 0.035044655203819275));
   // Every job of Pollux's workload-1 runs on T4 at its request, packed 4 per node (its testbed),
   // and on Sia's 8-GPU DGX-A100 nodes when it fits two of them. (Not always faster there: Sia's
   // yolov3 A100 profile is slower than its T4 one at local batch 16.)

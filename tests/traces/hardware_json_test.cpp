@@ -2,6 +2,8 @@
 #include "traces/hardware_json.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -73,7 +75,7 @@ TEST_CASE("cost curves round-trip through JSON and bad files are rejected") {
   CHECK(back.metadata == curves.metadata);
   CHECK(back.curves[0].causal);
   CHECK(back.curves[0].axes == c.axes);
-  CHECK(std::exp(back.curves[0].log_seconds[3]) == doctest::Approx(8e-5));
+  CHECK(std::exp(back.curves[0].log_seconds[3]) == orrery::testing::Approx(8e-5));
   CHECK(back.curves[0].loo_fit_mape == 0.05);
   CHECK(std::isnan(back.curves[0].loo_interpolation_mape));
   CHECK(traces::curves_to_json(back) == json);  // stable when written again

@@ -2,6 +2,8 @@
 #include "models/multimodal/multimodal.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,8 +33,8 @@ TEST_CASE("multimodal catalog: module graphs in topological order, parameter cou
   CHECK(vl.modules[1].shape.ffn_hidden == 4 * 1280);  // the merger's input: 2x2 patches of the ViT
   // Published totals (Hugging Face model cards): Qwen2-VL-7B 8.29e9, Qwen2-VL-72B 73.4e9
   // parameters. Layer norms and biases are not counted here.
-  CHECK(static_cast<double>(vl.params()) == doctest::Approx(8.29e9).epsilon(0.02));
-  CHECK(static_cast<double>(cat.model("qwen2-vl-72b").params()) == doctest::Approx(73.4e9).epsilon(0.02));
+  CHECK(static_cast<double>(vl.params()) == orrery::testing::Approx(8.29e9).epsilon(0.02));
+  CHECK(static_cast<double>(cat.model("qwen2-vl-72b").params()) == orrery::testing::Approx(73.4e9).epsilon(0.02));
   CHECK_THROWS_WITH_AS(cat.model("qwen2-vl-8b", "s.json", "/model"), doctest::Contains("known: qwen2-vl-7b"), sim::InputError);
 }
 
@@ -127,11 +129,11 @@ TEST_CASE("multimodal batch generator: seeded, the documented mix") {
   }
   CHECK(differs);
   const double n = static_cast<double>(samples);
-  CHECK(static_cast<double>(text_only) / n == doctest::Approx(0.3).epsilon(0.1));
-  CHECK(static_cast<double>(video) / (n - static_cast<double>(text_only)) == doctest::Approx(0.1).epsilon(0.15));
-  CHECK(static_cast<double>(images) / static_cast<double>(image_samples) == doctest::Approx(1.5).epsilon(0.05));
+  CHECK(static_cast<double>(text_only) / n == orrery::testing::Approx(0.3).epsilon(0.1));
+  CHECK(static_cast<double>(video) / (n - static_cast<double>(text_only)) == orrery::testing::Approx(0.1).epsilon(0.15));
+  CHECK(static_cast<double>(images) / static_cast<double>(image_samples) == orrery::testing::Approx(1.5).epsilon(0.05));
   std::sort(frames.begin(), frames.end());
-  CHECK(static_cast<double>(frames[frames.size() / 2]) == doctest::Approx(16).epsilon(0.2));
+  CHECK(static_cast<double>(frames[frames.size() / 2]) == orrery::testing::Approx(16).epsilon(0.2));
   mix.text_only = 1.5;
   CHECK_THROWS_WITH_AS(mix.validate("s.json", "/workload/mix"), doctest::Contains("s.json:/workload/mix/text_only: expected a probability"), sim::InputError);
 }

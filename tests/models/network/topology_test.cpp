@@ -1,6 +1,8 @@
 #include "models/network/topology.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <set>
@@ -73,8 +75,8 @@ TEST_CASE("fat-tree oversubscription sets the uplink bandwidth") {
   for (const LinkIndex l : t.out_links(leaf)) {
     (t.node(t.link(l).to).kind == NodeKind::spine ? up : down) += t.link(l).bandwidth.value();
   }
-  CHECK(down == doctest::Approx(16 * 50e9));
-  CHECK(up == doctest::Approx(8 * 50e9));
+  CHECK(down == orrery::testing::Approx(16 * 50e9));
+  CHECK(up == orrery::testing::Approx(8 * 50e9));
 }
 
 // Spraying spreads every flow evenly over the spines: as one spine carrying each leaf's whole
@@ -86,7 +88,7 @@ TEST_CASE("spray routing aggregates the spine tier") {
   CHECK(spines == 1);
   const NodeIndex leaf = node(t, "su0.rail0");
   for (const LinkIndex l : t.out_links(leaf)) {
-    if (t.node(t.link(l).to).kind == NodeKind::spine) CHECK(t.link(l).bandwidth.value() == doctest::Approx(32 * 50e9));
+    if (t.node(t.link(l).to).kind == NodeKind::spine) CHECK(t.link(l).bandwidth.value() == orrery::testing::Approx(32 * 50e9));
   }
   CHECK(error_of("dgx-h100:nodes=64,routing=sprya").find("did you mean \"spray\"?") != std::string::npos);
   CHECK(error_of("dgx-h100:nodes=64,routing=spray,fabric=fat-tree-3").find("two-level") != std::string::npos);

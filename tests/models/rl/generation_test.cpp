@@ -1,6 +1,8 @@
 #include "models/rl/generation.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace orrery;
@@ -50,14 +52,14 @@ TEST_CASE("generation: continuous batching in closed form, preemption, bad input
   for (int i = 0; i < 300; ++i) expect += inst.decode_iteration_s(1, 1000 + i);
   REQUIRE(one.size() == 1);
   CHECK(one[0].id == 7);
-  CHECK(one[0].time == doctest::Approx(expect).epsilon(1e-9));
+  CHECK(one[0].time == orrery::testing::Approx(expect).epsilon(1e-9));
   // 32 identical requests: one prefill of all, then 32-wide iterations.
   std::vector<models::GenRequest> same;
   for (int i = 0; i < 32; ++i) same.push_back({i, 500, 200, 0});
   const auto batch = inst.run(same, 0, "test");
   double expect32 = inst.prefill_s(std::vector<std::int64_t>(32, 500));
   for (int i = 0; i < 200; ++i) expect32 += inst.decode_iteration_s(32, 32.0 * (500 + i));
-  for (const auto& f : batch) CHECK(f.time == doctest::Approx(expect32).epsilon(1e-9));
+  for (const auto& f : batch) CHECK(f.time == orrery::testing::Approx(expect32).epsilon(1e-9));
   CHECK(expect32 < 32 * (expect - 5.0) / 4);  // batching: far faster than one at a time
   // A cache just over one sequence: sequences are preempted and recomputed, all finish.
   models::GenerationConfig tight = g.config;
@@ -100,7 +102,7 @@ TEST_CASE("generation: memory-bound decode favours bandwidth (H20 beats H800 at 
                             << " ms, H800 " << h800.ptl(256, 1024) * 1e3 << " ms");
   // Batch 1: the weight read; 4.0 vs 3.35 TB/s.
   CHECK(h20.ptl(1, 8192) < h800.ptl(1, 8192));
-  CHECK(h800.ptl(1, 8192) / h20.ptl(1, 8192) == doctest::Approx(4.0 / 3.35).epsilon(0.1));
+  CHECK(h800.ptl(1, 8192) / h20.ptl(1, 8192) == orrery::testing::Approx(4.0 / 3.35).epsilon(0.1));
   // Batch 256: compute-bound on the H20 (148 vs 989 TFLOP/s).
   CHECK(h20.ptl(256, 1024) > 2 * h800.ptl(256, 1024));
 }

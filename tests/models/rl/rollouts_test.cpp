@@ -1,6 +1,8 @@
 #include "models/rl/rollouts.hpp"
 #include "sim/error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -65,8 +67,8 @@ TEST_CASE("rollout output lengths hit the output model's median and p99") {
   const auto lens = outputs(gen.batch(0, 1, 25'000, 8));
   const double p50 = quantile(lens, 0.5), p99 = quantile(lens, 0.99);
   MESSAGE("lognormal: p50 ", p50, ", p99/p50 ", p99 / p50);
-  CHECK(p50 == doctest::Approx(600).epsilon(0.04));
-  CHECK(p99 / p50 == doctest::Approx(16'000.0 / 600).epsilon(0.12));
+  CHECK(p50 == orrery::testing::Approx(600).epsilon(0.04));
+  CHECK(p99 / p50 == orrery::testing::Approx(16'000.0 / 600).epsilon(0.12));
   CHECK(*std::max_element(lens.begin(), lens.end()) <= 32'768);
 
   // The lognormal body with a Pareto tail goes through a Gaussian copula (a tabled quantile):
@@ -74,8 +76,8 @@ TEST_CASE("rollout output lengths hit the output model's median and p99") {
   const RolloutGenerator pareto(model(DocLengthModel::lognormal_pareto(600, 16'000, 32'768)), 7);
   const auto tail = outputs(pareto.batch(0, 1, 25'000, 8));
   MESSAGE("lognormal_pareto: p50 ", quantile(tail, 0.5), ", p99/p50 ", quantile(tail, 0.99) / quantile(tail, 0.5));
-  CHECK(quantile(tail, 0.5) == doctest::Approx(600).epsilon(0.04));
-  CHECK(quantile(tail, 0.99) / quantile(tail, 0.5) == doctest::Approx(16'000.0 / 600).epsilon(0.12));
+  CHECK(quantile(tail, 0.5) == orrery::testing::Approx(600).epsilon(0.04));
+  CHECK(quantile(tail, 0.99) / quantile(tail, 0.5) == orrery::testing::Approx(16'000.0 / 600).epsilon(0.12));
 }
 
 TEST_CASE("rollout batches are a function of the seed and the iteration only") {
@@ -98,8 +100,8 @@ TEST_CASE("rollout lengths grow by the growth factor and never pass the maximum"
   const auto median_at = [&](int k) { return quantile(outputs(free.batch(k, 50, 4'096, 8)), 0.5); };
   const double first = median_at(0), mid = median_at(25), last = median_at(49);
   MESSAGE("growth: median ", first, " -> ", mid, " -> ", last);
-  CHECK(last / first == doctest::Approx(6000.0 / 530).epsilon(0.1));
-  CHECK(mid / first == doctest::Approx(1 + (6000.0 / 530 - 1) * 25 / 49).epsilon(0.1));
+  CHECK(last / first == orrery::testing::Approx(6000.0 / 530).epsilon(0.1));
+  CHECK(mid / first == orrery::testing::Approx(1 + (6000.0 / 530 - 1) * 25 / 49).epsilon(0.1));
 
   // simpleRL-Zoo's Mistral-7B run: means 530 -> 6000 tokens under max_response_length 8192. At the
   // end most prompts' medians are near the maximum; lengths are redrawn below it, never clipped
@@ -140,8 +142,8 @@ TEST_CASE("rollout lengths bootstrapped from real data keep the data's shape") {
   std::vector<std::int64_t> drawn;
   for (int i = 0; i < 200'000; ++i) drawn.push_back(boot.draw(rng));
   MESSAGE("bootstrap: source p99/p50 ", shape, ", drawn p50 ", quantile(drawn, 0.5), ", p99/p50 ", quantile(drawn, 0.99) / quantile(drawn, 0.5));
-  CHECK(quantile(drawn, 0.5) == doctest::Approx(1'000).epsilon(0.03));
-  CHECK(quantile(drawn, 0.99) / quantile(drawn, 0.5) == doctest::Approx(shape).epsilon(0.1));
+  CHECK(quantile(drawn, 0.5) == orrery::testing::Approx(1'000).epsilon(0.03));
+  CHECK(quantile(drawn, 0.99) / quantile(drawn, 0.5) == orrery::testing::Approx(shape).epsilon(0.1));
 
   // In the generator the empirical quantile replaces the parametric one: the output model gives
   // the median and the maximum, the data the shape. Independent samples (share 0; the share does
@@ -150,8 +152,8 @@ TEST_CASE("rollout lengths bootstrapped from real data keep the data's shape") {
   m.empirical = real;
   const auto lens = outputs(RolloutGenerator(m, 4).batch(0, 1, 25'000, 8));
   MESSAGE("empirical generator: p50 ", quantile(lens, 0.5), ", p99/p50 ", quantile(lens, 0.99) / quantile(lens, 0.5));
-  CHECK(quantile(lens, 0.5) == doctest::Approx(1'000).epsilon(0.04));
-  CHECK(quantile(lens, 0.99) / quantile(lens, 0.5) == doctest::Approx(shape).epsilon(0.12));
+  CHECK(quantile(lens, 0.5) == orrery::testing::Approx(1'000).epsilon(0.04));
+  CHECK(quantile(lens, 0.99) / quantile(lens, 0.5) == orrery::testing::Approx(shape).epsilon(0.12));
   CHECK(RolloutGenerator(m, 4).model().describe().find("20000 empirical lengths scaled to median 1000") == 8);
 }
 

