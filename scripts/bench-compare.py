@@ -16,6 +16,12 @@ def load(path):
         sys.exit(f"bench-compare: {path}: {e}")
 
 
+def fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:.4g}" if abs(v) >= 1e4 or 0 < abs(v) < 1e-2 else f"{v:.3f}"
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__.strip())
@@ -27,7 +33,6 @@ def main():
     for name in names:
         b, a = before.get(name), after.get(name)
         ratio = f"{a / b:.3f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b != 0 else "-"
-        fmt = lambda v: "-" if v is None else (f"{v:.4g}" if abs(v) >= 1e4 or 0 < abs(v) < 1e-2 else f"{v:.3f}")
         print(f"{name:<{width}}  {fmt(b):>12}  {fmt(a):>12}  {ratio}")
 
 

@@ -3,7 +3,6 @@
 #include "calibration/profile.hpp"
 #include "models/hardware/cost.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,6 @@
 #include "studies/sweep.hpp"
 #include "cli_run.hpp"
 #include "input_error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

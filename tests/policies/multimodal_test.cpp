@@ -2,7 +2,6 @@
 #include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,6 @@
 #include "models/training/pipeline.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
 #include "policies/rl.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

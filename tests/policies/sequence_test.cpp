@@ -2,7 +2,6 @@
 #include "models/training/sequence.hpp"
 #include "policies/sequence.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,6 @@
 #include "reports/html_report.hpp"
 
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,4 @@
 #include "sim/executor.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,4 @@
 #include "sim/flow_network.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

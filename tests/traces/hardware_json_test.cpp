@@ -1,7 +1,6 @@
 #include "traces/curves_json.hpp"
 #include "traces/hardware_json.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,6 @@
 #include "models/hardware/hardware.hpp"
 #include "models/hardware/kernel.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

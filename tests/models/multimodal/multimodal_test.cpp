@@ -1,7 +1,6 @@
 #include "models/hardware/hardware.hpp"
 #include "models/multimodal/multimodal.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

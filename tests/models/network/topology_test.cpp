@@ -1,6 +1,5 @@
 #include "models/network/topology.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,5 @@
 #include "models/rl/generation.hpp"
 #include "sim/error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>

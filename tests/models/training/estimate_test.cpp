@@ -6,7 +6,6 @@
 #include "sim/error.hpp"
 
 #include "input_error.hpp"
-
 #include "approx.hpp"
 
 #include <doctest/doctest.h>
