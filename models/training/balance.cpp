@@ -39,6 +39,13 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
     layer_reduce_s_ = collective_seconds(sc_.topology, CollectiveOp::reduce_scatter, layer_params * 4, dp_group, p.tp);
     layer_gather_s_ = collective_seconds(sc_.topology, CollectiveOp::all_gather, layer_params * 2, dp_group, p.tp);
   }
+  if (p.zero >= 1 && p.zero < 3 && p.overlap_param_gather && dp_group > 1) {
+    for (int vs = 0; vs < p.virtual_stages(); ++vs) {
+      const int n = std::max(1, layers_of(p, m, vs));
+      chunk_layers_.push_back(n);
+      bucket_gather_s_.push_back(collective_seconds(sc_.topology, CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2, dp_group, p.tp));
+    }
+  }
   shape_.dp = p.dp;
   shape_.cp = p.cp;
   shape_.micro_batches = p.micro_batches() * p.micro_batch;
@@ -128,10 +135,28 @@ BalanceStep StepBalancer::run(const BatchPlacement& placement, std::uint64_t ste
     for (double& x : factor) x = std::exp(options_.jitter * noise(rng));
     const double per_chunk = static_cast<double>(m.layers) / vstages;
     std::vector<OpSpan> spans;
+    std::vector<bool> forward_seen(static_cast<std::size_t>(vstages), false);
     const double end = plan_makespan(
         plan_, pipe_,
-        [&](const PipeOp& op, int stage) {
+        [&](const PipeOp& op, int stage, double start) {
           const auto mb = static_cast<std::size_t>(op.micro_batch);
+          const int vs = op.chunk * p.pp + stage;
+          if (op.kind == PipeOpKind::forward && !bucket_gather_s_.empty() && !forward_seen[static_cast<std::size_t>(vs)]) {
+            // The chunk's first forward, layer by layer behind its buckets: those of the stage's
+            // earlier chunks go first on the stream.
+            forward_seen[static_cast<std::size_t>(vs)] = true;
+            double issued = 0;
+            for (int c = 0; c < op.chunk; ++c) {
+              const auto earlier = static_cast<std::size_t>(c * p.pp + stage);
+              issued += chunk_layers_[earlier] * bucket_gather_s_[earlier];
+            }
+            const int n = chunk_layers_[static_cast<std::size_t>(vs)];
+            const double g = bucket_gather_s_[static_cast<std::size_t>(vs)];
+            const double d = f[mb] * per_chunk * factor[static_cast<std::size_t>(stage)] / n;
+            double t = start;
+            for (int layer = 1; layer <= n; ++layer) t = std::max(t, issued + layer * g) + d;
+            return t - start + p2p_s_;
+          }
           // Per layer: the compute, or the DP collectives it waits on when they are longer (ZeRO-2/3
           // prefetch the next layer's gather and reduce the last layer's gradients beside it).
           double t = 0, dp = 0;

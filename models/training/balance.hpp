@@ -62,6 +62,11 @@ class StepBalancer {
   // the parameter all-gather before each forward and backward, and the gradient reduce-scatter
   // after each backward, on one DP stream beside the compute.
   double layer_gather_s_ = 0, layer_reduce_s_ = 0;
+  // ZeRO-1 and -2, overlapped: per virtual stage, its layers and the all-gather of one layer's
+  // updated shards (one bucket per layer, issued in order at the step's start, run_step); the
+  // chunk's first forward runs each layer after its bucket. Empty when nothing is gathered so.
+  std::vector<int> chunk_layers_;
+  std::vector<double> bucket_gather_s_;
   LinkRates rates_;
   // Per pool size (ranks): the bandwidth a rank gets in the pool's all-to-all, from a flow
   // simulation of one on the fabric.

@@ -29,7 +29,7 @@ struct Done {
 
 // List-schedules the plan: repeatedly runs the next op of any stage whose dependencies are
 // done. Returns the makespan, or throws if some stage can never proceed.
-double run_plan(const PipelinePlan& plan, const PipelineShape& s, const OpDuration& duration_of, std::vector<OpSpan>* spans) {
+double run_plan(const PipelinePlan& plan, const PipelineShape& s, const TimedOpDuration& duration_of, std::vector<OpSpan>* spans) {
   const int p = s.stages, v = s.chunks;
   ORRERY_CHECK(static_cast<int>(plan.size()) == p, "plan has {} stages, expected {}", plan.size(), p);
   Done done(p * v, s.micro_batches);
@@ -54,28 +54,24 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, const OpDurati
           if (t < 0) ok = false;
           ready = std::max(ready, t);
         };
-        double duration = 0;
         switch (op.kind) {
           case PipeOpKind::forward:
             ORRERY_CHECK(done.at(done.f, vs, op.micro_batch) < 0, "forward {} of vs {} twice", op.micro_batch, vs);
             if (vs > 0) need(done.at(done.f, vs - 1, op.micro_batch));
-            duration = duration_of(op, stage);
             break;
           case PipeOpKind::backward:
           case PipeOpKind::backward_input:
             ORRERY_CHECK(done.at(done.b, vs, op.micro_batch) < 0, "backward {} of vs {} twice", op.micro_batch, vs);
             need(done.at(done.f, vs, op.micro_batch));
             if (vs + 1 < p * v) need(done.at(done.b, vs + 1, op.micro_batch));
-            duration = duration_of(op, stage);
             break;
           case PipeOpKind::backward_weight:
             ORRERY_CHECK(done.at(done.w, vs, op.micro_batch) < 0, "weight grad {} of vs {} twice", op.micro_batch, vs);
             need(done.at(done.b, vs, op.micro_batch));
-            duration = duration_of(op, stage);
             break;
         }
         if (!ok) break;
-        const double end = ready + duration;
+        const double end = ready + duration_of(op, stage, ready);
         if (spans != nullptr) spans->push_back({stage, op, ready, end});
         if (op.kind == PipeOpKind::forward) done.at(done.f, vs, op.micro_batch) = end;
         if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) done.at(done.b, vs, op.micro_batch) = end;
@@ -100,8 +96,8 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, const OpDurati
 }  // namespace
 
 namespace {
-OpDuration uniform(double t_f, double t_b, double t_w) {
-  return [=](const PipeOp& op, int) {
+TimedOpDuration uniform(double t_f, double t_b, double t_w) {
+  return [=](const PipeOp& op, int, double) {
     switch (op.kind) {
       case PipeOpKind::forward: return t_f;
       case PipeOpKind::backward: return t_b + t_w;
@@ -120,6 +116,10 @@ double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, doubl
 }
 
 double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const OpDuration& duration, std::vector<OpSpan>* spans) {
+  return run_plan(plan, shape, [&duration](const PipeOp& op, int stage, double) { return duration(op, stage); }, spans);
+}
+
+double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const TimedOpDuration& duration, std::vector<OpSpan>* spans) {
   return run_plan(plan, shape, duration, spans);
 }
 

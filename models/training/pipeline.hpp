@@ -65,6 +65,10 @@ struct OpSpan {
   double start, end;
 };
 double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const OpDuration& duration, std::vector<OpSpan>* spans = nullptr);
+// The same where an op's time may depend on when it starts (an op gated by transfers issued at
+// the step's start, as ZeRO-1's parameter gathers gate each chunk's first forward).
+using TimedOpDuration = std::function<double(const PipeOp&, int stage, double start)>;
+double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const TimedOpDuration& duration, std::vector<OpSpan>* spans = nullptr);
 
 // The peak number of micro-batches whose forward activations a stage holds at once (forward
 // done, backward not yet), over all stages, counted in chunks.
