@@ -97,7 +97,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->capture_default_str();
   coll_cmd->add_option("--op", coll.op, "all-reduce, reduce-scatter, all-gather, broadcast, reduce, all-to-all, send-recv")
       ->capture_default_str();
-  coll_cmd->add_option("--algo", coll.algo, "ring, tree, hierarchical, nvls, direct")->capture_default_str();
+  coll_cmd->add_option("--algo", coll.algo,
+                       "auto (what NCCL picks), ring, tree, nvls, nvls-tree, pat (NCCL's algorithms), hierarchical or direct (flow plans only)")
+      ->capture_default_str();
+  coll_cmd->add_option("--proto", coll.proto, "the NCCL model's protocol: auto (NCCL's choice), ll, ll128 or simple")->capture_default_str();
+  coll_cmd->add_option("--nvls", coll.nvls, "let NCCL use NVLS where the NVSwitch has it (NCCL_NVLS_ENABLE)")->capture_default_str();
   coll_cmd->add_option("--size", coll.size, "nccl-tests size, e.g. 1GiB")->capture_default_str();
   coll_cmd->add_option("--ranks", coll.ranks, "use the first N GPUs (0: all)")->capture_default_str();
   coll_cmd->add_option("--channels", coll.channels, "parallel rings/trees (0: one per NIC of a server)")->capture_default_str();
@@ -202,7 +206,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
-  validate_cmd->add_option("--only", validate_options.only, "network, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
+  validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
 
   CLI::App* policies_cmd = app.add_subcommand("policies", "List every policy family (sequence, pipeline, cluster, multimodal, RL) with its parameters");
 

@@ -166,13 +166,16 @@ py::dict cluster(const py::object& scenario, const std::string& policy, const py
   return loads(json);
 }
 
-py::dict collective(const std::string& topology, const std::string& op, const std::string& algo, const std::string& size, int ranks, int channels,
+py::dict collective(const std::string& topology, const std::string& op, const std::string& algo, const std::string& proto, bool nvls,
+                    const std::string& size, int ranks, int channels,
                     int chunks, int root, int peer, const py::object& alltoallv, const std::string& quantum, const py::object& trace,
                     const py::object& report) {
   runs::CollectiveOptions o;
   o.topology = topology;
   o.op = op;
   o.algo = algo;
+  o.proto = proto;
+  o.nvls = nvls;
   o.size = size;
   o.ranks = ranks;
   o.channels = channels;
@@ -348,7 +351,7 @@ PYBIND11_MODULE(_orrery, m) {
         arg("trace"), arg("trace_step"), arg("html"), arg("report"), arg("progress"));
   m.def("cluster", &cluster, arg("scenario"), arg("policy"), arg("jobs"), arg("skip_bad_rows"), arg("timeline"), arg("csv"), arg("html"),
         arg("report"), arg("progress"));
-  m.def("collective", &collective, arg("topology"), arg("op"), arg("algo"), arg("size"), arg("ranks"), arg("channels"), arg("chunks"), arg("root"),
+  m.def("collective", &collective, arg("topology"), arg("op"), arg("algo"), arg("proto"), arg("nvls"), arg("size"), arg("ranks"), arg("channels"), arg("chunks"), arg("root"),
         arg("peer"), arg("alltoallv"), arg("quantum"), arg("trace"), arg("report"));
   m.def("sweep", &sweep, arg("plan"), arg("out"), arg("csv"), arg("html"), arg("jobs"), arg("resume"), arg("max_points"), arg("progress"));
   m.def("replay", &replay, arg("graph"), arg("trace"), arg("report"));

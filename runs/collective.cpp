@@ -3,6 +3,7 @@
 #include "runs/report_out.hpp"
 
 #include "models/network/collectives.hpp"
+#include "models/network/nccl.hpp"
 #include "sim/unit_parse.hpp"
 #include "traces/atomic_file.hpp"
 #include "reports/chrome_trace.hpp"
@@ -33,7 +34,6 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   const models::Topology topology = traces::load_topology(o.topology);
   models::CollectiveSpec spec;
   spec.op = models::parse_collective_op(o.op, "<command line>", "--op");
-  spec.algo = models::parse_collective_algo(o.algo, "<command line>", "--algo");
   spec.size = sim::parse_bytes(o.size, {"<command line>", "--size"});
   if (spec.size > kMaxMessage) {
     throw sim::InputError("<command line>", "--size",
@@ -91,12 +91,35 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     }
   }
 
+  // NCCL's model: its choice of algorithm and protocol (or the one asked for), and its time.
+  // `--algo auto` runs the flow plan of the algorithm NCCL picks.
+  models::NcclRequest request;
+  request.nvls_enable = o.nvls;
+  const bool flow_only = o.algo == "hierarchical" || o.algo == "direct";
+  if (o.algo != "auto" && !flow_only) {
+    request.any_algo = false;
+    request.algo = models::parse_nccl_algo(o.algo, "<command line>", "--algo");
+  }
+  if (o.proto != "auto") {
+    request.any_proto = false;
+    request.proto = models::parse_nccl_proto(o.proto, "<command line>", "--proto");
+  }
+  if (o.algo != "auto" && !flow_only && o.algo != "ring" && o.algo != "tree" && o.algo != "nvls" && o.algo != "nvls-tree" && o.algo != "pat") {
+    throw sim::InputError("<command line>", "--algo", fmt::format("found {}, expected auto, ring, tree, nvls, nvls-tree, pat, hierarchical or direct",
+                                                                  sim::quote(o.algo)));
+  }
+  const models::CommShape shape = models::comm_shape(topology, spec.op, spec.ranks);
+  const models::NcclCost nccl = models::nccl_cost(shape, spec.size.value(), models::CommParams::fitted(), request);
+  spec.algo = flow_only ? models::parse_collective_algo(o.algo, "<command line>", "--algo") : models::flow_algo(nccl.algo, spec.op);
+  // The flows carry NCCL's latency on their critical path (the links' own latencies beside it).
+  spec.latency = sim::ceil_duration_ns(nccl.latency_s * 1e9);
+
   const bool counters = !o.trace_path.empty();
   models::CollectiveResult r;
   sim::Duration estimate;
   try {
     r = models::run_collective(topology, spec, {}, counters);
-    estimate = models::alpha_beta(topology, spec);
+    estimate = models::alpha_beta(topology, spec) + spec.latency;
   } catch (const sim::DurationOverflow& e) {
     // Sizes and bandwidths are each in range, but together too far apart.
     throw sim::InputError("<command line>", "--size",
@@ -109,8 +132,13 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   out << fmt::format("time       {}\n", sim::to_string(r.time));
   out << fmt::format("algbw      {:.2f} GB/s\n", r.algbw / 1e9);
   out << fmt::format("busbw      {:.2f} GB/s\n", r.busbw / 1e9);
-  out << fmt::format("alpha-beta {} ({:+.1f}% vs simulated)\n", sim::to_string(estimate),
+  out << fmt::format("alpha-beta {} with NCCL's latency ({:+.1f}% vs simulated)\n", sim::to_string(estimate),
                      100.0 * (static_cast<double>(estimate.ns()) / static_cast<double>(r.time.ns()) - 1.0));
+  out << fmt::format("nccl model {}/{} on {} of {} channels: {} (latency {}), busbw {:.2f} GB/s{}\n", models::to_string(nccl.algo),
+                     models::to_string(nccl.proto), nccl.channels_used, nccl.channels, sim::to_string(sim::ceil_duration_ns(nccl.time_s * 1e9)),
+                     sim::to_string(sim::ceil_duration_ns(nccl.latency_s * 1e9)), nccl.busbw_Bps / 1e9,
+                     spec.pair_bytes.empty() ? "" : " (uniform all-to-all of the largest sender's bytes)");
+  if (shape.arch_assumed) out << "           the topology names no GPU: the NCCL model assumes Hopper\n";
   out << fmt::format("flows      {} ({} re-solves visiting {} flow-links, {} events)\n", r.flows, r.solves, r.solve_work, r.events);
   if (spec.quantum > sim::Duration::zero()) {
     out << fmt::format("quantum    {}: departures re-solved on this grid (an approximation; 0 is exact)\n", sim::to_string(spec.quantum));
@@ -146,6 +174,14 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     report.set("/algbw_GBps", r.algbw / 1e9);
     report.set("/busbw_GBps", r.busbw / 1e9);
     report.set("/alpha_beta_s", estimate.to_seconds());
+    report.set("/nccl/algo", models::to_string(nccl.algo));
+    report.set("/nccl/proto", models::to_string(nccl.proto));
+    report.set("/nccl/channels", std::int64_t{nccl.channels});
+    report.set("/nccl/channels_used", std::int64_t{nccl.channels_used});
+    report.set("/nccl/time_s", nccl.time_s);
+    report.set("/nccl/latency_s", nccl.latency_s);
+    report.set("/nccl/busbw_GBps", nccl.busbw_Bps / 1e9);
+    report.set("/nccl/gpu_assumed", shape.arch_assumed);
     report.set("/flows", static_cast<std::int64_t>(r.flows));
     report.set("/solves", static_cast<std::int64_t>(r.solves));
     report.set("/solve_work", static_cast<std::int64_t>(r.solve_work));

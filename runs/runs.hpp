@@ -28,7 +28,9 @@ void replay(const ReplayOptions& options, std::ostream& out);
 struct CollectiveOptions {
   std::string topology = "dgx-h100";
   std::string op = "all-reduce";
-  std::string algo = "ring";
+  std::string algo = "auto";   // auto: NCCL's choice (models/network/nccl.hpp)
+  std::string proto = "auto";  // the NCCL model's protocol: auto, ll, ll128, simple
+  bool nvls = true;            // NCCL_NVLS_ENABLE
   std::string size = "1 GiB";
   int ranks = 0;
   int channels = 0;

@@ -84,7 +84,7 @@ const std::map<std::string, std::vector<OptionSpec>>& command_options() {
 }
 
 // The fields of a collective "scenario" (the options of `orrery collective`).
-const std::vector<std::string> kCollectiveFields = {"topology", "op", "algo", "size", "ranks", "channels", "chunks", "root", "peer", "alltoallv", "quantum"};
+const std::vector<std::string> kCollectiveFields = {"topology", "op", "algo", "proto", "nvls", "size", "ranks", "channels", "chunks", "root", "peer", "alltoallv", "quantum"};
 
 std::string type_name(const json& v) {
   if (v.is_number()) return "a number";
@@ -390,6 +390,8 @@ std::string run_command(const SweepPlan& plan, const std::string& path, const js
     }
     if (const auto v = s.optional("op")) o.op = v->as_string();
     if (const auto v = s.optional("algo")) o.algo = v->as_string();
+    if (const auto v = s.optional("proto")) o.proto = v->as_string();
+    if (const auto v = s.optional("nvls")) o.nvls = v->as_bool();
     if (const auto v = s.optional("size")) o.size = v->json().is_number() ? std::to_string(v->as_int()) : v->as_string();
     if (const auto v = s.optional("ranks")) o.ranks = v->as_int_in(0, 1 << 24);
     if (const auto v = s.optional("channels")) o.channels = v->as_int_in(0, 1024);

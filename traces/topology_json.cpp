@@ -5,6 +5,9 @@
 #include "traces/atomic_file.hpp"
 #include "traces/json_input.hpp"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <map>
 
 namespace orrery::traces {
@@ -55,6 +58,20 @@ models::Topology read_topology(std::string_view json_text, const std::string& so
   JsonObject top = doc->root().as_object();
   top.optional("name");
   top.optional("description");
+  // What the GPUs and NICs are, for the NCCL model (both optional: without "gpu" it assumes
+  // Hopper and says so; "net" defaults to ib as in a spec).
+  std::string gpu, net = "ib";
+  if (auto g = top.optional("gpu")) {
+    gpu = g->as_string();
+    (void)models::gpu_link_spec(gpu, source, g->pointer());
+  }
+  if (auto k = top.optional("net")) {
+    net = k->as_string();
+    const auto& kinds = models::net_kinds();
+    if (std::find(kinds.begin(), kinds.end(), net) == kinds.end()) {
+      k->fail(fmt::format("unknown net {}; valid: {}", sim::quote(net), fmt::join(kinds, ", ")));
+    }
+  }
   const std::vector<JsonNode> nodes = top.required("nodes").as_array();
   const std::vector<JsonNode> links = top.required("links").as_array();
   top.finish();
@@ -126,6 +143,7 @@ models::Topology read_topology(std::string_view json_text, const std::string& so
     }
     throw sim::InputError(source, "/nodes", problems.front());
   }
+  t.describe(gpu, net);
   return t;
 }
 
@@ -133,6 +151,8 @@ models::Topology read_topology_file(const std::string& path) { return read_topol
 
 std::string topology_json(const models::Topology& t) {
   nlohmann::ordered_json out;
+  if (!t.gpu_type().empty()) out["gpu"] = t.gpu_type();
+  out["net"] = t.net_kind();
   out["nodes"] = nlohmann::ordered_json::array();
   for (const models::TopoNode& n : t.nodes()) {
     nlohmann::ordered_json node = {{"name", n.name}, {"kind", std::string(models::to_string(n.kind))}};

@@ -233,9 +233,9 @@ ValidationSummary validate_network(const std::string& data_dir, std::string& md,
 void validate(const ValidateOptions& o, std::ostream& out) {
   check_outputs({{"--out", o.out_path}});
   if (!o.only.empty() && o.only != "network" && o.only != "kernels" && o.only != "steps" && o.only != "balance" && o.only != "cluster" &&
-      o.only != "multimodal" && o.only != "rl" && o.only != "estimate") {
+      o.only != "multimodal" && o.only != "rl" && o.only != "estimate" && o.only != "nccl") {
     throw sim::InputError("<command line>", "--only",
-                          fmt::format("found {}, expected network, kernels, steps, balance, cluster, multimodal, rl or estimate", sim::quote(o.only)));
+                          fmt::format("found {}, expected network, nccl, kernels, steps, balance, cluster, multimodal, rl or estimate", sim::quote(o.only)));
   }
   std::string md = "# Validation: simulated vs published measurements\n\n";
   md += fmt::format("Produced by `build/bin/orrery validate --data ../shared/data --out docs/validation.md{}`; do not edit by hand.\n\n",
@@ -249,6 +249,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
   };
   const std::vector<Section> all = {
       {"network", [&] { validate_network(o.data_dir, md, lines); }},
+      {"nccl", [&] { validate_nccl(o.data_dir, md, lines); }},
       {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
       {"steps", [&] { validate_steps(o.data_dir, md, lines); }},
       {"balance", [&] { validate_balance(md, lines); }},

@@ -4,6 +4,8 @@
 //   std::string md;  const auto net = validation::validate_network("../shared/data", md, std::cout);
 #pragma once
 
+#include "models/network/nccl.hpp"
+
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -53,6 +55,24 @@ struct StepValidationSummary {
   };
   std::vector<Table> tables;
 };
+
+// The NCCL cost model against the published nccl-tests sweeps (../shared/data/
+// nccl-tests-sweeps): fits its physical parameters and predicts each sweep leave-one-out;
+// appends a markdown section.
+struct NcclValidationSummary {
+  struct Sweep {
+    std::string file;
+    int rows = 0;
+    double loo_mape = 0;
+  };
+  std::vector<Sweep> sweeps;
+  double loo_mape[4] = {0, 0, 0, 0};        // < 64 KiB, 64 KiB - 16 MiB, >= 16 MiB, all
+  double in_sample_mape[4] = {0, 0, 0, 0};
+  models::CommParams params;                // the fit on every sweep
+};
+NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& markdown, std::ostream& out);
+// The fit alone (what CommParams::fitted() must hold).
+models::CommParams fit_comm_params(const std::string& data_dir);
 
 // Reproduces the Megatron-LM throughput tables (../shared/data/megatron-lm) with the step
 // emulator; appends a markdown section.

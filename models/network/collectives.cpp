@@ -570,7 +570,7 @@ double efficiency_of(const LinkEfficiency& e, LinkKind kind) {
 
 class Runner : public sim::FlowObserver {
  public:
-  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum)
+  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum, sim::Duration latency)
       : topology_(t), plan_(plan), net_(engine_), record_loads_(loads) {
     net_.set_departure_quantum(quantum);
     // Topology links first (same indices), then one NVLS reduction port per GPU-switch link.
@@ -603,6 +603,20 @@ class Runner : public sim::FlowObserver {
       for (std::uint32_t k = 0; k < tr.deps_count; ++k) dependents_[fill[plan.deps[tr.deps_begin + k]]++] = i;
     }
     net_.set_observer(this, loads);
+    // The latency per transfer: the whole over the longest chain of transfers that move data
+    // (dependencies point to earlier transfers; barriers carry none).
+    if (latency > sim::Duration::zero() && n > 0) {
+      std::vector<std::uint32_t> depth(n, 0);
+      std::uint32_t longest = 1;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Transfer& tr = plan.transfers[i];
+        std::uint32_t d = 0;
+        for (std::uint32_t k = 0; k < tr.deps_count; ++k) d = std::max(d, depth[plan.deps[tr.deps_begin + k]]);
+        depth[i] = d + (tr.bytes == 0 && tr.src == tr.dst ? 0 : 1);
+        longest = std::max(longest, depth[i]);
+      }
+      step_latency_ = sim::ceil_duration_ns(static_cast<double>(latency.ns()) / longest);
+    }
   }
 
   CollectiveResult run() {
@@ -651,7 +665,7 @@ class Runner : public sim::FlowObserver {
       engine_.schedule_after(sim::Duration::zero(), [this, i] { finish(i); });
       return;
     }
-    net_.start(route_, sim::Bytes(tr.bytes), i);
+    net_.start(route_, sim::Bytes(tr.bytes), i, 1.0, step_latency_);
   }
 
   void finish(std::uint32_t i) {
@@ -673,13 +687,14 @@ class Runner : public sim::FlowObserver {
   std::vector<sim::LinkId> route_;
   std::vector<LinkLoadSample> loads_;
   std::size_t done_ = 0;
+  sim::Duration step_latency_ = sim::Duration::zero();
 };
 
 }  // namespace
 
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
   const CollectivePlan plan = plan_collective(t, spec);
-  Runner runner(t, plan, e, record_link_loads, spec.quantum);
+  Runner runner(t, plan, e, record_link_loads, spec.quantum, spec.latency);
   CollectiveResult r = runner.run();
   double size = spec.size.value();
   if (!spec.pair_bytes.empty()) {

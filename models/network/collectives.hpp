@@ -58,6 +58,11 @@ struct CollectiveSpec {
   // The flow network re-solves departures on this grid (sim::FlowNetwork::set_departure_quantum);
   // zero: at once, exact.
   sim::Duration quantum = sim::Duration::zero();
+  // The software latency of the whole collective (NCCL's, nccl.hpp), spread over the plan's
+  // critical path: each transfer waits latency / (transfers on the longest dependency chain)
+  // before it takes bandwidth, so an uncontended run ends `latency` later and a contended one
+  // adds its queueing on top. Zero: the links' latencies only.
+  sim::Duration latency = sim::Duration::zero();
   // The most transfers the plan may hold (0: no limit): an InputError naming --chunks beyond it.
   std::size_t max_transfers = 0;
 };

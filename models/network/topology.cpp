@@ -5,6 +5,8 @@
 #include "sim/registry.hpp"
 #include "sim/unit_parse.hpp"
 
+#include <fmt/ranges.h>
+
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/filtered_graph.hpp>
@@ -115,6 +117,16 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   out_[b].push_back(first + 1);
   cache_->to.clear();
   return first;
+}
+
+void Topology::describe(std::string gpu, std::string net) {
+  gpu_type_ = std::move(gpu);
+  net_kind_ = std::move(net);
+}
+
+const std::vector<std::string_view>& net_kinds() {
+  static const std::vector<std::string_view> kinds = {"ib", "roce", "efa", "tcpxo", "slingshot", "socket"};
+  return kinds;
 }
 
 std::int64_t Topology::find(std::string_view name) const {
@@ -252,6 +264,7 @@ struct Fabric {
   std::int64_t planes;         // independent copies of the fabric; each NIC splits over them
   std::int64_t pod_leaves;     // fat-tree-3: leaves per pod
   bool spray;                  // adaptive routing / packet spraying instead of per-flow ECMP
+  std::string net;             // what the NICs speak (net_kinds()): sets the collective model's parameters
 };
 
 // Connects NICs (nics[server][i]) to a switched fabric.
@@ -399,7 +412,13 @@ Fabric fabric_params(const sim::Params& p, const BuildContext& at) {
            p.get_number("oversubscription"),
            int_param(p, "planes", kMaxPlanes, "every plane is a full copy of the fabric", at),
            int_param(p, "pod_leaves", kMaxSwitchPorts, "a spine switch has at most 512 ports", at),
-           routing == "spray"};
+           routing == "spray",
+           p.get_string("net")};
+  const auto& kinds = net_kinds();
+  if (std::find(kinds.begin(), kinds.end(), f.net) == kinds.end()) {
+    std::vector<std::string> names(kinds.begin(), kinds.end());
+    at.fail("net", fmt::format("unknown net {}{}; valid: {}", quote(f.net), sim::did_you_mean(f.net, names), fmt::join(kinds, ", ")));
+  }
   if (f.spray && f.kind == "fat-tree-3") {
     at.fail("routing", "spray is modelled for two-level fabrics (rail, fat-tree); use ecmp with fat-tree-3");
   }
@@ -435,6 +454,9 @@ std::vector<sim::ParamSpec> fabric_specs() {
       {"pod_leaves", sim::ParamType::integer, std::int64_t{8}, "fat-tree-3: leaves per pod, 1 to 512"},
       {"routing", sim::ParamType::string, std::string("ecmp"),
        "ecmp (per-flow hash over equal-cost spines) or spray (adaptive routing: flows spread evenly)"},
+      {"net", sim::ParamType::string, std::string("ib"),
+       "what the NICs speak: ib (InfiniBand), roce, efa (AWS), tcpxo (GCP GPUDirect-TCPXO), slingshot (HPE) or socket (TCP); "
+       "sets the NCCL model's network efficiency and latency"},
   };
 }
 
@@ -498,6 +520,7 @@ struct DgxBuilder : Builder {
       }
     }
     if (s.units > 1) attach_fabric(t, nics, s.fabric);
+    t.describe(std::string(s.gpu->name), s.fabric.net);
     return t;
   }
 };
@@ -540,6 +563,7 @@ struct Nvl72Builder : Builder {
       }
     }
     if (s.units > 1) attach_fabric(t, nics, s.fabric);
+    t.describe(std::string(s.gpu->name), s.fabric.net);
     return t;
   }
 };

@@ -80,6 +80,13 @@ class Topology {
   // Hops on a shortest path, or -1 when unreachable.
   int distance(NodeIndex src, NodeIndex dst) const;
 
+  // What the GPUs and NICs are, for the collective cost model (nccl.hpp): the GPU as
+  // gpu_link_spec() names it ("h100"; empty when a topology file names none) and the NIC kind
+  // (one of net_kinds()).
+  void describe(std::string gpu, std::string net);
+  const std::string& gpu_type() const { return gpu_type_; }
+  const std::string& net_kind() const { return net_kind_; }
+
   // Problems a hand-written topology can have, as messages (empty when sound): a GPU that
   // cannot reach every other GPU.
   std::vector<std::string> problems() const;
@@ -92,6 +99,8 @@ class Topology {
   std::vector<std::vector<LinkIndex>> out_;
   std::vector<NodeIndex> gpus_;
   std::int32_t server_count_ = 0;
+  std::string gpu_type_;
+  std::string net_kind_ = "ib";
   struct Cache;
   std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
 };
@@ -103,6 +112,9 @@ struct GpuLinkSpec {
   double nvls_efficiency;         // of its NVSwitch generation's reduction port; 0: no NVLS
 };
 const GpuLinkSpec& gpu_link_spec(std::string_view gpu, std::string_view source, std::string_view where);
+
+// The NIC kinds a topology's `net` parameter takes: ib, roce, efa, tcpxo, slingshot, socket.
+const std::vector<std::string_view>& net_kinds();
 
 // The range of a link's bandwidth, per direction, in every topology (spec or file): 1 Gb/s is
 // slower than any link that carries training traffic; 1 PB/s is beyond any link built (and the

@@ -91,6 +91,9 @@ def test_cluster_from_a_dict_resolves_its_trace_against_the_current_directory(tm
 def test_collective():
     c = orrery.collective(topology="dgx-h100:nodes=2", op="all-reduce", size="1 GiB")
     assert c["busbw_GBps"] > 0
+    assert c["nccl"]["algo"] == "nvls-tree"  # NCCL's choice across two H100 servers
+    ring = orrery.collective(topology="dgx-h100:nodes=2", algo="ring", proto="simple", size="1 GiB")
+    assert ring["nccl"]["algo"] == "ring" and ring["algo"] == "ring"
     with pytest.raises(orrery.InputError, match="did you mean"):
         orrery.collective(op="all-reduc")
 

@@ -1,0 +1,389 @@
+// The NCCL cost model (models/network/nccl.hpp) against the published nccl-tests sweeps in
+// ../shared/data/nccl-tests-sweeps: a few physical parameters fitted in stages (inside a node,
+// then each network kind on its own sweeps), and every sweep predicted by a fit without it.
+#include "validation/validation.hpp"
+
+#include "models/network/nccl.hpp"
+#include "sim/error.hpp"
+#include "sim/units.hpp"
+#include "traces/csv.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+
+namespace orrery::validation {
+
+namespace {
+
+using models::CollectiveOp;
+using models::CommParams;
+using models::CommShape;
+using models::NcclRequest;
+
+// One published sweep and the system it ran on, as this model states it (SOURCE.md of the
+// data folder describes each; what a line adds to it is said beside it).
+struct Sweep {
+  const char* file;
+  const char* topology;
+  const char* setting;  // NCCL settings the run used: "ring" (NCCL_ALGO=Ring), "nvls-off", "min-channels-24", "no-nvswitch"
+  const char* note;
+};
+
+// clang-format off
+const std::vector<Sweep>& sweeps() {
+  static const std::vector<Sweep> all = {
+    // ALCF Sophia: DGX A100 nodes (8 x 200 Gb/s HDR InfiniBand, the DGX A100 datasheet; the repo records no fabric).
+    {"a100_16gpu_2node_allgather_alcf-sophia.csv", "dgx-a100:nodes=2,nic=200Gb/s,net=ib", "", "fabric assumed from the DGX A100 datasheet"},
+    {"a100_16gpu_2node_allreduce_alcf-sophia.csv", "dgx-a100:nodes=2,nic=200Gb/s,net=ib", "", "fabric assumed from the DGX A100 datasheet"},
+    {"a100_16gpu_2node_alltoall_alcf-sophia.csv", "dgx-a100:nodes=2,nic=200Gb/s,net=ib", "", "fabric assumed from the DGX A100 datasheet"},
+    // p4de: 4 x 100 Gb/s EFA per node, so 50 Gb/s per GPU.
+    {"a100_16gpu_2node_allreduce_aws-p4de-efa.csv", "dgx-a100:nodes=2,nic=50Gb/s,net=efa", "", ""},
+    // Polaris: 4 A100 per node, 2 Slingshot 11 NICs of 200 Gb/s (100 Gb/s per GPU).
+    {"a100_32gpu_8node_allreduce_alcf-polaris-slingshot.csv", "dgx-a100:nodes=8,gpus_per_node=4,nic=100Gb/s,net=slingshot", "", "NVLink mesh of 4 taken as a switch"},
+    {"a100_32gpu_8node_alltoall_alcf-polaris-slingshot.csv", "dgx-a100:nodes=8,gpus_per_node=4,nic=100Gb/s,net=slingshot", "", "NVLink mesh of 4 taken as a switch"},
+    {"a100_8gpu_1node_allreduce_azure-nda100v4-busbwonly.csv", "dgx-a100:nodes=1", "", "busbw only (in place)"},
+    {"b200_16gpu_2node_allgather_gcp-a4-dranet.csv", "dgx-b200:nodes=2,nic=400Gb/s,net=roce", "", ""},
+    {"b200_16gpu_2node_sendrecv_together-use3a.csv", "dgx-b200:nodes=2,nic=400Gb/s,net=ib", "", ""},
+    {"b200_2gpu_2node_allgather_gcp-a4-dranet.csv", "dgx-b200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
+    // Two racks of 16 trays (64 GPUs each), NVLink inside the rack.
+    {"gb200_128gpu_32node_allreduce_coreweave-2rack.csv", "nvl72:domains=2,gpus_per_domain=64,nic=400Gb/s,net=ib", "", ""},
+    {"gb200_128gpu_32node_allreduce_oci-oke.csv", "nvl72:domains=2,gpus_per_domain=64,nic=400Gb/s,net=roce", "", ""},
+    {"gb200_4gpu_1node_allreduce_azure-ndgb200v6-busbwonly.csv", "nvl72:domains=1,gpus_per_domain=4", "ring", "busbw only (in place), Ring"},
+    {"gb200_72gpu_18node_allreduce_coreweave-nvl72.csv", "nvl72:domains=1", "nvls-off", "multi-node NVLink, NVLS off"},
+    // p5: 3,200 Gb/s of EFA per node, 400 Gb/s per GPU.
+    {"h100_16gpu_2node_allreduce_aws-p5-efa.csv", "dgx-h100:nodes=2,nic=400Gb/s,net=efa", "", ""},
+    // A3 Mega: 8 x 200 Gb/s NICs with GPUDirect-TCPXO (GCP's machine description).
+    {"h100_16gpu_2node_allreduce_gcp-a3mega.csv", "dgx-h100:nodes=2,nic=200Gb/s,net=tcpxo", "", "platform from the repository's name"},
+    {"h100_16gpu_2node_allreduce_ncclt309-ib400-ring.csv", "dgx-h100:nodes=2,net=ib", "ring,min-channels-24", "NCCL_ALGO=Ring, NCCL_MIN_CTAS=24"},
+    {"h100_16gpu_2node_allreduce_ncclt309-xe9680-ib.csv", "dgx-h100:nodes=2,net=ib", "", ""},
+    {"h100_32gpu_4node_allreduce_ncclt309-vm-ib.csv", "dgx-h100:nodes=4,net=ib", "", "VMs"},
+    // Snellius: 4 H100 per node on an NVLink mesh (no NVSwitch, so no NVLS), 4 x 200 Gb/s IB per node.
+    {"h100_4gpu_1node_allgather_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_4gpu_1node_allreduce_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_4gpu_1node_reducescatter_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_64gpu_8node_allreduce_ncclt309-ib400-default.csv", "dgx-h100:nodes=8,net=ib", "", ""},
+    {"h100_64gpu_8node_allreduce_ncclt309-ib400-minctas24.csv", "dgx-h100:nodes=8,net=ib", "min-channels-24", "NCCL_MIN_CTAS=24"},
+    // xxrjun cluster01: the NIC is not stated; about one 400 Gb/s link per GPU by the data folder's inference.
+    {"h100_80gpu_10node_allgather_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
+    {"h100_80gpu_10node_allreduce_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
+    {"h100_80gpu_10node_alltoall_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
+    {"h100_80gpu_10node_reducescatter_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
+    {"h100_80gpu_10node_sendrecv_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
+    {"h100_8gpu_1node_allgather_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_allgather_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_1node_allreduce_aws-batch-p5.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_1node_allreduce_azure-ndh100v5-busbwonly.csv", "dgx-h100:nodes=1", "", "busbw only (in place)"},
+    {"h100_8gpu_1node_allreduce_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_allreduce_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_1node_alltoall_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_1node_reducescatter_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_reducescatter_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_1node_sendrecv_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
+    {"h100_8gpu_2node_allgather_snellius-ib.csv", "dgx-h100:nodes=2,gpus_per_node=4,nic=200Gb/s,net=ib", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_8gpu_2node_allreduce_snellius-ib.csv", "dgx-h100:nodes=2,gpus_per_node=4,nic=200Gb/s,net=ib", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_8gpu_2node_reducescatter_snellius-ib.csv", "dgx-h100:nodes=2,gpus_per_node=4,nic=200Gb/s,net=ib", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    // A3 Ultra: 8 x 400 Gb/s RoCE NICs per node; these pods hold one GPU and one NIC.
+    {"h200_2gpu_2node_allgather_gcp-a3ultra-dranet.csv", "dgx-h200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
+    {"h200_2gpu_2node_allreduce_gcp-dranet-mpijob.csv", "dgx-h200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
+    {"h200_8gpu_1node_allreduce_azure-ndh200v5-busbwonly.csv", "dgx-h200:nodes=1", "", "busbw only (in place)"},
+  };
+  return all;
+}
+// clang-format on
+
+// Sweeps left out, with the reason.
+const std::vector<std::pair<const char*, const char*>>& left_out() {
+  static const std::vector<std::pair<const char*, const char*>> all = {
+      {"h200_16gpu_2node_allreduce_schmaustech-socket-1nic.csv",
+       "TCP sockets over one shared interface whose speed is not stated; the builders give each GPU its own NIC"},
+  };
+  return all;
+}
+
+struct Point {
+  double bytes;
+  double measured_s;
+  std::string line;  // file:line
+};
+
+// A sweep ready to predict: its shape, the request its settings make, and per row NCCL's choice
+// (which depends on NCCL's constants only, so the fit never changes it).
+struct Prepared {
+  const Sweep* sweep;
+  CommShape shape;
+  NcclRequest request;
+  std::vector<Point> points;
+  std::vector<std::pair<models::NcclAlgo, models::NcclProto>> choice;
+};
+
+CollectiveOp op_of(std::string_view file) {
+  if (file.find("_allreduce_") != std::string_view::npos) return CollectiveOp::all_reduce;
+  if (file.find("_allgather_") != std::string_view::npos) return CollectiveOp::all_gather;
+  if (file.find("_reducescatter_") != std::string_view::npos) return CollectiveOp::reduce_scatter;
+  if (file.find("_alltoall_") != std::string_view::npos) return CollectiveOp::all_to_all;
+  if (file.find("_sendrecv_") != std::string_view::npos) return CollectiveOp::send_recv;
+  throw sim::InternalError(fmt::format("no collective in the sweep name {}", file));
+}
+
+int ranks_of(std::string_view file) {
+  const std::size_t u = file.find('_'), g = file.find("gpu_");
+  return std::stoi(std::string(file.substr(u + 1, g - u - 1)));
+}
+
+Prepared prepare(const std::string& dir, const Sweep& s, std::map<std::string, std::unique_ptr<models::Topology>>& topologies) {
+  Prepared p;
+  p.sweep = &s;
+  auto& topo = topologies[s.topology];
+  if (!topo) topo = std::make_unique<models::Topology>(models::build_topology(s.topology));
+  const CollectiveOp op = op_of(s.file);
+  const int ranks = ranks_of(s.file);
+  p.shape = models::comm_shape(*topo, op, ranks);
+  const std::string setting = s.setting;
+  if (setting.find("no-nvswitch") != std::string::npos) p.shape.nvls = false;
+  if (setting.find("nvls-off") != std::string::npos) p.request.nvls_enable = false;
+  if (setting.find("ring") != std::string::npos) p.request.any_algo = false, p.request.algo = models::NcclAlgo::ring;
+  if (setting.find("min-channels-24") != std::string::npos) p.request.min_channels = 24;
+  const traces::CsvTable t = traces::read_csv_file(dir + "/" + s.file);
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    Point pt;
+    pt.bytes = t.number(r, "size_bytes");
+    pt.line = fmt::format("{}:{}", s.file, t.lines[r]);
+    if (!t.at(r, "time_us").empty()) {
+      pt.measured_s = t.number(r, "time_us") * 1e-6;
+    } else {
+      // busbw-only rows: time = size x bus factor / busbw.
+      const double busbw = t.number(r, "busbw_GBps") * 1e9;
+      if (busbw <= 0) continue;
+      pt.measured_s = pt.bytes * models::bus_factor(op, ranks) / busbw;
+    }
+    if (pt.measured_s <= 0) continue;
+    p.points.push_back(pt);
+    const models::NcclCost c = models::nccl_cost(p.shape, pt.bytes, CommParams::nccl(), p.request);
+    p.choice.emplace_back(c.algo, c.proto);
+  }
+  return p;
+}
+
+double predict(const Prepared& p, std::size_t i, const CommParams& params) {
+  return models::nccl_cost_of(p.shape, p.points[i].bytes, p.choice[i].first, p.choice[i].second, params, p.request).time_s;
+}
+
+// Mean over sweeps of each sweep's mean |log(predicted / measured)|: every sweep weighs the
+// same, and the log keeps 8 B and 8 GiB rows on one scale (robust to outlier rows).
+double loss(const std::vector<const Prepared*>& set, const CommParams& params) {
+  if (set.empty()) return 0;
+  double total = 0;
+  for (const Prepared* p : set) {
+    double s = 0;
+    for (std::size_t i = 0; i < p->points.size(); ++i) s += std::fabs(std::log(predict(*p, i, params) / p->points[i].measured_s));
+    total += s / static_cast<double>(std::max<std::size_t>(1, p->points.size()));
+  }
+  return total / static_cast<double>(set.size());
+}
+
+// Golden-section search of one parameter in [lo, hi], the others fixed.
+void golden(double& x, double lo, double hi, const std::function<double()>& f) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = lo, b = hi;
+  double c = b - phi * (b - a), d = a + phi * (b - a);
+  x = c;
+  double fc = f();
+  x = d;
+  double fd = f();
+  for (int i = 0; i < 40; ++i) {
+    if (fc < fd) {
+      b = d, d = c, fd = fc, c = b - phi * (b - a);
+      x = c;
+      fc = f();
+    } else {
+      a = c, c = d, fc = fd, d = a + phi * (b - a);
+      x = d;
+      fd = f();
+    }
+  }
+  x = (a + b) / 2;
+}
+
+struct Fit {
+  CommParams params;
+  std::vector<std::string> stages;  // what each stage fitted on how many sweeps
+};
+
+// Stage 1, inside a node: the NVLink share per GPU class, NVLS's share, the launch; stage 2,
+// per network kind on its own sweeps: the NIC share and the latency per network step. A
+// parameter with no sweep to fit it keeps NCCL's value.
+Fit fit(const std::vector<Prepared>& all, const std::string& without = "") {
+  Fit out;
+  CommParams& p = out.params;
+  p = CommParams::nccl();
+  p.physical_caps = true;
+  std::vector<const Prepared*> intra;
+  std::map<models::NetKind, std::vector<const Prepared*>> by_net;
+  for (const Prepared& s : all) {
+    if (s.sweep->file == without) continue;
+    if (s.shape.nodes == 1) {
+      intra.push_back(&s);
+    } else {
+      by_net[s.shape.net].push_back(&s);
+    }
+  }
+  const auto has = [&](const std::vector<const Prepared*>& set, const std::function<bool(const Prepared&)>& pred) {
+    return std::any_of(set.begin(), set.end(), [&](const Prepared* s) { return pred(*s); });
+  };
+  for (int round = 0; round < 3; ++round) {
+    const auto f = [&] { return loss(intra, p); };
+    for (int a = 1; a < 4; ++a) {
+      const auto arch = static_cast<models::GpuArch>(a);
+      if (has(intra, [&](const Prepared& s) { return s.shape.arch == arch; })) golden(p.nvlink_share[static_cast<std::size_t>(a)], 0.3, 1.0, f);
+    }
+    for (int a = 2; a < 4; ++a) {
+      const auto arch = static_cast<models::GpuArch>(a);
+      const bool nvls = has(intra, [&](const Prepared& s) {
+        return s.shape.arch == arch && std::any_of(s.choice.begin(), s.choice.end(), [](const auto& c) { return c.first == models::NcclAlgo::nvls; });
+      });
+      if (nvls) golden(p.nvls_share[static_cast<std::size_t>(a)], 0.3, 1.0, f);
+    }
+    if (!intra.empty()) golden(p.launch_us, 0.0, 40.0, f);
+  }
+  out.stages.push_back(fmt::format("inside a node: {} sweeps", intra.size()));
+  // Every network kind together first: what a kind with fewer than two sweeps keeps.
+  std::vector<const Prepared*> inter;
+  for (const auto& [net, set] : by_net) inter.insert(inter.end(), set.begin(), set.end());
+  if (!inter.empty()) {
+    double share = p.net_share[0], latency = 0;
+    const auto f = [&] {
+      p.net_share.fill(share);
+      p.net_latency_us.fill(latency);
+      return loss(inter, p);
+    };
+    for (int round = 0; round < 3; ++round) {
+      golden(share, 0.2, 1.0, f);
+      golden(latency, 0.0, 150.0, f);
+    }
+    p.net_share.fill(share);
+    p.net_latency_us.fill(latency);
+    out.stages.push_back(fmt::format("all networks: {} sweeps", inter.size()));
+  }
+  for (const auto& [net, set] : by_net) {
+    if (set.size() < 2) continue;
+    const auto k = static_cast<std::size_t>(net);
+    for (int round = 0; round < 3; ++round) {
+      const auto f = [&, s = &set] { return loss(*s, p); };
+      golden(p.net_share[k], 0.2, 1.0, f);
+      golden(p.net_latency_us[k], 0.0, 150.0, f);
+    }
+    out.stages.push_back(fmt::format("{}: {} sweeps", models::to_string(net), set.size()));
+  }
+  // NVLS's share for a GPU class with no single-node NVLS sweep: from its NVLS-tree sweeps.
+  for (int a = 2; a < 4; ++a) {
+    const auto arch = static_cast<models::GpuArch>(a);
+    const auto uses = [&](const Prepared& s, models::NcclAlgo algo) {
+      return s.shape.arch == arch && std::any_of(s.choice.begin(), s.choice.end(), [&](const auto& c) { return c.first == algo; });
+    };
+    if (has(intra, [&](const Prepared& s) { return uses(s, models::NcclAlgo::nvls); })) continue;
+    std::vector<const Prepared*> set;
+    for (const Prepared* s : inter) {
+      if (uses(*s, models::NcclAlgo::nvls_tree)) set.push_back(s);
+    }
+    if (set.empty()) continue;
+    golden(p.nvls_share[static_cast<std::size_t>(a)], 0.3, 1.0, [&] { return loss(set, p); });
+    out.stages.push_back(fmt::format("NVLS-tree on {}: {} sweeps", models::to_string(arch), set.size()));
+  }
+  return out;
+}
+
+struct Errors {
+  double sum[4] = {0, 0, 0, 0};  // < 64 KiB, 64 KiB - 16 MiB, >= 16 MiB, all
+  int count[4] = {0, 0, 0, 0};
+  void add(double bytes, double err) {
+    const int c = bytes < 65536 ? 0 : bytes < 16777216 ? 1 : 2;
+    sum[c] += err, ++count[c];
+    sum[3] += err, ++count[3];
+  }
+  double mape(int c) const { return count[c] > 0 ? sum[c] / count[c] : 0; }
+  std::string cell(int c) const { return count[c] > 0 ? fmt::format("{:.1f}%", 100 * mape(c)) : "-"; }
+};
+
+}  // namespace
+
+CommParams fit_comm_params(const std::string& data_dir) {
+  std::map<std::string, std::unique_ptr<models::Topology>> topologies;
+  std::vector<Prepared> all;
+  for (const Sweep& s : sweeps()) all.push_back(prepare(data_dir + "/nccl-tests-sweeps", s, topologies));
+  return fit(all).params;
+}
+
+NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md, std::ostream& out) {
+  const std::string dir = data_dir + "/nccl-tests-sweeps";
+  if (!std::filesystem::is_directory(dir)) {
+    throw sim::InputError(dir, "", "expected the folder of published nccl-tests sweeps (see ../shared/data)");
+  }
+  std::map<std::string, std::unique_ptr<models::Topology>> topologies;
+  std::vector<Prepared> all;
+  for (const Sweep& s : sweeps()) all.push_back(prepare(dir, s, topologies));
+  const Fit full = fit(all);
+
+  NcclValidationSummary summary;
+  summary.params = full.params;
+  Errors total, in_sample;
+  std::string rows;
+  for (const Prepared& s : all) {
+    const CommParams held = fit(all, s.sweep->file).params;
+    Errors e, ins;
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const double err = std::fabs(predict(s, i, held) / s.points[i].measured_s - 1);
+      e.add(s.points[i].bytes, err);
+      total.add(s.points[i].bytes, err);
+      const double err_in = std::fabs(predict(s, i, full.params) / s.points[i].measured_s - 1);
+      ins.add(s.points[i].bytes, err_in);
+      in_sample.add(s.points[i].bytes, err_in);
+    }
+    const auto pick = [&](std::size_t i) {
+      return fmt::format("{}/{}", models::to_string(s.choice[i].first), models::to_string(s.choice[i].second));
+    };
+    const std::string picks = s.points.empty() ? "-" : fmt::format("{} … {}", pick(0), pick(s.points.size() - 1));
+    rows += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n", s.sweep->file, s.sweep->topology, s.points.size(), picks,
+                        e.cell(0), e.cell(1), e.cell(2), e.cell(3), ins.cell(3), s.sweep->note);
+    summary.sweeps.push_back({s.sweep->file, static_cast<int>(s.points.size()), e.mape(3)});
+  }
+  for (int c = 0; c < 4; ++c) summary.loo_mape[c] = total.mape(c), summary.in_sample_mape[c] = in_sample.mape(c);
+
+  md += "## NCCL cost model vs published nccl-tests sweeps\n\n";
+  md += "Each sweep (../shared/data/nccl-tests-sweeps) is predicted by `models/network/nccl.hpp`: NCCL's tuning model\n"
+        "(tuning.cc and enqueue.cc of NVIDIA/nccl: per algorithm and protocol latency, bandwidth ceilings, channels,\n"
+        "its choice of algorithm and protocol by its own constants) with a few physical parameters fitted in stages:\n"
+        "inside a node the NVLink share per GPU class, NVLS's share and a launch latency; then, for each network kind\n"
+        "on its own sweeps, the share of the NICs' line rate and a latency per network step. Errors are of the time\n"
+        "per row, **leave-one-out**: each sweep is predicted by a fit made without it (a sweep whose network kind has\n"
+        "fewer than two other sweeps is predicted with the fit of all network kinds together).\n\n";
+  md += fmt::format("**Leave-one-out error over {} rows of {} sweeps: {} below 64 KiB, {} from 64 KiB to 16 MiB, {} at 16 MiB and above, "
+                    "{} in all** (in sample: {}).\n\n",
+                    total.count[3], all.size(), total.cell(0), total.cell(1), total.cell(2), total.cell(3), in_sample.cell(3));
+  md += "| sweep | topology | rows | NCCL's choice (smallest … largest) | < 64 KiB | 64 KiB–16 MiB | ≥ 16 MiB | all | in sample | note |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|\n";
+  md += rows;
+  md += "\nFitted parameters (`CommParams::fitted()`) beside NCCL's own:\n\n";
+  md += "| parameter | fitted | NCCL |\n|---|---|---|\n";
+  const auto nccl = CommParams::nccl().named();
+  const auto fitted = full.params.named();
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    md += fmt::format("| {} | {:.4g} | {:.4g} |\n", fitted[i].first, fitted[i].second, nccl[i].second);
+  }
+  md += "\nStages: " + fmt::format("{}", fmt::join(full.stages, "; ")) + ".\n\n";
+  md += "Left out:\n\n";
+  for (const auto& [file, why] : left_out()) md += fmt::format("- {}: {}\n", file, why);
+  md += "\n";
+  out << fmt::format("nccl: {} sweeps, {} rows; leave-one-out error {} (< 64 KiB {}, 64 KiB-16 MiB {}, >= 16 MiB {})\n", all.size(),
+                     total.count[3], total.cell(3), total.cell(0), total.cell(1), total.cell(2));
+  return summary;
+}
+
+}  // namespace orrery::validation
