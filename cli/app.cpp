@@ -207,6 +207,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
   validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
+  validate_cmd->add_flag("--print-fit", validate_options.print_fit, "nccl: print the fitted NCCL model parameters in full (for CommParams::fitted())");
 
   CLI::App* policies_cmd = app.add_subcommand("policies", "List every policy family (sequence, pipeline, cluster, multimodal, RL) with its parameters");
 

@@ -249,7 +249,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
   };
   const std::vector<Section> all = {
       {"network", [&] { validate_network(o.data_dir, md, lines); }},
-      {"nccl", [&] { validate_nccl(o.data_dir, md, lines); }},
+      {"nccl", [&] { validate_nccl(o.data_dir, md, lines, o.print_fit); }},
       {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
       {"steps", [&] { validate_steps(o.data_dir, md, lines); }},
       {"balance", [&] { validate_balance(md, lines); }},

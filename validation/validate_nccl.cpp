@@ -33,7 +33,9 @@ using models::NcclRequest;
 struct Sweep {
   const char* file;
   const char* topology;
-  const char* setting;  // NCCL settings the run used: "ring" (NCCL_ALGO=Ring), "nvls-off", "min-channels-24", "no-nvswitch"
+  // NCCL settings the run used: "ring" or "nvls" (NCCL_ALGO), "nvls-off", "min-channels-24",
+  // "no-nvswitch", "process-N" (one process drives N GPUs, nccl-tests -g N).
+  const char* setting;
   const char* note;
 };
 
@@ -49,14 +51,14 @@ const std::vector<Sweep>& sweeps() {
     // Polaris: 4 A100 per node, 2 Slingshot 11 NICs of 200 Gb/s (100 Gb/s per GPU).
     {"a100_32gpu_8node_allreduce_alcf-polaris-slingshot.csv", "dgx-a100:nodes=8,gpus_per_node=4,nic=100Gb/s,net=slingshot", "", "NVLink mesh of 4 taken as a switch"},
     {"a100_32gpu_8node_alltoall_alcf-polaris-slingshot.csv", "dgx-a100:nodes=8,gpus_per_node=4,nic=100Gb/s,net=slingshot", "", "NVLink mesh of 4 taken as a switch"},
-    {"a100_8gpu_1node_allreduce_azure-nda100v4-busbwonly.csv", "dgx-a100:nodes=1", "", "busbw only (in place)"},
+    {"a100_8gpu_1node_allreduce_azure-nda100v4-busbwonly.csv", "dgx-a100:nodes=1", "process-8", "busbw only (in place)"},
     {"b200_16gpu_2node_allgather_gcp-a4-dranet.csv", "dgx-b200:nodes=2,nic=400Gb/s,net=roce", "", ""},
     {"b200_16gpu_2node_sendrecv_together-use3a.csv", "dgx-b200:nodes=2,nic=400Gb/s,net=ib", "", ""},
     {"b200_2gpu_2node_allgather_gcp-a4-dranet.csv", "dgx-b200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
     // Two racks of 16 trays (64 GPUs each), NVLink inside the rack.
     {"gb200_128gpu_32node_allreduce_coreweave-2rack.csv", "nvl72:domains=2,gpus_per_domain=64,nic=400Gb/s,net=ib", "", ""},
     {"gb200_128gpu_32node_allreduce_oci-oke.csv", "nvl72:domains=2,gpus_per_domain=64,nic=400Gb/s,net=roce", "", ""},
-    {"gb200_4gpu_1node_allreduce_azure-ndgb200v6-busbwonly.csv", "nvl72:domains=1,gpus_per_domain=4", "ring", "busbw only (in place), Ring"},
+    {"gb200_4gpu_1node_allreduce_azure-ndgb200v6-busbwonly.csv", "nvl72:domains=1,gpus_per_domain=4", "ring,process-4", "busbw only (in place), Ring"},
     {"gb200_72gpu_18node_allreduce_coreweave-nvl72.csv", "nvl72:domains=1", "nvls-off", "multi-node NVLink, NVLS off"},
     // p5: 3,200 Gb/s of EFA per node, 400 Gb/s per GPU.
     {"h100_16gpu_2node_allreduce_aws-p5-efa.csv", "dgx-h100:nodes=2,nic=400Gb/s,net=efa", "", ""},
@@ -66,9 +68,9 @@ const std::vector<Sweep>& sweeps() {
     {"h100_16gpu_2node_allreduce_ncclt309-xe9680-ib.csv", "dgx-h100:nodes=2,net=ib", "", ""},
     {"h100_32gpu_4node_allreduce_ncclt309-vm-ib.csv", "dgx-h100:nodes=4,net=ib", "", "VMs"},
     // Snellius: 4 H100 per node on an NVLink mesh (no NVSwitch, so no NVLS), 4 x 200 Gb/s IB per node.
-    {"h100_4gpu_1node_allgather_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
-    {"h100_4gpu_1node_allreduce_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
-    {"h100_4gpu_1node_reducescatter_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
+    {"h100_4gpu_1node_allgather_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch,process-4", "NVLink mesh of 4 taken as a switch"},
+    {"h100_4gpu_1node_allreduce_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch,process-4", "NVLink mesh of 4 taken as a switch"},
+    {"h100_4gpu_1node_reducescatter_snellius.csv", "dgx-h100:nodes=1,gpus_per_node=4", "no-nvswitch,process-4", "NVLink mesh of 4 taken as a switch"},
     {"h100_64gpu_8node_allreduce_ncclt309-ib400-default.csv", "dgx-h100:nodes=8,net=ib", "", ""},
     {"h100_64gpu_8node_allreduce_ncclt309-ib400-minctas24.csv", "dgx-h100:nodes=8,net=ib", "min-channels-24", "NCCL_MIN_CTAS=24"},
     // xxrjun cluster01: the NIC is not stated; about one 400 Gb/s link per GPU by the data folder's inference.
@@ -77,14 +79,14 @@ const std::vector<Sweep>& sweeps() {
     {"h100_80gpu_10node_alltoall_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
     {"h100_80gpu_10node_reducescatter_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
     {"h100_80gpu_10node_sendrecv_xxrjun-cluster01.csv", "dgx-h100:nodes=10,net=ib", "", "NIC inferred"},
-    {"h100_8gpu_1node_allgather_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_allgather_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off,process-8", "NCCL_ALGO=RING, NVLS off, one process"},
     {"h100_8gpu_1node_allgather_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
     {"h100_8gpu_1node_allreduce_aws-batch-p5.csv", "dgx-h100:nodes=1", "", ""},
-    {"h100_8gpu_1node_allreduce_azure-ndh100v5-busbwonly.csv", "dgx-h100:nodes=1", "", "busbw only (in place)"},
-    {"h100_8gpu_1node_allreduce_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_allreduce_azure-ndh100v5-busbwonly.csv", "dgx-h100:nodes=1", "nvls,process-8", "busbw only (in place), NCCL_ALGO=NVLS"},
+    {"h100_8gpu_1node_allreduce_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off,process-8", "NCCL_ALGO=RING, NVLS off, one process"},
     {"h100_8gpu_1node_allreduce_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
     {"h100_8gpu_1node_alltoall_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
-    {"h100_8gpu_1node_reducescatter_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off", "NCCL_ALGO=RING, NVLS off, one process"},
+    {"h100_8gpu_1node_reducescatter_together-ring.csv", "dgx-h100:nodes=1", "ring,nvls-off,process-8", "NCCL_ALGO=RING, NVLS off, one process"},
     {"h100_8gpu_1node_reducescatter_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
     {"h100_8gpu_1node_sendrecv_xxrjun-cluster01.csv", "dgx-h100:nodes=1", "", ""},
     {"h100_8gpu_2node_allgather_snellius-ib.csv", "dgx-h100:nodes=2,gpus_per_node=4,nic=200Gb/s,net=ib", "no-nvswitch", "NVLink mesh of 4 taken as a switch"},
@@ -93,7 +95,7 @@ const std::vector<Sweep>& sweeps() {
     // A3 Ultra: 8 x 400 Gb/s RoCE NICs per node; these pods hold one GPU and one NIC.
     {"h200_2gpu_2node_allgather_gcp-a3ultra-dranet.csv", "dgx-h200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
     {"h200_2gpu_2node_allreduce_gcp-dranet-mpijob.csv", "dgx-h200:nodes=2,gpus_per_node=1,nic=400Gb/s,net=roce", "", ""},
-    {"h200_8gpu_1node_allreduce_azure-ndh200v5-busbwonly.csv", "dgx-h200:nodes=1", "", "busbw only (in place)"},
+    {"h200_8gpu_1node_allreduce_azure-ndh200v5-busbwonly.csv", "dgx-h200:nodes=1", "nvls,process-8", "busbw only (in place), NCCL_ALGO=NVLS"},
   };
   return all;
 }
@@ -151,6 +153,8 @@ Prepared prepare(const std::string& dir, const Sweep& s, std::map<std::string, s
   if (setting.find("nvls-off") != std::string::npos) p.request.nvls_enable = false;
   if (setting.find("ring") != std::string::npos) p.request.any_algo = false, p.request.algo = models::NcclAlgo::ring;
   if (setting.find("min-channels-24") != std::string::npos) p.request.min_channels = 24;
+  if (setting.find("nvls,") != std::string::npos) p.request.any_algo = false, p.request.algo = models::NcclAlgo::nvls;
+  if (const std::size_t at = setting.find("process-"); at != std::string::npos) p.request.gpus_per_process = std::stoi(setting.substr(at + 8));
   const traces::CsvTable t = traces::read_csv_file(dir + "/" + s.file);
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     Point pt;
@@ -252,6 +256,7 @@ Fit fit(const std::vector<Prepared>& all, const std::string& without = "") {
       if (nvls) golden(p.nvls_share[static_cast<std::size_t>(a)], 0.3, 1.0, f);
     }
     if (!intra.empty()) golden(p.launch_us, 0.0, 40.0, f);
+    if (has(intra, [](const Prepared& s) { return s.request.gpus_per_process > 1; })) golden(p.launch_per_gpu_us, 0.0, 10.0, f);
   }
   out.stages.push_back(fmt::format("inside a node: {} sweeps", intra.size()));
   // Every network kind together first: what a kind with fewer than two sweeps keeps.
@@ -321,7 +326,7 @@ CommParams fit_comm_params(const std::string& data_dir) {
   return fit(all).params;
 }
 
-NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md, std::ostream& out) {
+NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md, std::ostream& out, bool print_fit) {
   const std::string dir = data_dir + "/nccl-tests-sweeps";
   if (!std::filesystem::is_directory(dir)) {
     throw sim::InputError(dir, "", "expected the folder of published nccl-tests sweeps (see ../shared/data)");
@@ -333,6 +338,10 @@ NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md
 
   NcclValidationSummary summary;
   summary.params = full.params;
+  if (print_fit) {
+    // What CommParams::fitted() must hold, to the last bit.
+    for (const auto& [k, v] : full.params.named()) out << fmt::format("fit {} = {:.17g}\n", k, v);
+  }
   Errors total, in_sample;
   std::string rows;
   for (const Prepared& s : all) {
@@ -360,7 +369,8 @@ NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md
   md += "Each sweep (../shared/data/nccl-tests-sweeps) is predicted by `models/network/nccl.hpp`: NCCL's tuning model\n"
         "(tuning.cc and enqueue.cc of NVIDIA/nccl: per algorithm and protocol latency, bandwidth ceilings, channels,\n"
         "its choice of algorithm and protocol by its own constants) with a few physical parameters fitted in stages:\n"
-        "inside a node the NVLink share per GPU class, NVLS's share and a launch latency; then, for each network kind\n"
+        "inside a node the NVLink share per GPU class, NVLS's share, a launch latency and the launch per further GPU\n"
+        "when one process drives several (nccl-tests -g); then, for each network kind\n"
         "on its own sweeps, the share of the NICs' line rate and a latency per network step. Errors are of the time\n"
         "per row, **leave-one-out**: each sweep is predicted by a fit made without it (a sweep whose network kind has\n"
         "fewer than two other sweeps is predicted with the fit of all network kinds together).\n\n";

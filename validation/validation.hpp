@@ -17,6 +17,7 @@ struct ValidateOptions {
   std::string data_dir = "../shared/data";
   std::string out_path;  // markdown tables; empty: summary only
   std::string only;      // "network", "kernels", or empty for both
+  bool print_fit = false; // nccl: print the fitted parameters in full
 };
 
 struct ValidationSummary {
@@ -70,7 +71,8 @@ struct NcclValidationSummary {
   double in_sample_mape[4] = {0, 0, 0, 0};
   models::CommParams params;                // the fit on every sweep
 };
-NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& markdown, std::ostream& out);
+// `print_fit`: also print the fitted parameters in full (to update CommParams::fitted()).
+NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& markdown, std::ostream& out, bool print_fit = false);
 // The fit alone (what CommParams::fitted() must hold).
 models::CommParams fit_comm_params(const std::string& data_dir);
 

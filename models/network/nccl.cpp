@@ -71,6 +71,8 @@ constexpr int kNvlsChannels[4] = {0, 0, 16, 32};
 constexpr int kMaxThreads[kNcclProtos] = {512, 640, 512};
 constexpr int kThreadThreshold[kNcclProtos] = {8, 8, 64};
 
+double launch_of(const CommParams& p, const NcclRequest& r) { return p.launch_us + (std::max(1, r.gpus_per_process) - 1) * p.launch_per_gpu_us; }
+
 int size_index(int nodes) { return std::min(nodes, 3) - 1; }
 int arch_index(GpuArch a) { return static_cast<int>(a); }
 int log2i(std::int64_t x) {
@@ -225,6 +227,7 @@ std::vector<std::pair<std::string, double>> CommParams::named() const {
   for (int k = 0; k < kNetKinds; ++k) out.emplace_back(fmt::format("net_share.{}", kNetNames[static_cast<std::size_t>(k)]), net_share[static_cast<std::size_t>(k)]);
   for (int k = 0; k < kNetKinds; ++k) out.emplace_back(fmt::format("net_latency_us.{}", kNetNames[static_cast<std::size_t>(k)]), net_latency_us[static_cast<std::size_t>(k)]);
   out.emplace_back("launch_us", launch_us);
+  out.emplace_back("launch_per_gpu_us", launch_per_gpu_us);
   return out;
 }
 
@@ -278,7 +281,7 @@ NcclCost nccl_cost_of(const CommShape& s, double bytes, NcclAlgo a, NcclProto p,
     const double intra_s = bytes * share * intra_peers / (ring.intra * 1e9);
     const double inter_s = nodes > 1 ? bytes * share * inter_peers / (nic * 1e9) : 0.0;
     c.channels = c.channels_used = ring.channels;
-    c.latency_s = (kBaseLat[1][2] + kHwLat[kNvlink][1][2] + (nodes > 1 ? kHwLat[kNet][1][2] + net_lat : 0.0) + params.launch_us) * 1e-6;
+    c.latency_s = (kBaseLat[1][2] + kHwLat[kNvlink][1][2] + (nodes > 1 ? kHwLat[kNet][1][2] + net_lat : 0.0) + launch_of(params, request)) * 1e-6;
     c.time_s = c.latency_s + std::max(intra_s, inter_s);
     c.busbw_Bps = c.time_s > 0 ? bytes / c.time_s * bus_factor(s.op, n) : 0;
     return c;
@@ -368,7 +371,7 @@ NcclCost nccl_cost_of(const CommShape& s, double bytes, NcclAlgo a, NcclProto p,
   const double rate = algbw * share;
   c.channels = channels;
   c.channels_used = used;
-  c.latency_s = (lat + params.launch_us) * 1e-6;
+  c.latency_s = (lat + launch_of(params, request)) * 1e-6;
   c.time_s = c.latency_s + (rate > 0 ? bytes / (rate * 1e9) : std::numeric_limits<double>::infinity());
   c.busbw_Bps = bytes / c.time_s * bus_factor(s.op, n);
   return c;
@@ -429,13 +432,15 @@ namespace orrery::models {
 CommParams CommParams::fitted() {
   CommParams p = nccl();
   p.physical_caps = true;
-  p.nvlink_share = {0.8, 0.75027415770261441, 0.77765033677636519, 0.92491654525515066};
-  p.nvls_share = {0.0, 0.0, 0.68435242750958847, 0.42712707023558982};
-  // ib, roce, efa, tcpxo, slingshot, socket (tcpxo and socket: the all-networks fit, each
-  // kind having fewer than two sweeps).
-  p.net_share = {0.8046277344048629, 0.63342710237323363, 0.71814800699399384, 0.79220728932451634, 0.3495368783123104, 0.79220728932451634};
-  p.net_latency_us = {0.30672297463383125, 8.5037308644301373, 58.269804782445675, 7.8441680755276924, 3.277597754385792e-07, 7.8441680755276924};
-  p.launch_us = 9.9755319396514039;
+  // tcpxo and socket have fewer than two sweeps: the fit of all network kinds together.
+  // BEGIN FITTED (scripts/refit-nccl.py writes this block)
+  p.nvlink_share = {0.8, 0.75113136451867746, 0.77869742257080998, 0.92432118923731432};
+  p.nvls_share = {0.0, 0.0, 0.68630139931001399, 0.42776184181768984};
+  p.net_share = {0.80856334905813987, 0.63343063600234206, 0.7179211618827781, 0.78122172766760367, 0.34950831976170077, 0.78122172766760367};
+  p.net_latency_us = {2.7833024946066023, 10.950907365830856, 60.031859606275731, 9.0686260716476745, 0.31259950961156457, 9.0686260716476745};
+  p.launch_us = 5.2703454699849424;
+  p.launch_per_gpu_us = 1.5649482992783503;
+  // END FITTED
   return p;
 }
 

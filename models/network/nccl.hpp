@@ -76,6 +76,9 @@ struct CommParams {
   // Start-up of one collective on the GPUs (us), added once (NCCL's model has none: the kernel
   // launch and the proxy's first post).
   double launch_us = 0;
+  // Each further GPU one process drives (nccl-tests -g N): the thread launches the kernels one
+  // after the other (us per GPU beyond the first).
+  double launch_per_gpu_us = 0;
   // Bound each algorithm by what its links carry: a tree's or NVLS-tree's algorithm bandwidth
   // by its node's NICs (every byte enters and leaves each node once). NCCL's model leaves this
   // out (with two nodes it prices trees at NVLink speed, which is why it picks them there), so
@@ -99,6 +102,7 @@ struct NcclRequest {
   NcclProto proto = NcclProto::simple;
   bool nvls_enable = true;
   int min_channels = 0;        // 0: NCCL's default
+  int gpus_per_process = 1;    // nccl-tests -g: GPUs one process (thread) launches in turn
 };
 
 struct NcclCost {

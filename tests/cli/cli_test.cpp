@@ -213,6 +213,7 @@ TEST_CASE("validation: nccl against published nccl-tests sweeps") {
   std::string md;
   const auto summary = orrery::validation::validate_nccl(data, md, out);
   CHECK(summary.sweeps.size() == 45);
+  // Refit with: orrery validate --only nccl --print-fit | python3 scripts/refit-nccl.py
   const auto fitted = orrery::models::CommParams::fitted().named();
   const auto fit = summary.params.named();
   REQUIRE(fit.size() == fitted.size());
@@ -221,10 +222,10 @@ TEST_CASE("validation: nccl against published nccl-tests sweeps") {
     CHECK(fitted[i].second == orrery::testing::Approx(fit[i].second).epsilon(1e-9));
   }
   // Leave-one-out error by size: below 64 KiB, 64 KiB to 16 MiB, 16 MiB and above, all.
-  CHECK(summary.loo_mape[0] < 0.55);
-  CHECK(summary.loo_mape[1] < 0.35);
+  CHECK(summary.loo_mape[0] < 0.50);
+  CHECK(summary.loo_mape[1] < 0.32);
   CHECK(summary.loo_mape[2] < 0.17);
-  CHECK(summary.loo_mape[3] < 0.33);
+  CHECK(summary.loo_mape[3] < 0.31);
   check_committed(md);
 }
 
