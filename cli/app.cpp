@@ -104,7 +104,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   coll_cmd->add_option("--nvls", coll.nvls, "let NCCL use NVLS where the NVSwitch has it (NCCL_NVLS_ENABLE)")->capture_default_str();
   coll_cmd->add_option("--size", coll.size, "nccl-tests size, e.g. 1GiB")->capture_default_str();
   coll_cmd->add_option("--ranks", coll.ranks, "use the first N GPUs (0: all)")->capture_default_str();
-  coll_cmd->add_option("--channels", coll.channels, "parallel rings/trees (0: one per NIC of a server)")->capture_default_str();
+  coll_cmd->add_option("--channels", coll.channels,
+                       "parallel rings/trees, 1 to 64, as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (default: NCCL's graph; the flows: one per NIC of a server)");
   coll_cmd->add_option("--chunks", coll.chunks, "pipeline chunks per step (1: the algorithm's default)")->capture_default_str();
   coll_cmd->add_option("--root", coll.root, "root rank of broadcast and reduce")->capture_default_str();
   coll_cmd->add_option("--peer", coll.peer, "send-recv: rank 0 sends to this rank")->capture_default_str();

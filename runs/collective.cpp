@@ -46,9 +46,9 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   }
   // NCCL runs at most 64 channels (MAXCHANNELS); pieces finer than 1/1024 of a step only
   // multiply the flows of a fluid model.
-  if (o.channels < 0 || o.channels > 64) {
+  if (o.channels != -1 && (o.channels < 1 || o.channels > 64)) {
     throw sim::InputError("<command line>", "--channels",
-                          fmt::format("found {}, expected 0 (automatic) to 64 (NCCL runs at most 64 channels)", o.channels));
+                          fmt::format("found {}, expected 1 to 64 (NCCL runs at most 64 channels; leave it out for NCCL's own)", o.channels));
   }
   if (o.chunks < 1 || o.chunks > 1024) {
     throw sim::InputError("<command line>", "--chunks",
@@ -56,7 +56,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   }
   spec.max_transfers = kMaxTransfers;
   spec.ranks = o.ranks;
-  spec.channels = o.channels;
+  spec.channels = std::max(0, o.channels);
   spec.chunks = o.chunks;
   spec.root = o.root;
   spec.peer = o.peer;
@@ -95,6 +95,7 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   // `--algo auto` runs the flow plan of the algorithm NCCL picks.
   models::NcclRequest request;
   request.nvls_enable = o.nvls;
+  request.channels = std::max(0, o.channels);
   const bool flow_only = o.algo == "hierarchical" || o.algo == "direct";
   if (o.algo != "auto" && !flow_only) {
     request.any_algo = false;

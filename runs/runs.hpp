@@ -33,7 +33,7 @@ struct CollectiveOptions {
   bool nvls = true;            // NCCL_NVLS_ENABLE
   std::string size = "1 GiB";
   int ranks = 0;
-  int channels = 0;
+  int channels = -1;           // -1: not given (the flows: one per NIC of a server; NCCL: its graph's)
   int chunks = 1;
   int root = 0;
   int peer = 1;

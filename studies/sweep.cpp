@@ -394,7 +394,7 @@ std::string run_command(const SweepPlan& plan, const std::string& path, const js
     if (const auto v = s.optional("nvls")) o.nvls = v->as_bool();
     if (const auto v = s.optional("size")) o.size = v->json().is_number() ? std::to_string(v->as_int()) : v->as_string();
     if (const auto v = s.optional("ranks")) o.ranks = v->as_int_in(0, 1 << 24);
-    if (const auto v = s.optional("channels")) o.channels = v->as_int_in(0, 1024);
+    if (const auto v = s.optional("channels")) o.channels = v->as_int_in(1, 64);
     if (const auto v = s.optional("chunks")) o.chunks = v->as_int_in(1, 1 << 20);
     if (const auto v = s.optional("root")) o.root = v->as_int_in(0, 1 << 24);
     if (const auto v = s.optional("peer")) o.peer = v->as_int_in(0, 1 << 24);

@@ -299,6 +299,12 @@ NcclCost nccl_cost_of(const CommShape& s, double bytes, NcclAlgo a, NcclProto p,
     bw = std::min(intra, inter);
     if (a == NcclAlgo::nvls_tree) bw = std::min(bw, kPerChMaxNvlsTree[arch][idx]);
   }
+  if (request.channels > 0 && request.channels != channels) {
+    // Fewer channels than the graph move less; more duplicate the graph's (search.cc), sharing
+    // its bandwidth.
+    bw *= static_cast<double>(std::min(request.channels, channels)) / request.channels;
+    channels = request.channels;
+  }
   double busbw = channels * bw;
   if (a == NcclAlgo::ring && p == NcclProto::ll) busbw = std::min(kLlMaxBw[arch][idx], busbw * .5);
   if (a == NcclAlgo::ring && p == NcclProto::ll128) busbw = std::min(busbw * 0.92, channels * kPerChMaxRingLl128[arch][idx]);

@@ -102,6 +102,7 @@ struct NcclRequest {
   NcclProto proto = NcclProto::simple;
   bool nvls_enable = true;
   int min_channels = 0;        // 0: NCCL's default
+  int channels = 0;            // exactly this many (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS); 0: the graph's
   int gpus_per_process = 1;    // nccl-tests -g: GPUs one process (thread) launches in turn
 };
 

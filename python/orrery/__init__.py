@@ -43,7 +43,7 @@ def cluster(scenario, *, policy="fifo", jobs=None, skip_bad_rows=False, timeline
     return _orrery.cluster(scenario, policy, jobs, skip_bad_rows, timeline, csv, html, report, progress)
 
 
-def collective(*, topology="dgx-h100", op="all-reduce", algo="auto", proto="auto", nvls=True, size="1 GiB", ranks=0, channels=0, chunks=1,
+def collective(*, topology="dgx-h100", op="all-reduce", algo="auto", proto="auto", nvls=True, size="1 GiB", ranks=0, channels=-1, chunks=1,
                root=0, peer=1, alltoallv=None, quantum="0", trace=None, report=None):
     """One collective simulated on a fabric (`orrery collective`); algo "auto" is NCCL's choice."""
     return _orrery.collective(topology, op, algo, proto, nvls, str(size), ranks, channels, chunks, root, peer, alltoallv, quantum, trace,

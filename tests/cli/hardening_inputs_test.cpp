@@ -77,7 +77,9 @@ TEST_CASE("hardening: topology and collective sizes have ranges with reasons") {
   CHECK(one_error(with({"--chunks", "1000000000"})) ==
         "<command line>:--chunks: found 1000000000, expected 1 to 1024 (finer pieces only multiply the flows)");
   CHECK(one_error(with({"--channels", "1000000"})) ==
-        "<command line>:--channels: found 1000000, expected 0 (automatic) to 64 (NCCL runs at most 64 channels)");
+        "<command line>:--channels: found 1000000, expected 1 to 64 (NCCL runs at most 64 channels; leave it out for NCCL's own)");
+  CHECK(one_error(with({"--channels", "0"})) ==
+        "<command line>:--channels: found 0, expected 1 to 64 (NCCL runs at most 64 channels; leave it out for NCCL's own)");
   CHECK(one_error(with({"--ranks", "-1"})) == "<command line>:--ranks: found -1, expected 0 (all GPUs) or 2 to 8 (the GPUs of the topology)");
   // Each in range, together beyond the plan limit: 1,024 GPUs x 64 channels x 1024 chunks.
   CHECK(one_error({"collective", "--topology", "dgx-h100:nodes=128", "--op", "all-reduce", "--size", "1GiB", "--channels", "64", "--chunks",

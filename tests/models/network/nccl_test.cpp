@@ -120,6 +120,18 @@ TEST_CASE("channels of the graph and per size") {
   NcclRequest at_least;
   at_least.min_channels = 24;  // more than the graph has: capped at it
   CHECK(nccl_cost_of(one, 32768, NcclAlgo::ring, NcclProto::simple, nccl, at_least).channels_used == 12);
+  // Fixed channels (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS): fewer move less, more share
+  // the graph's bandwidth.
+  NcclRequest six, twenty;
+  six.channels = 6;
+  twenty.channels = 20;
+  const auto data = [&](const NcclRequest& r) {
+    const NcclCost c = nccl_cost_of(one, 8 * kGiB, NcclAlgo::ring, NcclProto::simple, nccl, r);
+    return c.time_s - c.latency_s;
+  };
+  CHECK(data(six) == orrery::testing::Approx(data({}) * 12 / 6).epsilon(1e-12));
+  CHECK(data(twenty) == orrery::testing::Approx(data({})).epsilon(1e-12));
+  CHECK(nccl_cost_of(one, 8 * kGiB, NcclAlgo::ring, NcclProto::simple, nccl, twenty).channels == 20);
   // Across nodes, two channels per NIC.
   CHECK(nccl_cost_of(shape("dgx-h100:nodes=2"), kGiB, NcclAlgo::ring, NcclProto::simple, nccl).channels == 16);
 }
