@@ -76,6 +76,9 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     if (sum != p.seq_len) bad("documents", fmt::format("documents sum to {} tokens, expected seq_len = {}", sum, p.seq_len));
   }
   if (p.expert_imbalance < 1.0) bad("expert_imbalance", fmt::format("found {}, expected 1 (balanced) or more", p.expert_imbalance));
+  if (p.moe_dispatch != "nccl" && p.moe_dispatch != "deepep") {
+    bad("moe_dispatch", fmt::format("found {}, expected nccl or deepep", sim::quote(p.moe_dispatch)));
+  }
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),
                           fmt::format("tp={} x pp={} x dp={} x cp={} = {} GPUs, but the cluster has {}", p.tp, p.pp, p.dp, p.cp, p.gpus(),

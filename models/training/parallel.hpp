@@ -48,6 +48,10 @@ struct ParallelPlan {
   bool overlap_tp_comm = false;
   std::string schedule = "1f1b";
   double expert_imbalance = 1.0;  // tokens on the busiest expert rank / the mean (>= 1)
+  // How MoE tokens reach their experts: "nccl" (NCCL's all-to-all, every token copy to its
+  // expert's GPU) or "deepep" (DeepEP's normal kernels: one network copy per node, forwarded
+  // over NVLink; models/network/expert_dispatch.hpp).
+  std::string moe_dispatch = "nccl";
   // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;

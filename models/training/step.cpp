@@ -1,6 +1,8 @@
 #include "models/training/step.hpp"
 
 #include "models/network/collectives.hpp"
+#include "models/network/expert_dispatch.hpp"
+#include "models/network/nccl.hpp"
 #include "models/network/topology.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -150,6 +152,16 @@ class CommCost {
     return cache_[key] = e.seconds;
   }
   double p2p(double bytes, int stride) { return collective(CollectiveOp::send_recv, bytes, 2, stride); }
+  // DeepEP's dispatch (or combine) of `tokens` per GPU over an EP group of n ranks `stride`
+  // apart, at the line rates of the fabric that holds the group.
+  double deepep(ExpertDispatch d, int stride, double tokens, double token_bytes) {
+    if (d.ep <= 1 || tokens <= 0) return 0;
+    const Topology& topology = fabric_instance(topology_spec_for(d.ep, stride));
+    const CommShape shape = comm_shape(topology, CollectiveOp::all_to_all, d.ep);
+    d.per_node = d.ep / shape.nodes;
+    const double nic = shape.nics > 0 ? shape.net_GBps / shape.nics : 0.0;
+    return deepep_dispatch(d, tokens, token_bytes, shape.nvlink_GBps, nic).time_s;
+  }
   std::size_t flows() const { return flows_; }
 
  private:
@@ -309,8 +321,11 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
     c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));  // permute and unpermute
     c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));
-    // Dispatch and combine all-to-alls over the EP group, forward and backward.
-    const double a2a = c.comm.collective(CollectiveOp::all_to_all, routed * h * 2, p.ep, p.tp);
+    // Dispatch and combine over the EP group, forward and backward: NCCL's all-to-all of every
+    // token copy, or DeepEP's forwarding kernels.
+    const double a2a = p.moe_dispatch == "deepep"
+                           ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = e.top_k, .max_nodes = 0, .imbalance = p.expert_imbalance}, p.tp, Ts, h * 2)
+                           : c.comm.collective(CollectiveOp::all_to_all, routed * h * 2, p.ep, p.tp);
     lc.f.comm += 2 * a2a;
     lc.b.comm += 2 * a2a;
   }
