@@ -19,9 +19,9 @@ constexpr std::array<std::pair<CollectiveOp, std::string_view>, 7> kOps = {{
     {CollectiveOp::reduce, "reduce"},           {CollectiveOp::all_to_all, "all-to-all"},
     {CollectiveOp::send_recv, "send-recv"},
 }};
-constexpr std::array<std::pair<CollectiveAlgo, std::string_view>, 5> kAlgos = {{
+constexpr std::array<std::pair<CollectiveAlgo, std::string_view>, 6> kAlgos = {{
     {CollectiveAlgo::ring, "ring"}, {CollectiveAlgo::tree, "tree"}, {CollectiveAlgo::hierarchical, "hierarchical"},
-    {CollectiveAlgo::nvls, "nvls"}, {CollectiveAlgo::direct, "direct"},
+    {CollectiveAlgo::nvls, "nvls"}, {CollectiveAlgo::nvls_tree, "nvls-tree"}, {CollectiveAlgo::direct, "direct"},
 }};
 
 template <class E, std::size_t N>
@@ -251,6 +251,7 @@ int default_chunks(const CollectiveSpec& s) {
   switch (s.algo) {
     case CollectiveAlgo::tree:
     case CollectiveAlgo::nvls: return 32;  // both pipeline through intermediate hops
+    case CollectiveAlgo::nvls_tree: return 16;  // each chunk also rings across the domains
     default: return s.op == CollectiveOp::broadcast || s.op == CollectiveOp::reduce ? 8 : 1;
   }
 }
@@ -501,6 +502,84 @@ void plan_nvls(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
   }
 }
 
+// The NVLink domains of the ranks for NVLS-tree: the ranks on each NVLS switch, in rank order,
+// the same number on each.
+std::vector<std::pair<NodeIndex, std::vector<int>>> nvls_domains(const Topology& t, const Layout& l, const CollectiveSpec& s) {
+  std::vector<std::pair<NodeIndex, std::vector<int>>> domains;
+  for (int r = 0; r < static_cast<int>(l.ranks.size()); ++r) {
+    const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
+    std::int64_t sw = -1;
+    for (const LinkIndex e : t.out_links(g)) {
+      if (t.node(t.link(e).to).kind == NodeKind::nvswitch) sw = t.link(e).to;
+    }
+    if (sw < 0 || !t.node(static_cast<NodeIndex>(sw)).reduces_in_network()) {
+      unsupported(s, fmt::format("needs every rank on an NVSwitch with NVLS; GPU {} has none", quote(t.node(g).name)));
+    }
+    auto it = std::find_if(domains.begin(), domains.end(), [&](const auto& d) { return d.first == static_cast<NodeIndex>(sw); });
+    if (it == domains.end()) it = domains.insert(domains.end(), {static_cast<NodeIndex>(sw), {}});
+    it->second.push_back(r);
+  }
+  if (domains.size() < 2) unsupported(s, "needs ranks on at least two NVLink domains (use nvls inside one)");
+  for (const auto& d : domains) {
+    if (d.second.size() != domains.front().second.size()) unsupported(s, "needs the same number of ranks on every NVLink domain");
+  }
+  return domains;
+}
+
+// NVLS-tree (NCCL's NVLS_TREE all-reduce across NVLink domains), chunk by chunk: in each
+// domain every GPU pushes the chunk into the switch, which reduces it, and each GPU pulls its
+// 1/g slice; the GPUs of one local index all-reduce their slice across the domains (a ring on
+// their rail); each pushes the result back up once and the switch multicasts it to the
+// domain. The chunks pipeline the three phases.
+void plan_nvls_tree(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
+  const CollectiveSpec& s = a.s;
+  const Layout& l = a.l;
+  if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; NVLS-tree serves all-reduce");
+  const auto domains = nvls_domains(t, l, s);
+  const auto m = static_cast<int>(domains.size());
+  const auto g = static_cast<int>(domains.front().second.size());
+  const int chunks = a.chunks;
+  const double chunk = a.size / chunks, slice = chunk / g;
+  const auto gpu = [&](int i, int j) { return l.ranks[static_cast<std::size_t>(domains[static_cast<std::size_t>(i)].second[static_cast<std::size_t>(j)])]; };
+  std::vector<std::uint32_t> last_up(static_cast<std::size_t>(m * g), kNone);
+  for (int q = 0; q < chunks; ++q) {
+    // 1. Reduce inside each domain: up the chunk, down each GPU's slice.
+    std::vector<std::uint32_t> reduced(static_cast<std::size_t>(m * g), kNone);
+    for (int i = 0; i < m; ++i) {
+      const NodeIndex sw = domains[static_cast<std::size_t>(i)].first;
+      std::vector<std::uint32_t> ups;
+      for (int j = 0; j < g; ++j) {
+        std::uint32_t& up = last_up[static_cast<std::size_t>(i * g + j)];
+        up = b.add(gpu(i, j), sw, chunk, mix(7, gpu(i, j), sw), {up}, true);
+        ups.push_back(up);
+      }
+      for (int j = 0; j < g; ++j) reduced[static_cast<std::size_t>(i * g + j)] = b.add(sw, gpu(i, j), slice, mix(8, sw, gpu(i, j)), ups, true);
+    }
+    // 2. Across domains, one ring per rail: 2(m - 1) steps of slice / m.
+    std::vector<std::uint32_t> across(static_cast<std::size_t>(m * g), kNone);
+    for (int j = 0; j < g; ++j) {
+      Layout rail;
+      std::vector<int> order;
+      std::vector<std::uint32_t> gates;
+      for (int i = 0; i < m; ++i) {
+        rail.ranks.push_back(gpu(i, j));
+        order.push_back(i);
+        gates.push_back(reduced[static_cast<std::size_t>(i * g + j)]);
+      }
+      const auto last = add_ring(b, rail, order, 2 * (m - 1), 1, slice / m, static_cast<std::uint64_t>(q) * 131 + static_cast<std::uint64_t>(j), gates);
+      for (int i = 0; i < m; ++i) across[static_cast<std::size_t>(i * g + j)] = last[static_cast<std::size_t>(i)];
+    }
+    // 3. Multicast inside each domain: each slice up once, down to every GPU.
+    for (int i = 0; i < m; ++i) {
+      const NodeIndex sw = domains[static_cast<std::size_t>(i)].first;
+      for (int j = 0; j < g; ++j) {
+        const std::uint32_t up = b.add(gpu(i, j), sw, slice, mix(9, gpu(i, j), sw), {across[static_cast<std::size_t>(i * g + j)]}, true);
+        for (int k = 0; k < g; ++k) b.add(sw, gpu(i, k), slice, mix(10, sw, gpu(i, k)), {up}, true);
+      }
+    }
+  }
+}
+
 // Direct transfers: all-to-all(v) between every pair, send-recv from rank 0 to the peer.
 void plan_direct(PlanBuilder& b, const PlanArgs& a) {
   const auto& [s, l, n, size, chunks, channels] = a;
@@ -549,6 +628,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
     case CollectiveAlgo::tree: plan_tree(b, a); break;
     case CollectiveAlgo::hierarchical: plan_hierarchical(b, a); break;
     case CollectiveAlgo::nvls: plan_nvls(b, a, t); break;
+    case CollectiveAlgo::nvls_tree: plan_nvls_tree(b, a, t); break;
     case CollectiveAlgo::direct: plan_direct(b, a); break;
   }
   return plan;
@@ -769,6 +849,25 @@ sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkE
       }
       const double bytes = size * (n + 1.0) / n;
       seconds = (chunks + 1) * (bytes / chunks / port) + 2 * a_in;
+      break;
+    }
+    case CollectiveAlgo::nvls_tree: {
+      // Per chunk: up S/c and down S/(c g) through the reduction port, a ring of 2(m - 1) steps
+      // of S/(c g m) on the rail, S/(c g) up and S/c down again. The chunks pipeline behind the
+      // busiest link: each port direction carries S/c + S/(c g) per chunk.
+      const auto domains = nvls_domains(t, l, s);
+      const NodeIndex sw = domains.front().first;
+      double port = 0;
+      for (const LinkIndex k : t.out_links(first)) {
+        if (t.link(k).to == sw) port = t.link(k).bandwidth.value() * t.node(sw).nvls_efficiency;
+      }
+      const auto m = static_cast<double>(domains.size());
+      const auto g = static_cast<double>(domains.front().second.size());
+      const double chunk = size / chunks, slice = chunk / g;
+      const NodeIndex peer = l.ranks[static_cast<std::size_t>(domains[1].second.front())];
+      const auto [a_rail, b_rail] = hop(first, peer);
+      const double reduce = (chunk + slice) / port, rail = 2 * (m - 1) * (a_rail + slice / m / b_rail), multicast = (slice + chunk) / port;
+      seconds = reduce + rail + multicast + (chunks - 1) * std::max((chunk + slice) / port, 2 * (m - 1) / m * slice / b_rail) + 4 * a_in;
       break;
     }
     case CollectiveAlgo::tree: {

@@ -388,7 +388,7 @@ CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op) {
   switch (algo) {
     case NcclAlgo::tree: return CollectiveAlgo::tree;
     case NcclAlgo::nvls: return CollectiveAlgo::nvls;
-    case NcclAlgo::nvls_tree: return CollectiveAlgo::hierarchical;
+    case NcclAlgo::nvls_tree: return CollectiveAlgo::nvls_tree;
     case NcclAlgo::ring:
     case NcclAlgo::pat:
     case NcclAlgo::collnet_direct:
