@@ -356,6 +356,27 @@ TEST_CASE("orrery collective prints time, algbw and busbw, and writes the report
   CHECK(counters > 16);
 }
 
+// --algo auto (the default) runs NCCL's choice and prints it; the flows carry its latency, so
+// the simulated time is at least the latency; a forced algorithm and protocol are honoured.
+TEST_CASE("orrery collective --algo auto: NCCL's choice, its latency on the flows") {
+  const Result r = run({"collective", "--topology", "dgx-h100:nodes=2", "--size", "4MiB", "--report", "auto.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("collective all-reduce (nvls-tree)") != std::string::npos);
+  CHECK(r.out.find("nccl model nvls-tree/simple on 16 of 16 channels") != std::string::npos);
+  const nlohmann::json auto_report = nlohmann::json::parse(slurp("auto.json"));
+  CHECK(auto_report["algo"] == "nvls-tree");
+  CHECK(auto_report["nccl"]["algo"] == "nvls-tree");
+  CHECK(auto_report["time_s"].get<double>() > auto_report["nccl"]["latency_s"].get<double>());
+  const Result forced = run({"collective", "--topology", "dgx-h100:nodes=2", "--size", "4MiB", "--algo", "ring", "--proto", "ll128", "--channels", "8",
+                             "--report", "ring.json"});
+  REQUIRE(forced.code == 0);
+  const nlohmann::json ring = nlohmann::json::parse(slurp("ring.json"));
+  CHECK(ring["algo"] == "ring");
+  CHECK(ring["nccl"]["proto"] == "ll128");
+  CHECK(ring["nccl"]["channels"] == 8);
+  CHECK(ring["channels"] == 8);
+}
+
 // An ECMP all-to-all: departures at thousands of distinct instants. On a 1 us grid far fewer
 // re-solves, the completion time within a few grid steps of exact.
 TEST_CASE("orrery collective --quantum re-solves departures on a grid") {
