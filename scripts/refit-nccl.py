@@ -31,7 +31,7 @@ for name, keys in arrays.items():
             sys.exit(f"refit-nccl.py: no value for {key}")
         values.append(fit.get(key, defaults.get(key)))
     lines.append(f"  p.{name} = {{{', '.join(values)}}};")
-for scalar in ("launch_us", "launch_per_gpu_us"):
+for scalar in ("launch_us", "launch_per_gpu_us", "p2p_peer_us"):
     lines.append(f"  p.{scalar} = {fit[scalar]};")
 lines.append("  ")
 source.write_text(text[:begin] + "\n".join(lines) + text[end:])

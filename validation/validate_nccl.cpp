@@ -278,6 +278,15 @@ Fit fit(const std::vector<Prepared>& all, const std::string& without = "") {
     p.net_latency_us.fill(latency);
     out.stages.push_back(fmt::format("all networks: {} sweeps", inter.size()));
   }
+  // All-to-all's cost per network peer, on every multi-node all-to-all sweep together.
+  std::vector<const Prepared*> a2a;
+  for (const Prepared* s : inter) {
+    if (s->shape.op == CollectiveOp::all_to_all) a2a.push_back(s);
+  }
+  if (!a2a.empty()) {
+    golden(p.p2p_peer_us, 0.0, 30.0, [&] { return loss(a2a, p); });
+    out.stages.push_back(fmt::format("all-to-all per network peer: {} sweeps", a2a.size()));
+  }
   for (const auto& [net, set] : by_net) {
     if (set.size() < 2) continue;
     const auto k = static_cast<std::size_t>(net);

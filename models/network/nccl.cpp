@@ -228,6 +228,7 @@ std::vector<std::pair<std::string, double>> CommParams::named() const {
   for (int k = 0; k < kNetKinds; ++k) out.emplace_back(fmt::format("net_latency_us.{}", kNetNames[static_cast<std::size_t>(k)]), net_latency_us[static_cast<std::size_t>(k)]);
   out.emplace_back("launch_us", launch_us);
   out.emplace_back("launch_per_gpu_us", launch_per_gpu_us);
+  out.emplace_back("p2p_peer_us", p2p_peer_us);
   return out;
 }
 
@@ -282,6 +283,7 @@ NcclCost nccl_cost_of(const CommShape& s, double bytes, NcclAlgo a, NcclProto p,
     const double inter_s = nodes > 1 ? bytes * share * inter_peers / (nic * 1e9) : 0.0;
     c.channels = c.channels_used = ring.channels;
     c.latency_s = (kBaseLat[1][2] + kHwLat[kNvlink][1][2] + (nodes > 1 ? kHwLat[kNet][1][2] + net_lat : 0.0) + launch_of(params, request)) * 1e-6;
+    c.latency_s += (nodes > 1 ? inter_peers * params.p2p_peer_us : 0.0) * 1e-6;
     c.time_s = c.latency_s + std::max(intra_s, inter_s);
     c.busbw_Bps = c.time_s > 0 ? bytes / c.time_s * bus_factor(s.op, n) : 0;
     return c;
@@ -441,11 +443,12 @@ CommParams CommParams::fitted() {
   // tcpxo and socket have fewer than two sweeps: the fit of all network kinds together.
   // BEGIN FITTED (scripts/refit-nccl.py writes this block)
   p.nvlink_share = {0.8, 0.75113136451867746, 0.77869742257080998, 0.92432118923731432};
-  p.nvls_share = {0.0, 0.0, 0.68630139931001399, 0.42776184181768984};
-  p.net_share = {0.80856334905813987, 0.63343063600234206, 0.7179211618827781, 0.78122172766760367, 0.34950831976170077, 0.78122172766760367};
-  p.net_latency_us = {2.7833024946066023, 10.950907365830856, 60.031859606275731, 9.0686260716476745, 0.31259950961156457, 9.0686260716476745};
+  p.nvls_share = {0.0, 0.0, 0.68630139931001399, 0.42758997563574314};
+  p.net_share = {0.80867164091176102, 0.63343063600234206, 0.7179211618827781, 0.78122172766760367, 0.35050460979669062, 0.78122172766760367};
+  p.net_latency_us = {2.1622218920110381, 10.950907365830856, 60.031859606275731, 9.0686260716476745, 0.028189904842672878, 9.0686260716476745};
   p.launch_us = 5.2703454699849424;
   p.launch_per_gpu_us = 1.5649482992783503;
+  p.p2p_peer_us = 3.402574171116127;
   // END FITTED
   return p;
 }

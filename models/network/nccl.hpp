@@ -79,6 +79,9 @@ struct CommParams {
   // Each further GPU one process drives (nccl-tests -g N): the thread launches the kernels one
   // after the other (us per GPU beyond the first).
   double launch_per_gpu_us = 0;
+  // All-to-all: each peer across the network costs this much more (us) on the busiest GPU, the
+  // proxy's post and completion of one more connection (NCCL's model has no all-to-all).
+  double p2p_peer_us = 0;
   // Bound each algorithm by what its links carry: a tree's or NVLS-tree's algorithm bandwidth
   // by its node's NICs (every byte enters and leaves each node once). NCCL's model leaves this
   // out (with two nodes it prices trees at NVLink speed, which is why it picks them there), so
