@@ -19,9 +19,10 @@ constexpr std::array<std::pair<CollectiveOp, std::string_view>, 7> kOps = {{
     {CollectiveOp::reduce, "reduce"},           {CollectiveOp::all_to_all, "all-to-all"},
     {CollectiveOp::send_recv, "send-recv"},
 }};
-constexpr std::array<std::pair<CollectiveAlgo, std::string_view>, 6> kAlgos = {{
+constexpr std::array<std::pair<CollectiveAlgo, std::string_view>, 7> kAlgos = {{
     {CollectiveAlgo::ring, "ring"}, {CollectiveAlgo::tree, "tree"}, {CollectiveAlgo::hierarchical, "hierarchical"},
-    {CollectiveAlgo::nvls, "nvls"}, {CollectiveAlgo::nvls_tree, "nvls-tree"}, {CollectiveAlgo::direct, "direct"},
+    {CollectiveAlgo::nvls, "nvls"}, {CollectiveAlgo::nvls_tree, "nvls-tree"}, {CollectiveAlgo::pat, "pat"},
+    {CollectiveAlgo::direct, "direct"},
 }};
 
 template <class E, std::size_t N>
@@ -580,6 +581,45 @@ void plan_nvls_tree(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
   }
 }
 
+// The steps of PAT (NCCL's Parallel Aggregated Trees for all-gather and reduce-scatter, one GPU
+// per node), as this plan runs them: all-gather by recursive doubling, where at step k each
+// rank sends the min(2^k, n - 2^k) blocks of S/n it holds to the rank 2^k after it, in
+// ceil(log2 n) steps; reduce-scatter is the same steps in reverse, each rank sending the
+// partial sums of the blocks its partner will own.
+std::vector<int> pat_blocks(int n) {
+  std::vector<int> blocks;
+  for (int have = 1; have < n; have *= 2) blocks.push_back(std::min(have, n - have));
+  return blocks;
+}
+
+void plan_pat(PlanBuilder& b, const PlanArgs& a) {
+  const auto& [s, l, n, size, chunks, channels] = a;
+  if (s.op != CollectiveOp::all_gather && s.op != CollectiveOp::reduce_scatter) unsupported(s, "is not supported; PAT serves all-gather and reduce-scatter");
+  std::vector<int> blocks = pat_blocks(n);
+  std::vector<int> strides;
+  for (int k = 0, d = 1; k < static_cast<int>(blocks.size()); ++k, d *= 2) strides.push_back(d);
+  if (s.op == CollectiveOp::reduce_scatter) {
+    std::reverse(blocks.begin(), blocks.end());
+    std::reverse(strides.begin(), strides.end());
+  }
+  const double block = size / n / channels;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<std::uint32_t> received(static_cast<std::size_t>(n), kNone), sent(static_cast<std::size_t>(n), kNone);
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      std::vector<std::uint32_t> now(static_cast<std::size_t>(n), kNone);
+      for (int r = 0; r < n; ++r) {
+        const int to = (r + strides[k]) % n;
+        const NodeIndex src = l.ranks[static_cast<std::size_t>(r)], dst = l.ranks[static_cast<std::size_t>(to)];
+        // A rank sends once what it received at the previous step is in (and its own send is done).
+        now[static_cast<std::size_t>(to)] =
+            b.add(src, dst, block * blocks[k], mix(static_cast<std::uint64_t>(c) * 977 + k, src, dst), {received[static_cast<std::size_t>(r)], sent[static_cast<std::size_t>(r)]});
+        sent[static_cast<std::size_t>(r)] = now[static_cast<std::size_t>(to)];
+      }
+      received = now;
+    }
+  }
+}
+
 // Direct transfers: all-to-all(v) between every pair, send-recv from rank 0 to the peer.
 void plan_direct(PlanBuilder& b, const PlanArgs& a) {
   const auto& [s, l, n, size, chunks, channels] = a;
@@ -629,6 +669,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
     case CollectiveAlgo::hierarchical: plan_hierarchical(b, a); break;
     case CollectiveAlgo::nvls: plan_nvls(b, a, t); break;
     case CollectiveAlgo::nvls_tree: plan_nvls_tree(b, a, t); break;
+    case CollectiveAlgo::pat: plan_pat(b, a); break;
     case CollectiveAlgo::direct: plan_direct(b, a); break;
   }
   return plan;
@@ -849,6 +890,13 @@ sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkE
       }
       const double bytes = size * (n + 1.0) / n;
       seconds = (chunks + 1) * (bytes / chunks / port) + 2 * a_in;
+      break;
+    }
+    case CollectiveAlgo::pat: {
+      // ceil(log2 n) steps, step k moving min(2^k, n - 2^k) blocks of S/n per rank.
+      const auto [a_hop, b_hop] = hop(first, l.ranks[1 % static_cast<std::size_t>(n)]);
+      const double bw = multi ? std::min(b_in, b_out) : b_hop;
+      for (const int blocks : pat_blocks(n)) seconds += (multi ? a_out : a_hop) + size / n * blocks / bw;
       break;
     }
     case CollectiveAlgo::nvls_tree: {

@@ -18,7 +18,7 @@
 namespace orrery::models {
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv };
-enum class CollectiveAlgo { ring, tree, hierarchical, nvls, nvls_tree, direct };
+enum class CollectiveAlgo { ring, tree, hierarchical, nvls, nvls_tree, pat, direct };
 
 std::string_view to_string(CollectiveOp op);
 std::string_view to_string(CollectiveAlgo algo);

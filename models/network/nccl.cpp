@@ -391,8 +391,8 @@ CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op) {
     case NcclAlgo::tree: return CollectiveAlgo::tree;
     case NcclAlgo::nvls: return CollectiveAlgo::nvls;
     case NcclAlgo::nvls_tree: return CollectiveAlgo::nvls_tree;
+    case NcclAlgo::pat: return CollectiveAlgo::pat;
     case NcclAlgo::ring:
-    case NcclAlgo::pat:
     case NcclAlgo::collnet_direct:
     case NcclAlgo::collnet_chain: return CollectiveAlgo::ring;
   }

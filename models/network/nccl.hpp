@@ -133,7 +133,7 @@ NcclCost nccl_cost(const CommShape& shape, double bytes, const CommParams& param
                    const CommParams& choose_by = CommParams::nccl());
 
 // The flow plan (collectives.hpp) that runs what NCCL's algorithm does on the fabric: ring,
-// tree, NVLS and NVLS-tree as themselves, PAT as a ring; all-to-all and send/recv as direct sends.
+// tree, NVLS, NVLS-tree and PAT as themselves; all-to-all and send/recv as direct sends.
 CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op);
 
 }  // namespace orrery::models

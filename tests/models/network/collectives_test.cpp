@@ -3,6 +3,8 @@
 #include "approx.hpp"
 #include "input_error.hpp"
 
+#include <fmt/format.h>
+
 #include <doctest/doctest.h>
 
 using namespace orrery;
@@ -193,4 +195,29 @@ TEST_CASE("NVLS-tree all-reduce across servers and racks") {
   const Topology a100 = build_topology("dgx-a100:nodes=2");
   CHECK(orrery::testing::error_of([&] { (void)run_collective(a100, spec(CollectiveOp::all_reduce, CollectiveAlgo::nvls_tree, kGiB)); })
             .find("needs every rank on an NVSwitch with NVLS") != std::string::npos);
+}
+
+// PAT (one GPU per node): ceil(log2 n) steps that move n-1 blocks of S/n per rank in all, so
+// it matches the ring's bytes in far fewer steps (latency), for all-gather and reduce-scatter;
+// non-powers of two end with a partial step.
+TEST_CASE("PAT all-gather and reduce-scatter: log2 n steps, n-1 blocks") {
+  for (const int nodes : {8, 6}) {
+    CAPTURE(nodes);
+    const Topology t = build_topology(fmt::format("dgx-h100:nodes={},gpus_per_node=1", nodes));
+    for (const CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+      CAPTURE(to_string(op));
+      const CollectiveSpec s = spec(op, CollectiveAlgo::pat, 64 << 20, 1);
+      const CollectivePlan plan = plan_collective(t, s);
+      double bytes = 0;
+      for (const Transfer& tr : plan.transfers) bytes += tr.src == t.gpus()[0] ? tr.bytes : 0;
+      CHECK(bytes == orrery::testing::Approx((nodes - 1.0) / nodes * (64 << 20)).epsilon(1e-12));
+      CHECK(plan.transfers.size() == static_cast<std::size_t>(nodes * 3));  // ceil(log2 n) = 3 for 8 and 6
+      const CollectiveResult r = run_collective(t, s);
+      CHECK(alpha_beta(t, s).to_seconds() == orrery::testing::Approx(r.time.to_seconds()).epsilon(0.02));
+    }
+  }
+  // Gathers only.
+  const Topology t = build_topology("dgx-h100:nodes=4,gpus_per_node=1");
+  CHECK(orrery::testing::error_of([&] { (void)run_collective(t, spec(CollectiveOp::all_reduce, CollectiveAlgo::pat, 1 << 20)); })
+            .find("PAT serves all-gather and reduce-scatter") != std::string::npos);
 }
