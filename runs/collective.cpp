@@ -12,6 +12,10 @@
 #include "traces/topology_json.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <cmath>
 #include <ostream>
@@ -96,6 +100,13 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   models::NcclRequest request;
   request.nvls_enable = o.nvls;
   request.channels = std::max(0, o.channels);
+  // The names the command takes, checked first so that a typo is answered with these (CollNet,
+  // which no topology here can run, is not among them).
+  const std::vector<std::string> algos = {"auto", "ring", "tree", "nvls", "nvls-tree", "pat", "hierarchical", "direct"};
+  if (std::find(algos.begin(), algos.end(), o.algo) == algos.end()) {
+    throw sim::InputError("<command line>", "--algo",
+                          fmt::format("unknown algorithm {}{}; valid: {}", sim::quote(o.algo), sim::did_you_mean(o.algo, algos), fmt::join(algos, ", ")));
+  }
   const bool flow_only = o.algo == "hierarchical" || o.algo == "direct";
   if (o.algo != "auto" && !flow_only) {
     request.any_algo = false;
@@ -104,10 +115,6 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
   if (o.proto != "auto") {
     request.any_proto = false;
     request.proto = models::parse_nccl_proto(o.proto, "<command line>", "--proto");
-  }
-  if (o.algo != "auto" && !flow_only && o.algo != "ring" && o.algo != "tree" && o.algo != "nvls" && o.algo != "nvls-tree" && o.algo != "pat") {
-    throw sim::InputError("<command line>", "--algo", fmt::format("found {}, expected auto, ring, tree, nvls, nvls-tree, pat, hierarchical or direct",
-                                                                  sim::quote(o.algo)));
   }
   const models::CommShape shape = models::comm_shape(topology, spec.op, spec.ranks);
   const models::NcclCost nccl = models::nccl_cost(shape, spec.size.value(), models::CommParams::fitted(), request);

@@ -408,7 +408,8 @@ TEST_CASE("orrery collective rejects bad input with one line") {
     return r.err;
   };
   CHECK(error_of({"--op", "all-reduc"}).find("unknown collective \"all-reduc\"; did you mean \"all-reduce\"?") != std::string::npos);
-  CHECK(error_of({"--algo", "rign"}).find("did you mean \"ring\"?") != std::string::npos);
+  CHECK(error_of({"--algo", "rign"}).find("did you mean \"ring\"?; valid: auto, ring, tree, nvls, nvls-tree, pat, hierarchical, direct") !=
+        std::string::npos);
   CHECK(error_of({"--topology", "dgx-h10"}).find("did you mean \"dgx-h100\"?") != std::string::npos);
   CHECK(error_of({"--size", "1 GiX"}).find("<command line>:--size: bad byte amount \"1 GiX\"") != std::string::npos);
   CHECK(error_of({"--quantum", "fast"}).find("<command line>:--quantum: bad duration \"fast\"") != std::string::npos);
