@@ -171,10 +171,11 @@ StepValidationSummary validate_steps(const std::string& data_dir, std::string& m
         "GPU with the source's own FLOP formula. Settings not in the tables are one rule for all rows (validation/validate_step.cpp):\n"
         "micro-batch 1; pipelines use the interleaved schedule with the most chunks (up to 8) dividing each stage's\n"
         "layers; 2024 runs overlap gradient reduction, parameter gathers and TP communication with sequence parallelism,\n"
-        "the distributed optimizer and flash attention; 2021 runs use full recompute without those.\n"
+        "the distributed optimizer and flash attention; 2021 runs use full recompute without those, and unfused attention\n"
+        "(its s x s scores written and read by separate softmax and dropout kernels, costed as memory-bound kernels).\n"
         "Kernels inside a training step run slower than in isolated benchmarks (framework dispatch, kernels the model\n"
         "does not list, less friendly shapes): per GPU type, a step efficiency and a per-kernel overhead\n"
-        "(`models::training_roofline_params`: H100 0.6716 and 35 us, A100 0.8350 and 86 us) are set by the two rows\n"
+        "(`models::training_roofline_params`: H100 0.6716 and 35 us, A100 0.8305 and 5.6 us) are set by the two rows\n"
         "marked *calibration* of that GPU's table (its smallest and its largest model); every other row is a prediction.\n\n";
   md += "| table | predictions | MAPE | calibration rows within |\n|---|---|---|---|\n";
   for (const auto& t : summary.tables) {

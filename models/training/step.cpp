@@ -145,6 +145,7 @@ class CommCost {
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       const Topology& topology = fabric_instance(fabric);
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
+      if (model_ == CommModel::nccl) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, n), bytes).time_s, 0};
       const CollectiveResult r = run_collective(topology, spec);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
     });
@@ -278,11 +279,35 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
   const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
   const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
-  const double att_f = c.cost.time(af).to_seconds() * share, att_b = c.cost.time(ab).to_seconds() * share;
-  lc.f.compute += att_f;
-  lc.f.flops += flops(af).value() * share;
-  lc.b.compute += att_b;
-  lc.b.flops += flops(ab).value() * share;
+  OpCost att_fwd, att_bwd;  // core attention, forward and backward
+  if (p.flash_attention) {
+    att_fwd = {c.cost.time(af).to_seconds() * share, 0, flops(af).value() * share};
+    att_bwd = {c.cost.time(ab).to_seconds() * share, 0, flops(ab).value() * share};
+  } else {
+    // Unfused attention (Megatron-LM before flash attention): batched GEMMs over every
+    // (query, key) pair of the sequence, the causal mask applied to the full s x s scores,
+    // which go through memory in 16-bit: scores written by QK^T and read by the fused
+    // scale-mask-softmax, its output read by dropout, which writes its output and a 1-byte
+    // mask, read by the AV GEMM; backward the reverse. The tensors are those of Korthikanti
+    // et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1:
+    // 2as^2b for QK^T and for softmax, as^2b for the mask, 2as^2b for dropout's output).
+    const std::int64_t s_len = p.seq_len, batch = p.micro_batch * att_heads;
+    const double scores = static_cast<double>(batch) * static_cast<double>(s_len) * static_cast<double>(s_len) * share;
+    const std::int64_t ctx_heads = Ctx::n(static_cast<double>(batch) * share);
+    c.add(att_fwd, Kernel::gemm(s_len, s_len, qk, DType::bf16, ctx_heads));  // QK^T
+    c.add(att_fwd, c.mem(KernelKind::softmax, scores * (2 + 2)));
+    c.add(att_fwd, c.mem(KernelKind::elementwise, scores * (2 + 2 + 1)));    // dropout
+    c.add(att_fwd, Kernel::gemm(s_len, hv, s_len, DType::bf16, ctx_heads));  // AV
+    c.add(att_bwd, Kernel::gemm(s_len, s_len, hv, DType::bf16, ctx_heads));  // dP = dO V^T
+    c.add(att_bwd, Kernel::gemm(s_len, hv, s_len, DType::bf16, ctx_heads));  // dV = P^T dO
+    c.add(att_bwd, c.mem(KernelKind::elementwise, scores * (2 + 1 + 2)));    // dropout
+    c.add(att_bwd, c.mem(KernelKind::softmax, scores * (2 + 2 + 2)));
+    c.add(att_bwd, Kernel::gemm(s_len, qk, s_len, DType::bf16, ctx_heads));  // dQ = dS K
+    c.add(att_bwd, Kernel::gemm(s_len, qk, s_len, DType::bf16, ctx_heads));  // dK = dS^T Q
+  }
+  const double att_f = att_fwd.compute, att_b = att_bwd.compute;
+  lc.f += att_fwd;
+  lc.b += att_bwd;
   // MLP.
   const double swiglu = m.mlp == MlpKind::swiglu ? 1 : 0;
   if (!moe) {
@@ -376,8 +401,7 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   if (p.recompute == Recompute::full) {
     lc.b += lc.f;
   } else if (p.recompute == Recompute::selective && !p.flash_attention) {
-    lc.b.compute += att_f;
-    lc.b.flops += flops(af).value() * share;
+    lc.b += att_fwd;
   }
   return lc;
 }
@@ -527,6 +551,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     if (moe && !m.moe.enabled()) continue;
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
+    q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
     const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l};
     const LayerCost lc = layer_cost(c2, moe);
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
