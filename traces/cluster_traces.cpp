@@ -1,6 +1,7 @@
 #include "traces/cluster_traces.hpp"
 
 #include "sim/error.hpp"
+#include "traces/csv.hpp"
 #include "traces/json_input.hpp"
 
 #include <algorithm>
@@ -99,7 +100,7 @@ std::size_t column(const Rows& t, std::initializer_list<std::string_view> names,
   const std::string_view want = *names.begin();
   throw sim::InputError(t.source, fmt::format("line {}", t.header_line),
                         fmt::format("missing column {}{}; found {}", sim::quote(want), sim::did_you_mean(want, t.header),
-                                    fmt::join(t.header, ", ")));
+                                    list_columns(t.header)));
 }
 
 // One row; every failure names "line N:column NAME" and what was found and expected.

@@ -8,13 +8,25 @@
 
 namespace orrery::traces {
 
+std::string list_columns(const std::vector<std::string>& header) {
+  constexpr std::size_t kMaxNames = 16, kMaxChars = 40;
+  std::string listed;
+  for (std::size_t i = 0; i < header.size() && i < kMaxNames; ++i) {
+    const std::string& h = header[i];
+    std::string cell = sim::quote(std::string_view(h).substr(0, kMaxChars));
+    if (h.size() > kMaxChars) cell.append("...");
+    if (!listed.empty()) listed.append(", ");
+    listed.append(cell);
+  }
+  if (header.size() > kMaxNames) listed += fmt::format(", ... ({} columns in all)", header.size());
+  return listed;
+}
+
 std::size_t CsvTable::column(std::string_view name) const {
   for (std::size_t i = 0; i < header.size(); ++i) {
     if (header[i] == name) return i;
   }
-  std::string listed;
-  for (const auto& h : header) listed += (listed.empty() ? "" : ", ") + sim::quote(h);
-  throw sim::InputError(source, "line 1", fmt::format("missing column {}{}; found {}", sim::quote(name), sim::did_you_mean(name, header), listed));
+  throw sim::InputError(source, "line 1", fmt::format("missing column {}{}; found {}", sim::quote(name), sim::did_you_mean(name, header), list_columns(header)));
 }
 
 double CsvTable::number(std::size_t row, std::string_view name) const {

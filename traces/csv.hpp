@@ -12,6 +12,10 @@
 
 namespace orrery::traces {
 
+// A header's column names for an error message: each quoted, at most 16 of them and 40
+// characters each, then how many there are in all (a malformed header stays one short line).
+std::string list_columns(const std::vector<std::string>& header);
+
 struct CsvTable {
   std::string source;
   std::vector<std::string> header;

@@ -177,7 +177,14 @@ TEST_CASE("ITP traces: bad rows and missing columns") {
   CHECK(t.jobs.size() == 1);
   CHECK(t.skipped == 3);
   CHECK(error_of([&] { (void)traces::read_itp_trace(write("itp_col.csv", "job_id,submision_time,duration,num_gpu\na,0,1,1\n"), true); }) ==
-        "itp_col.csv:line 1: missing column \"submission_time\"; did you mean \"submision_time\"?; found job_id, submision_time, duration, num_gpu");
+        "itp_col.csv:line 1: missing column \"submission_time\"; did you mean \"submision_time\"?; found \"job_id\", \"submision_time\", \"duration\", \"num_gpu\"");
+  // A header of thousands of columns (fuzz/corpus/job_traces/regress-long-header) is named in
+  // one short line: 16 names of at most 40 characters, then the count.
+  std::string wide;
+  for (int i = 0; i < 3000; ++i) wide += (i ? "," : "") + std::string(60, 'x');
+  const std::string e = error_of([&] { (void)traces::read_itp_trace(write("itp_wide.csv", wide + "\n1\n"), true); });
+  CHECK(e.size() < 1200);
+  CHECK(e.find("(3000 columns in all)") != std::string::npos);
 }
 
 TEST_CASE("ITP traces: the real files (microsoft-itp-elasticflow/SOURCE.md, elasticflow/SOURCE.md)") {
