@@ -145,7 +145,6 @@ class CommCost {
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       const Topology& topology = fabric_instance(fabric);
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
-      if (model_ == CommModel::nccl) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, n), bytes).time_s, 0};
       const CollectiveResult r = run_collective(topology, spec);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
     });

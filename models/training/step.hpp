@@ -150,13 +150,9 @@ struct ChunkOpCosts {
   int layers = 0;
   double params = 0;
 };
-// How a collective alone is costed: by NCCL's cost model with the fitted parameters
-// (models/network/nccl.hpp: its choice of algorithm, protocol and channels, its latencies and
-// bandwidths; the default of run_step and estimate_step), simulated as the flows of a ring on
-// the fabric at line rate, or by the alpha-beta closed forms of collectives.hpp. Contention is
-// the flow network's either way: the data-parallel and pipeline transfers of a step run on it,
-// each taking the collective's time when alone.
-enum class CommModel : std::uint8_t { nccl, flows, alpha_beta };
+// How communication is costed: simulated as flows on the fabric (run_step), or by the
+// alpha-beta closed forms of collectives.hpp (estimate_step).
+enum class CommModel : std::uint8_t { flows, alpha_beta };
 
 // Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
 // then cp, dp, pp), each costed once on the smallest instance of the fabric that holds the group

@@ -119,6 +119,31 @@ TEST_CASE("packed documents: attention shrinks with the sum of squared lengths")
   CHECK_THROWS_WITH_AS(step(packed), doctest::Contains("documents sum to 6144 tokens, expected seq_len = 8192"), sim::InputError);
 }
 
+TEST_CASE("attention without flash attention: every (query, key) pair computed, the scores through memory") {
+  StepScenario flash = small(1, 1, 2, 4);
+  flash.plan.recompute = Recompute::none;
+  StepScenario unfused = flash;
+  unfused.plan.flash_attention = false;
+  const StepResult a = step(flash), b = step(unfused);
+  CHECK(b.step_time > a.step_time);
+  CHECK(b.model_flops == a.model_flops);  // the model's work is the same, the kernels' is not
+  // The unfused GEMMs compute all s^2 pairs (the mask applied after): 2 (d + d_v) FLOPs per pair
+  // and head forward, 4 (d + d_v) backward; flash attention the causal s(s+1)/2, its backward
+  // recomputing the scores: 2 (d + d_v) + 2 (3 d + 2 d_v).
+  const ModelSpec& m = flash.model;
+  const double s = static_cast<double>(flash.plan.seq_len), d = static_cast<double>(m.head_dim);
+  const double per_head = static_cast<double>(m.heads) * m.layers * flash.plan.global_batch;
+  const double unfused_flops = 6 * (d + d) * s * s, flash_flops = (2 * (d + d) + 2 * (3 * d + 2 * d)) * s * (s + 1) / 2;
+  CHECK(b.hardware_flops - a.hardware_flops == orrery::testing::Approx(per_head * (unfused_flops - flash_flops)).epsilon(1e-9));
+  // The scores' passes through memory grow with s^2 per head: doubling the sequence more than
+  // doubles the unfused step's extra time over flash attention.
+  StepScenario flash2 = flash, unfused2 = unfused;
+  flash2.plan.seq_len = unfused2.plan.seq_len = 4096;
+  const double extra = (b.step_time - a.step_time).to_seconds();
+  const double extra2 = (step(unfused2).step_time - step(flash2).step_time).to_seconds();
+  CHECK(extra2 > 3 * extra);
+}
+
 TEST_CASE("reuse does not change results: one rank per stage equals every rank, every op costed afresh") {
   for (const auto& [schedule, vp] : {std::pair{"1f1b", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1}, {"gpipe", 1}}) {
     StepScenario sc = small(2, 2, 2, 4, schedule, vp);
