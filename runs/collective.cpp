@@ -116,18 +116,21 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     request.any_proto = false;
     request.proto = models::parse_nccl_proto(o.proto, "<command line>", "--proto");
   }
+  // NCCL's choice as flows (nccl.hpp): its latency on the plan's critical path, the links at
+  // the model's rates and its protocol's ceiling; --algo hierarchical or direct runs that flow
+  // plan instead, with NCCL's latency and rates beside it.
   const models::CommShape shape = models::comm_shape(topology, spec.op, spec.ranks);
-  const models::NcclCost nccl = models::nccl_cost(shape, spec.size.value(), models::CommParams::fitted(), request);
-  spec.algo = flow_only ? models::parse_collective_algo(o.algo, "<command line>", "--algo") : models::flow_algo(nccl.algo, spec.op);
-  // The flows carry NCCL's latency on their critical path (the links' own latencies beside it).
-  spec.latency = sim::ceil_duration_ns(nccl.latency_s * 1e9);
+  models::NcclFlows flows = models::nccl_flows(topology, spec, request);
+  const models::NcclCost& nccl = flows.nccl;
+  if (flow_only) flows.spec.algo = models::parse_collective_algo(o.algo, "<command line>", "--algo");
+  spec = flows.spec;
 
   const bool counters = !o.trace_path.empty();
   models::CollectiveResult r;
   sim::Duration estimate;
   try {
-    r = models::run_collective(topology, spec, {}, counters);
-    estimate = models::alpha_beta(topology, spec) + spec.latency;
+    r = models::run_collective(topology, spec, flows.efficiency, counters);
+    estimate = models::alpha_beta(topology, spec, flows.efficiency) + spec.latency;
   } catch (const sim::DurationOverflow& e) {
     // Sizes and bandwidths are each in range, but together too far apart.
     throw sim::InputError("<command line>", "--size",

@@ -89,6 +89,13 @@ void step(const StepOptions& o, std::ostream& out) {
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
   const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
   const models::CostModel& cost = *cost_model;
+  if (o.comm != "line-rate" && o.comm != "nccl") {
+    throw sim::InputError("<command line>", "--comm", fmt::format("unknown communication model {}; valid: line-rate, nccl", sim::quote(o.comm)));
+  }
+  const bool nccl = o.comm == "nccl";
+  if (nccl && o.estimate) {
+    throw sim::InputError("<command line>", "--comm", "nccl runs with the emulator only; expected --comm line-rate with --estimate");
+  }
   if (o.estimate) {  // the closed form instead of the emulator (runs/step_estimate.cpp)
     step_estimate(file, source, cost, *schedule, o, out);
     return;
@@ -96,6 +103,7 @@ void step(const StepOptions& o, std::ostream& out) {
   models::StepOptions options;
   options.reuse = !o.no_reuse;
   options.keep_graph = !o.trace_path.empty() || !o.html_path.empty();
+  options.comm = nccl ? models::CommModel::nccl : models::CommModel::flows;
   const models::StepResult r = models::run_step(sc, cost, *schedule, options);
   check_fail_on_oom(file, source, r.memory, r.oom);
 
@@ -116,6 +124,7 @@ void step(const StepOptions& o, std::ostream& out) {
                      gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
   print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);
   out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost_model_line(cost, sc.gpu));
+  if (nccl) out << "comm       as NCCL runs it: its algorithm, protocol and latency by size, NVLink and NIC shares fitted on nccl-tests sweeps\n";
   out << "\nstage    compute   exposed comm     bubble       idle  (seconds per GPU)\n";
   for (const auto& s : r.stages) {
     out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);
@@ -131,6 +140,7 @@ void step(const StepOptions& o, std::ostream& out) {
     rep.set("/simulated/tasks", static_cast<std::int64_t>(r.tasks));
     rep.set("/simulated/flows", static_cast<std::int64_t>(r.flows));
     rep.set("/simulated/ranks", static_cast<std::int64_t>(r.ranks_simulated));
+    rep.set("/comm_model", o.comm);
     for (std::size_t i = 0; i < r.stages.size(); ++i) {
       const auto& s = r.stages[i];
       const std::string base = fmt::format("/stages/{}", i);

@@ -2,6 +2,7 @@
 
 #include "sim/error.hpp"
 #include "sim/unit_parse.hpp"
+#include "sim/units.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -397,6 +398,27 @@ CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op) {
     case NcclAlgo::collnet_chain: return CollectiveAlgo::ring;
   }
   return CollectiveAlgo::ring;
+}
+
+NcclFlows nccl_flows(const Topology& topology, CollectiveSpec spec, const NcclRequest& request, const CommParams& params) {
+  const CommShape shape = comm_shape(topology, spec.op, spec.ranks);
+  NcclFlows f;
+  f.nccl = nccl_cost(shape, spec.size.value(), params, request);
+  spec.algo = flow_algo(f.nccl.algo, spec.op);
+  spec.latency = sim::ceil_duration_ns(f.nccl.latency_s * 1e9);
+  // The protocol's ceiling: its bandwidth over Simple's for the same algorithm and size.
+  double ceiling = 1.0;
+  if (f.nccl.proto != NcclProto::simple && nccl_unsupported(shape, f.nccl.algo, NcclProto::simple, request).empty()) {
+    const double bytes = spec.size.value();
+    const NcclCost simple = nccl_cost_of(shape, bytes, f.nccl.algo, NcclProto::simple, params, request);
+    const double own = f.nccl.time_s - f.nccl.latency_s, simple_s = simple.time_s - simple.latency_s;
+    if (own > 0 && simple_s > 0) ceiling = std::min(1.0, simple_s / own);
+  }
+  f.efficiency.nvlink = params.nvlink_share[static_cast<std::size_t>(shape.arch)] * ceiling;
+  f.efficiency.network = params.net_share[static_cast<std::size_t>(shape.net)] * ceiling;
+  f.efficiency.pcie = ceiling;
+  f.spec = std::move(spec);
+  return f;
 }
 
 NcclCost nccl_cost(const CommShape& s, double bytes, const CommParams& params, const NcclRequest& request, const CommParams& choose_by) {

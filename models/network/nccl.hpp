@@ -136,4 +136,19 @@ NcclCost nccl_cost(const CommShape& shape, double bytes, const CommParams& param
 // tree, NVLS, NVLS-tree and PAT as themselves; all-to-all and send/recv as direct sends.
 CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op);
 
+// A collective as NCCL runs it, ready for the flow network: the flow plan of NCCL's choice
+// (spec.algo), NCCL's latency on the plan's transfers (spec.latency), and the links' rates as
+// the model states them (`efficiency`): NVLink at the GPU class's share and the NICs at the
+// network kind's, both of `params`, each scaled by what the chosen protocol reaches of Simple's
+// bandwidth (LL's half, LL128's 92%), so that run_collective(topology, flows.spec,
+// flows.efficiency) pays NCCL's latency and protocol ceiling and shares the links with
+// whatever else runs on them. `spec` gives op, size and ranks; its algo is replaced.
+struct NcclFlows {
+  CollectiveSpec spec;
+  LinkEfficiency efficiency;
+  NcclCost nccl;  // the closed form of the same choice
+};
+NcclFlows nccl_flows(const Topology& topology, CollectiveSpec spec, const NcclRequest& request = {},
+                     const CommParams& params = CommParams::fitted());
+
 }  // namespace orrery::models

@@ -135,8 +135,6 @@ class CommCost {
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
     CollectiveSpec spec;
     spec.op = op;
-    spec.algo = op == CollectiveOp::all_to_all ? CollectiveAlgo::direct : op == CollectiveOp::send_recv ? CollectiveAlgo::direct
-                                                                                                         : CollectiveAlgo::ring;
     spec.size = sim::Bytes(bytes);
     spec.ranks = n;
     spec.peer = 1;
@@ -144,6 +142,13 @@ class CommCost {
     const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}", fabric, static_cast<int>(model_), static_cast<int>(op), n, bytes);
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       const Topology& topology = fabric_instance(fabric);
+      if (model_ == CommModel::nccl) {
+        // What NCCL runs and pays (nccl.hpp), as flows on the fabric.
+        const NcclFlows f = nccl_flows(topology, spec);
+        const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
+        return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+      }
+      spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
       const CollectiveResult r = run_collective(topology, spec);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
@@ -1178,7 +1183,7 @@ void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample
 StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
   const ClusterSpec cluster = parse_cluster(sc.topology);
   const PipelinePlan order = checked_order(sc, cluster, schedule);
-  CommCost comm(cluster);
+  CommCost comm(cluster, options.comm);
   ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm), options.reuse);
   StepGraph step(sc, cost, options, cluster, order, comm, costs);
   for (int stage = 0; stage < sc.plan.pp; ++stage) {

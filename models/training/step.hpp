@@ -86,7 +86,16 @@ std::string topology_with_gpus(const std::string& spec, int gpus, std::string_vi
 // scenario's plan and the sizes that drive the times.
 sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationOverflow& e);
 
+// How communication is costed: simulated as flows on the fabric at the links' NCCL efficiencies
+// (run_step's default), by the alpha-beta closed forms of collectives.hpp (estimate_step), or as
+// NCCL runs it (nccl.hpp's nccl_flows: its algorithm and protocol for the size, its latency on
+// the transfers, the NVLink and NIC shares of its fit, the protocol's ceiling) on the same flows.
+// `nccl` is not yet the default: with it the Megatron step tables of docs/validation.md get
+// worse (the section prints both), see issue notes.
+enum class CommModel : std::uint8_t { flows, alpha_beta, nccl };
+
 struct StepOptions {
+  CommModel comm = CommModel::flows;
   bool reuse = true;
   bool keep_graph = false;  // keep the task graph and spans (for the timeline)
 };
@@ -150,9 +159,6 @@ struct ChunkOpCosts {
   int layers = 0;
   double params = 0;
 };
-// How communication is costed: simulated as flows on the fabric (run_step), or by the
-// alpha-beta closed forms of collectives.hpp (estimate_step).
-enum class CommModel : std::uint8_t { flows, alpha_beta };
 
 // Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
 // then cp, dp, pp), each costed once on the smallest instance of the fabric that holds the group

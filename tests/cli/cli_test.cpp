@@ -555,6 +555,26 @@ TEST_CASE("orrery step: the default scenario, its report keys and timeline") {
   CHECK(nlohmann::json::parse(slurp("step3.json"))["step_time_s"] == report["step_time_s"]);
 }
 
+TEST_CASE("orrery step --comm: NCCL's costs on request, named in the output and the report; bad values refused") {
+  REQUIRE(run({"step", "--report", "step-line.json"}).code == 0);
+  const Result r = run({"step", "--comm", "nccl", "--report", "step-nccl.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("comm       as NCCL runs it") != std::string::npos);
+  const nlohmann::json line = nlohmann::json::parse(slurp("step-line.json"));
+  const nlohmann::json nccl = nlohmann::json::parse(slurp("step-nccl.json"));
+  CHECK(line["comm_model"] == "line-rate");
+  CHECK(nccl["comm_model"] == "nccl");
+  // The default scenario spans servers: NCCL's latency and NIC share change its step.
+  CHECK(nccl["step_time_s"].get<double>() != line["step_time_s"].get<double>());
+  const Result bad = run({"step", "--comm", "nccl2", "--report", "step-bad.json"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("--comm: unknown communication model \"nccl2\"; valid: line-rate, nccl") != std::string::npos);
+  CHECK(!std::filesystem::exists("step-bad.json"));
+  const Result est = run({"step", "--comm", "nccl", "--estimate"});
+  CHECK(est.code == 1);
+  CHECK(est.err.find("--comm: nccl runs with the emulator only") != std::string::npos);
+}
+
 TEST_CASE("orrery step: bad scenarios get one precise error") {
   const auto fails = [](const std::string& json) {
     {

@@ -3,6 +3,7 @@
 #include "models/training/llm.hpp"
 #include "models/training/parallel.hpp"
 #include "models/training/step.hpp"
+#include "models/network/nccl.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 #include "traces/csv.hpp"
@@ -533,4 +534,29 @@ TEST_CASE("capacity helpers: layers per stage, time to train, scaled topologies,
   CHECK_FALSE(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
   e.params_bytes = b.usable_bytes + 1;
   CHECK(out_of_memory(e, HardwareCatalog::builtin().gpu("H100")));
+}
+
+// CommModel::nccl: each collective as NCCL runs it (nccl.hpp), simulated as flows. A
+// data-parallel ring across servers (one GPU each) pays NCCL's latency and the fitted NIC share,
+// so it is slower than the line-rate flows, and its flows agree with NCCL's closed form.
+TEST_CASE("CommModel::nccl: a cross-server ring pays NCCL's latency and NIC share, and agrees with the closed form") {
+  FabricCosts nccl("dgx-h100:nodes=4", CommModel::nccl);
+  FabricCosts line("dgx-h100:nodes=4", CommModel::flows);
+  for (const double bytes : {4e6, 256e6}) {
+    CAPTURE(bytes);
+    const double t = nccl.collective(CollectiveOp::reduce_scatter, bytes, 4, 8);
+    const NcclCost closed = nccl_cost(comm_shape(build_topology("dgx-h100:nodes=4,gpus_per_node=1"), CollectiveOp::reduce_scatter, 4), bytes);
+    CHECK(t >= closed.latency_s);
+    CHECK(t == testing::Approx(closed.time_s).epsilon(0.05));
+    CHECK(t > line.collective(CollectiveOp::reduce_scatter, bytes, 4, 8));
+  }
+  // A whole step: the same plan costs differently, deterministically.
+  StepScenario sc = small(8, 1, 4, 4);
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const RooflineCostModel cost(sc.gpu);
+  StepOptions o;
+  o.comm = CommModel::nccl;
+  const double a = run_step(sc, cost, *schedule, o).step_time.to_seconds();
+  CHECK(a == run_step(sc, cost, *schedule, o).step_time.to_seconds());
+  CHECK(a != step(sc).step_time.to_seconds());
 }
