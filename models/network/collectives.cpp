@@ -241,6 +241,41 @@ Tree binary_tree(int n, bool second) {
   return t;
 }
 
+// NCCL's trees across servers (src/graph/trees.cc, connectTrees): inside each server a chain of
+// its GPUs from the one whose NIC channel c uses; across servers a (double) binary tree of the
+// chains' heads. So each NIC carries one channel's tree traffic, not every channel's.
+Tree server_tree(const Layout& l, int c, bool second) {
+  const int m = static_cast<int>(l.by_server.size()), g = l.per_server;
+  const auto n = l.ranks.size();
+  Tree t;
+  t.parent.assign(n, -1);
+  t.children.assign(n, {});
+  const Tree across = binary_tree(m, second);
+  const auto head = [&](int i) { return l.by_server[static_cast<std::size_t>(i)][static_cast<std::size_t>(c % g)]; };
+  for (int i = 0; i < m; ++i) {
+    const auto& ranks = l.by_server[static_cast<std::size_t>(i)];
+    int prev = head(i);
+    for (int k = 1; k < g; ++k) {
+      const int r = ranks[static_cast<std::size_t>((c + k) % g)];
+      t.parent[static_cast<std::size_t>(r)] = prev;
+      t.children[static_cast<std::size_t>(prev)].push_back(r);
+      prev = r;
+    }
+    const int up = across.parent[static_cast<std::size_t>(i)];
+    if (up >= 0) {
+      t.parent[static_cast<std::size_t>(head(i))] = head(up);
+      t.children[static_cast<std::size_t>(head(up))].push_back(head(i));
+    }
+  }
+  t.root = head(across.root);
+  for (std::size_t r = 0; r < n; ++r) {
+    int d = 0;
+    for (auto x = r; t.parent[x] >= 0; x = static_cast<std::size_t>(t.parent[x])) ++d;
+    t.depth = std::max(t.depth, d);
+  }
+  return t;
+}
+
 int default_channels(const Topology& t, const Layout& l, const CollectiveSpec& s) {
   if (s.channels > 0) return s.channels;
   (void)t;
@@ -391,9 +426,10 @@ void plan_tree(PlanBuilder& b, const PlanArgs& a) {
   // Each tree of each channel carries half of the channel's data, in chunks: up the tree
   // (reduce) once a chunk has come from every child, then down it (broadcast).
   const double piece = a.size / (2.0 * channels * chunks);
+  const bool servers = l.by_server.size() > 1 && l.per_server > 1;
   for (int c = 0; c < channels; ++c) {
     for (const bool second : {false, true}) {
-      const Tree tree = binary_tree(n, second);
+      const Tree tree = servers ? server_tree(l, c, second) : binary_tree(n, second);
       const std::uint64_t ch = static_cast<std::uint64_t>(c) * 2 + (second ? 1 : 0);
       std::vector<int> order;  // ranks from the leaves up (deepest first)
       std::vector<int> depth(static_cast<std::size_t>(n), 0);
@@ -691,11 +727,14 @@ double efficiency_of(const LinkEfficiency& e, LinkKind kind) {
 
 class Runner : public sim::FlowObserver {
  public:
-  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum, sim::Duration latency)
+  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum, sim::Duration latency,
+         bool link_latency)
       : topology_(t), plan_(plan), net_(engine_), record_loads_(loads) {
     net_.set_departure_quantum(quantum);
     // Topology links first (same indices), then one NVLS reduction port per GPU-switch link.
-    for (const TopoLink& link : t.links()) net_.add_link(link.bandwidth * efficiency_of(e, link.kind), link.latency);
+    for (const TopoLink& link : t.links()) {
+      net_.add_link(link.bandwidth * efficiency_of(e, link.kind), link_latency ? link.latency : sim::Duration::zero());
+    }
     nvls_port_.assign(t.links().size(), kNone);
     for (LinkIndex l = 0; l < t.links().size(); ++l) {
       const TopoLink& link = t.link(l);
@@ -724,20 +763,9 @@ class Runner : public sim::FlowObserver {
       for (std::uint32_t k = 0; k < tr.deps_count; ++k) dependents_[fill[plan.deps[tr.deps_begin + k]]++] = i;
     }
     net_.set_observer(this, loads);
-    // The latency per transfer: the whole over the longest chain of transfers that move data
-    // (dependencies point to earlier transfers; barriers carry none).
-    if (latency > sim::Duration::zero() && n > 0) {
-      std::vector<std::uint32_t> depth(n, 0);
-      std::uint32_t longest = 1;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Transfer& tr = plan.transfers[i];
-        std::uint32_t d = 0;
-        for (std::uint32_t k = 0; k < tr.deps_count; ++k) d = std::max(d, depth[plan.deps[tr.deps_begin + k]]);
-        depth[i] = d + (tr.bytes == 0 && tr.src == tr.dst ? 0 : 1);
-        longest = std::max(longest, depth[i]);
-      }
-      step_latency_ = sim::ceil_duration_ns(static_cast<double>(latency.ns()) / longest);
-    }
+    // The collective's latency is paid before its first transfers start (those that wait on
+    // none): alone, the whole collective ends exactly that much later.
+    start_latency_ = latency;
   }
 
   CollectiveResult run() {
@@ -782,11 +810,11 @@ class Runner : public sim::FlowObserver {
       }
     }
     if (tr.bytes == 0 && tr.src == tr.dst) {
-      // A barrier: no data, no latency.
-      engine_.schedule_after(sim::Duration::zero(), [this, i] { finish(i); });
+      // A barrier: no data, no latency of its own.
+      engine_.schedule_after(tr.deps_count == 0 ? start_latency_ : sim::Duration::zero(), [this, i] { finish(i); });
       return;
     }
-    net_.start(route_, sim::Bytes(tr.bytes), i, 1.0, step_latency_);
+    net_.start(route_, sim::Bytes(tr.bytes), i, 1.0, tr.deps_count == 0 ? start_latency_ : sim::Duration::zero());
   }
 
   void finish(std::uint32_t i) {
@@ -808,14 +836,14 @@ class Runner : public sim::FlowObserver {
   std::vector<sim::LinkId> route_;
   std::vector<LinkLoadSample> loads_;
   std::size_t done_ = 0;
-  sim::Duration step_latency_ = sim::Duration::zero();
+  sim::Duration start_latency_ = sim::Duration::zero();
 };
 
 }  // namespace
 
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
   const CollectivePlan plan = plan_collective(t, spec);
-  Runner runner(t, plan, e, record_link_loads, spec.quantum, spec.latency);
+  Runner runner(t, plan, e, record_link_loads, spec.quantum, spec.latency, spec.link_latency);
   CollectiveResult r = runner.run();
   double size = spec.size.value();
   if (!spec.pair_bytes.empty()) {
@@ -853,7 +881,7 @@ sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkE
   const auto hop = [&](NodeIndex a, NodeIndex z) {
     double alpha = 0, bw = 1e300;
     for (const LinkIndex k : t.route(a, z, 0)) {
-      alpha += static_cast<double>(t.link(k).latency.ns()) * 1e-9;
+      if (s.link_latency) alpha += static_cast<double>(t.link(k).latency.ns()) * 1e-9;
       bw = std::min(bw, t.link(k).bandwidth.value() * efficiency_of(e, t.link(k).kind));
     }
     return std::pair{alpha, bw};
@@ -923,10 +951,13 @@ sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkE
       // its uplink carries S/2 up and S down in one tree and S/2 up in the other: 2S in all,
       // at the link's bandwidth. Filling and draining the pipeline of depth D adds about
       // (2D - 1)/2 chunk periods of S/(chunks B); each level adds a hop's latency up and down.
-      const int depth = binary_tree(n, false).depth;
-      const double bw = multi ? std::min(b_in, b_out) : b_in;
+      // Across servers (NCCL's shape, server_tree) every GPU's NVLink carries 2S, and each
+      // channel's NIC 2S / channels.
+      const bool servers = multi && l.per_server > 1 && !l.by_server.empty();
+      const int depth = servers ? server_tree(l, 0, false).depth : binary_tree(n, false).depth;
+      const double bw = multi ? (servers ? std::min(b_in, b_out * channels) : std::min(b_in, b_out)) : b_in;
       const double alpha = std::max(a_in, a_out);
-      seconds = 2.0 * depth * alpha + 2.0 * size / (channels * bw) * channels + (depth - 0.5) * size / (chunks * bw);
+      seconds = 2.0 * depth * alpha + 2.0 * size / bw + (depth - 0.5) * size / (chunks * bw);
       break;
     }
     case CollectiveAlgo::hierarchical: {

@@ -58,11 +58,13 @@ struct CollectiveSpec {
   // The flow network re-solves departures on this grid (sim::FlowNetwork::set_departure_quantum);
   // zero: at once, exact.
   sim::Duration quantum = sim::Duration::zero();
-  // The software latency of the whole collective (NCCL's, nccl.hpp), spread over the plan's
-  // critical path: each transfer waits latency / (transfers on the longest dependency chain)
-  // before it takes bandwidth, so an uncontended run ends `latency` later and a contended one
+  // The software latency of the whole collective (NCCL's, nccl.hpp), paid before its first
+  // transfers take bandwidth, so an uncontended run ends `latency` later and a contended one
   // adds its queueing on top. Zero: the links' latencies only.
   sim::Duration latency = sim::Duration::zero();
+  // Whether transfers also pay their links' own latencies. NCCL's latency (nccl_flows) already
+  // holds the wire's, so its flows leave them out.
+  bool link_latency = true;
   // The most transfers the plan may hold (0: no limit): an InputError naming --chunks beyond it.
   std::size_t max_transfers = 0;
 };

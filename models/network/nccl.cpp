@@ -406,6 +406,7 @@ NcclFlows nccl_flows(const Topology& topology, CollectiveSpec spec, const NcclRe
   f.nccl = nccl_cost(shape, spec.size.value(), params, request);
   spec.algo = flow_algo(f.nccl.algo, spec.op);
   spec.latency = sim::ceil_duration_ns(f.nccl.latency_s * 1e9);
+  spec.link_latency = false;  // NCCL's hardware latencies hold the wire's
   // The protocol's ceiling: its bandwidth over Simple's for the same algorithm and size.
   double ceiling = 1.0;
   if (f.nccl.proto != NcclProto::simple && nccl_unsupported(shape, f.nccl.algo, NcclProto::simple, request).empty()) {

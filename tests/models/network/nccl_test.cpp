@@ -6,6 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string_view>
+
 using namespace orrery;
 using namespace orrery::models;
 
@@ -174,4 +177,56 @@ TEST_CASE("times grow with size; all-to-all and send/recv") {
   const NcclCost c = nccl_cost(a2a, 8 * kGiB, f);
   const double nic = 50e9 * f.net_share[0];
   CHECK(c.time_s - c.latency_s == orrery::testing::Approx(8 * kGiB * 56 / 64 / nic).epsilon(1e-9));
+}
+
+// nccl_flows: NCCL's choice as flows. Alone on the fabric, the flows of a ring or a tree across
+// servers take NCCL's closed-form time (the same latency, the same link shares; trees in NCCL's
+// shape: a chain per server, a double binary tree of the chains' heads); a protocol below Simple
+// slows the links.
+TEST_CASE("nccl_flows: alone, the flows take the closed form's time") {
+  for (const char* fabric : {"dgx-h100:nodes=2", "dgx-h100:nodes=4"}) {
+    const Topology t = build_topology(fabric);
+    for (const NcclAlgo algo : {NcclAlgo::ring, NcclAlgo::tree}) {
+      for (const double bytes : {16e6, 256e6}) {
+        CAPTURE(fabric);
+        CAPTURE(to_string(algo));
+        CAPTURE(bytes);
+        CollectiveSpec spec;
+        spec.op = CollectiveOp::all_reduce;
+        spec.size = sim::Bytes(bytes);
+        NcclRequest request;
+        request.any_algo = false;
+        request.algo = algo;
+        request.any_proto = false;
+        request.proto = NcclProto::simple;
+        const NcclFlows f = nccl_flows(t, spec, request);
+        CHECK(f.spec.algo == flow_algo(algo, CollectiveOp::all_reduce));
+        CHECK(std::fabs(f.spec.latency.to_seconds() - f.nccl.latency_s) <= 1e-9);  // rounded up to a nanosecond
+        CHECK(!f.spec.link_latency);
+        const double flows = run_collective(t, f.spec, f.efficiency).time.to_seconds();
+        CHECK(flows >= f.nccl.latency_s);
+        if (algo == NcclAlgo::ring) {
+          CHECK(flows == orrery::testing::Approx(f.nccl.time_s).epsilon(0.02));
+        } else if (std::string_view(fabric) == "dgx-h100:nodes=4") {
+          CHECK(flows == orrery::testing::Approx(f.nccl.time_s).epsilon(0.12));
+        } else {
+          // Two servers: each head NIC carries one channel up and down, faster than NCCL's
+          // tree bandwidth (half its bus bandwidth) prices it.
+          CHECK(flows < f.nccl.time_s);
+          CHECK(flows > 0.7 * f.nccl.time_s);
+        }
+      }
+    }
+  }
+  // LL128 at a mid size: below Simple's rate on every link kind.
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::all_reduce;
+  spec.size = sim::Bytes(16e6);
+  NcclRequest ll128;
+  ll128.any_algo = false;
+  ll128.algo = NcclAlgo::ring;
+  ll128.any_proto = false;
+  ll128.proto = NcclProto::ll128;
+  const NcclFlows f = nccl_flows(build_topology("dgx-a100:nodes=1"), spec, ll128);
+  CHECK(f.efficiency.nvlink < CommParams::fitted().nvlink_share[static_cast<std::size_t>(GpuArch::ampere)]);
 }
