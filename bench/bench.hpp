@@ -54,6 +54,7 @@ void bench_executor(Figures& out, bool quick);
 void bench_network_all_to_all_spray(Figures& out, bool quick);
 void bench_network_all_to_all_ecmp(Figures& out, bool quick);
 void bench_network_hierarchical(Figures& out, bool quick);
+void bench_network_nccl(Figures& out, bool quick);
 void bench_step_llama405b(Figures& out, bool quick);
 void bench_step_gpt3(Figures& out, bool quick);
 void bench_balance(Figures& out, bool quick);

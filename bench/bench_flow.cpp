@@ -6,11 +6,15 @@
 //    exactly, then with departures re-solved on a 1 us grid (FlowNetwork's departure quantum),
 //    the two compared in the same run (wall time and simulated completion time);
 //  - a hierarchical ring all-reduce of 1 GiB over 4,096 GPUs (512 servers): NVLink
-//    reduce-scatter, 8 rail rings of 512, NVLink all-gather; 4.2M transfers in sequence.
+//    reduce-scatter, 8 rail rings of 512, NVLink all-gather; 4.2M transfers in sequence;
+//  - NCCL's choice (models::nccl_flows) against the line-rate flows the step emulator runs by
+//    default, in the same process: all-reduce of 16 MiB and 1 GiB and all-gather of 1 GiB on
+//    256 GPUs, all-to-all of 1 GB per rank on 1,024; the wall-time ratio, both simulated times.
 // Prints wall time, flows, re-solves and peak RSS (each benchmark group runs in its own process).
 #include "bench.hpp"
 
 #include "models/network/collectives.hpp"
+#include "models/network/nccl.hpp"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -91,6 +95,45 @@ void bench_network_hierarchical(Figures& out, bool quick) {
   spec.size = sim::Bytes(1073741824.0);
   spec.channels = 1;
   run(out, "network.hierarchical_all_reduce", quick ? "dgx-h100:nodes=32" : "dgx-h100:nodes=512", spec, 0);
+}
+
+void bench_network_nccl(Figures& out, bool quick) {
+  // Rings over all 1,024 GPUs run 2 x 1,023 steps per channel (16.7M transfers): the all-reduce
+  // and all-gather cases run on 256 GPUs, the all-to-all (1M flows at once) on 1,024.
+  const models::Topology servers32 = models::build_topology(quick ? "dgx-h100:nodes=4" : "dgx-h100:nodes=32");
+  const models::Topology servers128 = models::build_topology(quick ? "dgx-h100:nodes=16" : "dgx-h100:nodes=128");
+  struct Case {
+    const char* name;
+    models::CollectiveOp op;
+    double bytes;
+    const models::Topology& topology;
+  };
+  const std::vector<Case> cases = {{"all_reduce_16MiB", models::CollectiveOp::all_reduce, 16777216.0, servers32},
+                                   {"all_reduce_1GiB", models::CollectiveOp::all_reduce, 1073741824.0, servers32},
+                                   {"all_gather_1GiB", models::CollectiveOp::all_gather, 1073741824.0, servers32},
+                                   {"all_to_all_1GB", models::CollectiveOp::all_to_all, quick ? 128e6 : 1024e6, servers128}};
+  for (const Case& c : cases) {
+    const models::Topology& topology = c.topology;
+    models::CollectiveSpec line;
+    line.op = c.op;
+    line.algo = c.op == models::CollectiveOp::all_to_all ? models::CollectiveAlgo::direct : models::CollectiveAlgo::ring;
+    line.size = sim::Bytes(c.bytes);
+    auto start = std::chrono::steady_clock::now();
+    const models::CollectiveResult a = models::run_collective(topology, line);
+    const double line_wall = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    const models::NcclFlows f = models::nccl_flows(topology, line);
+    const models::CollectiveResult b = models::run_collective(topology, f.spec, f.efficiency);
+    const double nccl_wall = seconds_since(start);
+    const std::string name = fmt::format("network.nccl.{}", c.name);
+    out.push_back({name + ".gpus", static_cast<double>(b.ranks), "GPUs"});
+    out.push_back({name + ".line_rate.wall", line_wall, fmt::format("s ({} flows, simulated {})", a.flows, sim::to_string(a.time))});
+    out.push_back({name + ".nccl.wall", nccl_wall,
+                   fmt::format("s ({} flows, {}/{}, simulated {})", b.flows, models::to_string(f.nccl.algo), models::to_string(f.nccl.proto),
+                               sim::to_string(b.time))});
+    out.push_back({name + ".nccl.wall_ratio", nccl_wall / line_wall, "x the line-rate flows' wall time"});
+  }
+  out.push_back({"network.nccl.peak_rss", peak_rss_gb(), "GB"});
 }
 
 }  // namespace orrery::bench

@@ -27,6 +27,7 @@ const std::vector<GroupSpec> kGroups = {
     {"network.all_to_all.spray", orrery::bench::bench_network_all_to_all_spray, 300},
     {"network.all_to_all.ecmp", orrery::bench::bench_network_all_to_all_ecmp, 400},
     {"network.hierarchical", orrery::bench::bench_network_hierarchical, 300},
+    {"network.nccl", orrery::bench::bench_network_nccl, 300},
     {"step.gpt3", orrery::bench::bench_step_gpt3, 300},
     {"step.llama405b", orrery::bench::bench_step_llama405b, 300},
     {"balance", orrery::bench::bench_balance, 300},

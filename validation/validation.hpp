@@ -70,6 +70,8 @@ struct NcclValidationSummary {
   std::vector<Sweep> sweeps;
   double loo_mape[4] = {0, 0, 0, 0};        // < 64 KiB, 64 KiB - 16 MiB, >= 16 MiB, all
   double in_sample_mape[4] = {0, 0, 0, 0};
+  int stated = 0;                           // sweeps whose source states the fabric
+  int meet_targets = 0;                     // of those, within every target that applies
   models::CommParams params;                // the fit on every sweep
 };
 // `print_fit`: also print the fitted parameters in full (to update CommParams::fitted()).

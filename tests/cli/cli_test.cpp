@@ -226,6 +226,10 @@ TEST_CASE("validation: nccl against published nccl-tests sweeps") {
   CHECK(summary.loo_mape[1] < 0.30);
   CHECK(summary.loo_mape[2] < 0.17);
   CHECK(summary.loo_mape[3] < 0.30);
+  // The targets, on the sweeps whose fabric is stated: those that miss are listed.
+  CHECK(summary.stated == 36);
+  CHECK(summary.meet_targets >= 6);
+  CHECK(md.find(fmt::format("on the {} sweeps whose fabric the source states: {} meet them", summary.stated, summary.meet_targets)) != std::string::npos);
   check_committed(md);
 }
 
