@@ -101,7 +101,9 @@ void bench_network_nccl(Figures& out, bool quick) {
   // Rings over all 1,024 GPUs run 2 x 1,023 steps per channel (16.7M transfers): the all-reduce
   // and all-gather cases run on 256 GPUs, the all-to-all (1M flows at once) on 1,024.
   const models::Topology servers32 = models::build_topology(quick ? "dgx-h100:nodes=4" : "dgx-h100:nodes=32");
-  const models::Topology servers128 = models::build_topology(quick ? "dgx-h100:nodes=16" : "dgx-h100:nodes=128");
+  // Adaptive routing (spray) for the all-to-all: per-flow ECMP's exact run is the
+  // network.all_to_all.ecmp group's (minutes).
+  const models::Topology servers128 = models::build_topology(quick ? "dgx-h100:nodes=16,routing=spray" : "dgx-h100:nodes=128,routing=spray");
   struct Case {
     const char* name;
     models::CollectiveOp op;
