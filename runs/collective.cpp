@@ -116,8 +116,8 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     request.any_proto = false;
     request.proto = models::parse_nccl_proto(o.proto, "<command line>", "--proto");
   }
-  // NCCL's choice as flows (nccl.hpp): its latency on the plan's critical path, the links at
-  // the model's rates and its protocol's ceiling; --algo hierarchical or direct runs that flow
+  // NCCL's choice as flows (nccl.hpp): its latency paid at the start, the links at the
+  // model's rates and its protocol's ceiling; --algo hierarchical or direct runs that flow
   // plan instead, with NCCL's latency and rates beside it.
   const models::CommShape shape = models::comm_shape(topology, spec.op, spec.ranks);
   models::NcclFlows flows = models::nccl_flows(topology, spec, request);

@@ -82,13 +82,6 @@ void step(const StepOptions& o, std::ostream& out) {
   if (o.estimate && !o.html_path.empty()) throw sim::InputError("<command line>", "--html", "the report needs the emulator's timeline: drop --estimate");
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
-  const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
-                                                                : traces::load_step_scenario(o.scenario_path, gpus);
-  const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
-  const models::StepScenario& sc = file.scenario;
-  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
-  const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
-  const models::CostModel& cost = *cost_model;
   if (o.comm != "line-rate" && o.comm != "nccl") {
     throw sim::InputError("<command line>", "--comm", fmt::format("unknown communication model {}; valid: line-rate, nccl", sim::quote(o.comm)));
   }
@@ -96,6 +89,13 @@ void step(const StepOptions& o, std::ostream& out) {
   if (nccl && o.estimate) {
     throw sim::InputError("<command line>", "--comm", "nccl runs with the emulator only; expected --comm line-rate with --estimate");
   }
+  const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
+                                                                : traces::load_step_scenario(o.scenario_path, gpus);
+  const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
+  const models::StepScenario& sc = file.scenario;
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {source, "/plan/schedule"});
+  const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
+  const models::CostModel& cost = *cost_model;
   if (o.estimate) {  // the closed form instead of the emulator (runs/step_estimate.cpp)
     step_estimate(file, source, cost, *schedule, o, out);
     return;

@@ -137,7 +137,8 @@ NcclCost nccl_cost(const CommShape& shape, double bytes, const CommParams& param
 CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op);
 
 // A collective as NCCL runs it, ready for the flow network: the flow plan of NCCL's choice
-// (spec.algo), NCCL's latency on the plan's transfers (spec.latency), and the links' rates as
+// (spec.algo), NCCL's latency paid before the first transfers in place of the links' own
+// (spec.latency, spec.link_latency = false), and the links' rates as
 // the model states them (`efficiency`): NVLink at the GPU class's share and the NICs at the
 // network kind's, both of `params`, each scaled by what the chosen protocol reaches of Simple's
 // bandwidth (LL's half, LL128's 92%), so that run_collective(topology, flows.spec,

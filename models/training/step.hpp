@@ -88,8 +88,8 @@ sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationO
 
 // How communication is costed: simulated as flows on the fabric at the links' NCCL efficiencies
 // (run_step's default), by the alpha-beta closed forms of collectives.hpp (estimate_step), or as
-// NCCL runs it (nccl.hpp's nccl_flows: its algorithm and protocol for the size, its latency on
-// the transfers, the NVLink and NIC shares of its fit, the protocol's ceiling) on the same flows.
+// NCCL runs it (nccl.hpp's nccl_flows: its algorithm and protocol for the size, its latency at
+// the start, the NVLink and NIC shares of its fit, the protocol's ceiling) on the same flows.
 // `nccl` is not yet the default: with it the Megatron step tables of docs/validation.md get
 // worse (the section prints both), see issue notes.
 enum class CommModel : std::uint8_t { flows, alpha_beta, nccl };
