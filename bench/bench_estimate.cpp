@@ -21,7 +21,7 @@ void run(Figures& out, const std::string& name, const models::StepScenario& sc, 
   const int repeats = quick ? 1 : 5;
   models::StepEstimate e;
   const double cold = best_seconds(repeats, [&] { e = models::estimate_step(sc, cost, *schedule); });
-  models::FabricCosts fabric(sc.topology, models::CommModel::alpha_beta);
+  models::FabricCosts fabric(sc.topology, models::CommModel::nccl_closed);
   e = models::estimate_step(sc, cost, *schedule, fabric);
   const int n = quick ? 10 : 200;
   const double warm = best_seconds(repeats, [&] {

@@ -133,8 +133,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_option("--gpus", step_options.gpus_path, "A GPU catalog JSON file adding or overriding GPUs");
   step_cmd->add_flag("--no-reuse", step_options.no_reuse, "Simulate every rank and cost every op afresh (slow; for checking reuse)");
   step_cmd->add_option("--train-tokens", step_options.train_tokens, "Tokens to train on (15T, 400B, 1.5e13): print and report the days it takes");
-  step_cmd->add_option("--comm", step_options.comm, "Communication model: line-rate (flows at NCCL's peak efficiency) or nccl (NCCL's algorithm, "
-                                                    "protocol and latency by size, models/network/nccl.hpp)")->capture_default_str();
+  step_cmd->add_option("--comm", step_options.comm, "Communication model: nccl (NCCL's algorithm, protocol and latency by size, models/network/nccl.hpp) "
+                                                    "or line-rate (rings at NCCL's peak efficiency, the model before it)")->capture_default_str();
   step_cmd->add_flag("--estimate", step_options.estimate, "Closed-form estimate (models/training/estimate.hpp) instead of emulating: milliseconds, within ~10%");
 
   PlanOptions plan_options;

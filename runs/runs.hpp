@@ -113,7 +113,7 @@ struct StepOptions {
   std::string gpus_path;
   bool no_reuse = false;
   bool estimate = false;  // the closed form (models/training/estimate.hpp) instead of the emulator
-  std::string comm = "line-rate";  // --comm: line-rate (the default) or nccl (models::CommModel)
+  std::string comm = "nccl";  // --comm: nccl (the default) or line-rate (models::CommModel)
   std::string html_path;  // self-contained HTML report with plots (reports/html_pages.hpp)
   std::string train_tokens;  // --train-tokens "15T": print and report the time to train on them
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too

@@ -86,9 +86,6 @@ void step(const StepOptions& o, std::ostream& out) {
     throw sim::InputError("<command line>", "--comm", fmt::format("unknown communication model {}; valid: line-rate, nccl", sim::quote(o.comm)));
   }
   const bool nccl = o.comm == "nccl";
-  if (nccl && o.estimate) {
-    throw sim::InputError("<command line>", "--comm", "nccl runs with the emulator only; expected --comm line-rate with --estimate");
-  }
   const traces::StepScenarioFile file = o.scenario_path.empty() ? traces::read_step_scenario(default_step_scenario(), "<default scenario>", gpus)
                                                                 : traces::load_step_scenario(o.scenario_path, gpus);
   const std::string source = o.scenario_path.empty() ? "<default scenario>" : o.scenario_path;
@@ -124,7 +121,8 @@ void step(const StepOptions& o, std::ostream& out) {
                      gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
   print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);
   out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost_model_line(cost, sc.gpu));
-  if (nccl) out << "comm       as NCCL runs it: its algorithm, protocol and latency by size, NVLink and NIC shares fitted on nccl-tests sweeps\n";
+  out << (nccl ? "comm       as NCCL runs it: its algorithm, protocol and latency by size, NVLink and NIC shares fitted on nccl-tests sweeps\n"
+               : "comm       line rate: every collective a ring (or direct sends) at NCCL's peak efficiency on each link\n");
   out << "\nstage    compute   exposed comm     bubble       idle  (seconds per GPU)\n";
   for (const auto& s : r.stages) {
     out << fmt::format("{:>5} {:>10.4f} {:>14.4f} {:>10.4f} {:>10.4f}\n", s.stage, s.compute_s, s.exposed_comm_s, s.bubble_s, s.idle_s);

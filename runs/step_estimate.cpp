@@ -119,7 +119,8 @@ void set_cost_model_report(reports::Report& rep, const models::CostModel& cost, 
 void step_estimate(const traces::StepScenarioFile& file, const std::string& source, const models::CostModel& cost,
                    const models::PipelineSchedule& schedule, const StepOptions& o, std::ostream& out) {
   const models::StepScenario& sc = file.scenario;
-  const models::StepEstimate e = models::estimate_step(sc, cost, schedule);
+  const models::StepEstimate e =
+      models::estimate_step(sc, cost, schedule, o.comm == "nccl" ? models::CommModel::nccl : models::CommModel::flows);
   check_fail_on_oom(file, source, e.memory, e.oom);
   const models::ParallelPlan& p = sc.plan;
   const auto gib = [](double b) { return b / 1073741824.0; };
@@ -143,6 +144,7 @@ void step_estimate(const traces::StepScenarioFile& file, const std::string& sour
                       {e.step_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.bubble_fraction, e.exposed_comm_fraction, e.micro_batches, e.memory,
                        e.oom});
     rep.set("/estimate", true);
+    rep.set("/comm_model", o.comm);
     set_cost_model_report(rep, cost, sc.gpu);
     set_capacity_report(rep, sc, e.step_time_s, train_tokens);
     emit_report(rep, o.report_path, o.report_json);

@@ -106,6 +106,12 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
     if (auto v = o.optional("max_vp")) s.max_vp = v->as_int_in(1, 64);
     if (auto v = o.optional("top_k")) s.top_k = v->as_int_in(0, 100);
     if (auto v = o.optional("overlap_tp_comm")) s.overlap_tp_comm = v->as_bool();
+    if (auto v = o.optional("grad_reduce")) {
+      s.grad_reduce = v->as_string();
+      if (s.grad_reduce != "fp32" && s.grad_reduce != "bf16" && s.grad_reduce != "fp16") {
+        v->fail(fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(s.grad_reduce)));
+      }
+    }
     if (auto v = o.optional("micro_batches")) {
       s.micro_batches.clear();
       for (const traces::JsonNode& n : v->as_array()) s.micro_batches.push_back(n.as_int_in(1, 1 << 20));
@@ -147,7 +153,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   const int per_unit = models::link_rates(s.topology).gpus_per_unit;
   const int max_tp = s.max_tp > 0 ? s.max_tp : per_unit;
   const models::RooflineCostModel cost(s.gpu, models::training_roofline_params(s.gpu));
-  models::FabricCosts fabric(s.topology, models::CommModel::alpha_beta);
+  models::FabricCosts fabric(s.topology, models::CommModel::nccl_closed);
   std::map<std::string, std::unique_ptr<models::PipelineSchedule>> schedules;
   for (const std::string& name : s.schedules) schedules[name] = policies::pipeline_schedules().create(name, {}, {s.source, "/constraints/schedules"});
   const bool interleaved = schedules.contains("interleaved-1f1b");
@@ -183,6 +189,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                 p.seq_len = s.seq_len;
                 p.schedule = name;
                 p.overlap_tp_comm = s.overlap_tp_comm;
+                p.grad_reduce = s.grad_reduce;
                 result.enumerated += variants;
                 const models::PipelineSchedule& schedule = *schedules.at(name);
                 models::PipelinePlan order;

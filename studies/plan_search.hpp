@@ -40,6 +40,7 @@ struct PlanSearchSpec {
   std::vector<models::Recompute> recompute = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
   std::vector<int> zero = {0, 1, 2, 3};
   bool overlap_tp_comm = false;
+  std::string grad_reduce = "fp32";  // every plan's (models::ParallelPlan::grad_reduce)
   int top_k = 5;  // confirmed with the emulator
   // "cluster_sizes": GPU counts to search at (the cluster's topology scaled to each,
   // models::topology_with_gpus); empty: the cluster as given.

@@ -175,6 +175,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   else if (p.vp > 1) p.schedule = "interleaved-1f1b";
   if (auto v = plan.optional("expert_imbalance")) p.expert_imbalance = v->as_number();
   if (auto v = plan.optional("moe_dispatch")) p.moe_dispatch = v->as_string();
+  if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("documents")) {
     for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));
   }

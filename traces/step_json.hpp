@@ -10,7 +10,8 @@
 //                 "seed": 1, "jitter": 0.02}}      // or {"trace": "lengths.jsonl"}: for `orrery compare`
 // Plan fields (defaults in models::ParallelPlan): tp pp vp dp cp ep cp_kind(ring|ulysses) zero
 // micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
-// flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance moe_dispatch documents
+// flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance moe_dispatch
+// grad_reduce(fp32|bf16|fp16) documents
 // (lengths packed in every sequence, summing to seq_len); dp
 // defaults to the cluster's GPUs / (tp pp cp).
 // A model object: {"name", "base" (a catalog model to start from), "layers", "hidden", "heads",

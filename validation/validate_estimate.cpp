@@ -195,8 +195,8 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
   md += "### Plan search vs Megatron-Core's published plans (H100, 2024)\n\n";
   md += "For rows of megatron_core_h100_weak_scaling_2024.csv, `orrery plan`'s search (studies/plan.cpp) runs at the row's GPU\n"
         "count, batch and sequence length (4096) with the row's assumptions from the steps section (overlap of TP\n"
-        "communication, sequence parallelism, flash attention): TP up to 8, PP up to 64, CP 1, micro-batches 1 and 2,\n"
-        "every schedule, recompute none/selective/full, ZeRO 0 and 1, the H100's usable memory (its 80 GB less\n"
+        "communication, sequence parallelism, flash attention, gradients reduced in bf16): TP up to 8, PP up to 64, CP 1,\n"
+        "micro-batches 1 and 2, every schedule, recompute none/selective/full, ZeRO 0 and 1, the H100's usable memory (its 80 GB less\n"
         "the reserve of `models::memory_budget`, as `orrery step`, `sweep` and `plan` apply it). Its best plan by the estimate is confirmed\n"
         "with the emulator and compared with the published plan run through the emulator (the steps section's rule for\n"
         "micro-batch and interleaving), both converted to TFLOP/s with Megatron's FLOP formula, and with the published\n"
@@ -219,6 +219,7 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
     spec.memory_limit = models::memory_budget(spec.gpu).usable_bytes;
     spec.micro_batches = {1, 2};
     spec.overlap_tp_comm = true;
+    spec.grad_reduce = "bf16";  // the steps section's assumption for these runs
     spec.zero = {0, 1};
     spec.top_k = 1;
     const PlanSearchResult found = search_plans(spec);
@@ -233,6 +234,7 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
     p.seq_len = 4096;
     p.zero = 1;
     p.overlap_tp_comm = true;
+    p.grad_reduce = "bf16";
     p.vp = virtual_stages(spec.model.layers, p.pp);
     p.schedule = p.vp > 1 ? "interleaved-1f1b" : "1f1b";
     const auto schedule = policies::pipeline_schedules().create(p.schedule, {}, {"<validation>", "/plan/schedule"});

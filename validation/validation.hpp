@@ -53,7 +53,7 @@ struct StepValidationSummary {
     int rows = 0;                   // predictions
     double mape = 0;                // over the predictions
     double worst_calibration = 0;   // the rows that set the GPU's training parameters
-    double nccl_mape = 0;           // the same predictions with models::CommModel::nccl
+    double line_rate_mape = 0;      // the same predictions with models::CommModel::flows (line rate)
   };
   std::vector<Table> tables;
 };

@@ -36,7 +36,7 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
   const int dp_group = p.dp * p.cp;
   if (p.zero >= 3 && dp_group > 1) {
     const double layer_params = chunk_params(m, p, 0) / std::max(1, layers_of(p, m, 0));
-    layer_reduce_s_ = collective_seconds(sc_.topology, CollectiveOp::reduce_scatter, layer_params * 4, dp_group, p.tp);
+    layer_reduce_s_ = collective_seconds(sc_.topology, CollectiveOp::reduce_scatter, layer_params * grad_reduce_bytes(p), dp_group, p.tp);
     layer_gather_s_ = collective_seconds(sc_.topology, CollectiveOp::all_gather, layer_params * 2, dp_group, p.tp);
   }
   if (p.zero >= 1 && p.zero < 3 && p.overlap_param_gather && dp_group > 1) {

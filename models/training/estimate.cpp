@@ -28,8 +28,8 @@ MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedu
   return estimate_memory(sc.plan, sc.model, order);
 }
 
-StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule) {
-  FabricCosts fabric(sc.topology, CommModel::alpha_beta);
+StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, CommModel comm) {
+  FabricCosts fabric(sc.topology, closed_form_of(comm));
   return estimate_step(sc, cost, schedule, fabric);
 }
 
@@ -112,7 +112,7 @@ void add_zero_collectives(Pipeline& x) {
     z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
     z.r = x.fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
     z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * 2, dp_group, p.tp);
-    z.R = x.fabric.collective(rs, k.params * 4, dp_group, p.tp);
+    z.R = x.fabric.collective(rs, k.params * grad_reduce_bytes(p), dp_group, p.tp);
     // Per layer: the op's compute d against its collectives c, over n layers.
     const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
     OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
@@ -258,7 +258,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
         const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
         tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
       } else if (!x.zero_per_mb) {
-        tail[static_cast<std::size_t>(s)] = x.fabric.collective(reduce_op, sum.params * 4, dp_group, p.tp);
+        tail[static_cast<std::size_t>(s)] = x.fabric.collective(reduce_op, sum.params * grad_reduce_bytes(p), dp_group, p.tp);
       }  // ZeRO-2, -3 unoverlapped: the last reduce-scatter is in the last backward's time
       // Parameters (ZeRO >= 1): overlapped, the gathers run in order from the step's start and
       // each chunk's first forward waits for its layers' buckets; else one gather after the

@@ -1,8 +1,8 @@
 // The analytical fast path: a closed-form step time for a step scenario, for sweeps and plan
-// search. The same op costs as run_step (chunk_op_costs, the cost model's kernels), the
-// alpha-beta closed forms for every collective, each schedule's bubble formula, and the
-// emulator's memory model; no task graph, no flows.
-//   FabricCosts fabric(scenario.topology, CommModel::alpha_beta);   // reusable across plans
+// search. The same op costs as run_step (chunk_op_costs, the cost model's kernels), NCCL's
+// closed form for every collective (nccl.hpp's nccl_cost: the same choice run_step runs as
+// flows), each schedule's bubble formula, and the emulator's memory model; no task graph, no flows.
+//   FabricCosts fabric(scenario.topology, CommModel::nccl_closed);   // reusable across plans
 //   StepEstimate e = estimate_step(scenario, cost_model, *schedule, fabric);
 #pragma once
 
@@ -32,9 +32,11 @@ struct StepEstimate {
 
 // Throws the same InputError as run_step for a plan that does not fit (validate_plan), a
 // topology whose GPU count differs, or a schedule that rejects the shape. `fabric` must have
-// been made for scenario.topology (any CommModel; alpha_beta is the fast one).
+// been made for scenario.topology (any CommModel; the closed forms, nccl_closed and alpha_beta,
+// are the fast ones). Without one: a fabric of closed_form_of(comm), NCCL's by default.
 StepEstimate estimate_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule, FabricCosts& fabric);
-StepEstimate estimate_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule);
+StepEstimate estimate_step(const StepScenario& scenario, const CostModel& cost, const PipelineSchedule& schedule,
+                           CommModel comm = CommModel::nccl);
 
 // The memory half alone (validation, the schedule's live micro-batches, MemoryEstimate): what
 // plan search prunes with before estimating times.

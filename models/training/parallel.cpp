@@ -79,12 +79,17 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (p.moe_dispatch != "nccl" && p.moe_dispatch != "deepep") {
     bad("moe_dispatch", fmt::format("found {}, expected nccl or deepep", sim::quote(p.moe_dispatch)));
   }
+  if (p.grad_reduce != "fp32" && p.grad_reduce != "bf16" && p.grad_reduce != "fp16") {
+    bad("grad_reduce", fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(p.grad_reduce)));
+  }
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),
                           fmt::format("tp={} x pp={} x dp={} x cp={} = {} GPUs, but the cluster has {}", p.tp, p.pp, p.dp, p.cp, p.gpus(),
                                       cluster_gpus));
   }
 }
+
+double grad_reduce_bytes(const ParallelPlan& p) { return p.grad_reduce == "fp32" ? 4.0 : 2.0; }
 
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   const int n = p.virtual_stages();
@@ -186,7 +191,9 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       return sharded ? bytes_per_param * (sp.dense / dp_dense + sp.expert / dp_expert) : bytes_per_param * (sp.dense + sp.expert);
     };
     e.params_bytes = shard(2, p.zero >= 3);
-    e.grads_bytes = shard(4, p.zero >= 2);
+    // The gradient buffer, in the dtype gradients are reduced in. With a 16-bit buffer the
+    // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).
+    e.grads_bytes = shard(grad_reduce_bytes(p), p.zero >= 2);
     e.optimizer_bytes = shard(12, p.zero >= 1);
     // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one
     // layer piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`:

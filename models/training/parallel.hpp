@@ -52,6 +52,12 @@ struct ParallelPlan {
   // expert's GPU) or "deepep" (DeepEP's normal kernels: one network copy per node, forwarded
   // over NVLink; models/network/expert_dispatch.hpp).
   std::string moe_dispatch = "nccl";
+  // The dtype data-parallel gradients are accumulated and reduced in: "fp32" (Megatron's default
+  // for bf16 training; megatron/training/arguments.py: "bfloat16 requires gradient accumulation
+  // and all-reduce to be done in fp32"), or 16-bit: "bf16" (--grad-reduce-in-bf16, DDP
+  // grad_reduce_in_fp32 = False, as NVIDIA's performance recipes in Megatron-Bridge set it) or
+  // "fp16" (fp16 training, where Megatron reduces in fp16 unless told otherwise).
+  std::string grad_reduce = "fp32";
   // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;
@@ -60,6 +66,9 @@ struct ParallelPlan {
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   int virtual_stages() const { return pp * vp; }
 };
+
+// Bytes per parameter of the gradients data parallelism accumulates and reduces (4 or 2).
+double grad_reduce_bytes(const ParallelPlan& plan);
 
 // Rejects a plan that cannot run: sizes that do not divide (heads by tp, layers over stages,
 // the global batch by micro-batch x dp, experts by ep, ...), a GPU count other than the
@@ -73,7 +82,7 @@ int first_layer_of(const ParallelPlan& plan, const ModelSpec& model, int virtual
 
 struct MemoryEstimate {
   double params_bytes = 0;      // bf16 weights
-  double grads_bytes = 0;       // fp32 main gradients
+  double grads_bytes = 0;       // main gradients, in plan.grad_reduce's dtype
   double optimizer_bytes = 0;   // fp32 master weights + two Adam moments
   double activations_bytes = 0; // at the schedule's peak of micro-batches in flight
   double logits_bytes = 0;      // fp32 logits of one micro-batch on the last stage

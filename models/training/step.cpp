@@ -127,7 +127,7 @@ class CollectiveMemo {
 
 class CommCost {
  public:
-  explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::flows) : cluster_(std::move(cluster)), model_(model) {}
+  explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::nccl) : cluster_(std::move(cluster)), model_(model) {}
 
   double collective(CollectiveOp op, double bytes, int n, int stride) {
     if (n <= 1 || bytes <= 0) return 0;
@@ -148,6 +148,7 @@ class CommCost {
         const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
+      if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, n), bytes).time_s, 0};
       spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
       const CollectiveResult r = run_collective(topology, spec);
@@ -497,6 +498,12 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   return params;
 }
 
+
+CommModel closed_form_of(CommModel model) {
+  if (model == CommModel::nccl) return CommModel::nccl_closed;
+  if (model == CommModel::flows) return CommModel::alpha_beta;
+  return model;
+}
 
 class FabricCosts::Impl {
  public:
@@ -972,7 +979,7 @@ void RankBuilder::add_op(std::size_t i) {
     if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
     if (buckets) {
       const sim::TaskId red =
-          chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params * 4));
+          chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params * grad_reduce_bytes(p)));
       g.add_dependency(t, red);
       reduces.push_back(red);
     }
@@ -981,7 +988,7 @@ void RankBuilder::add_op(std::size_t i) {
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
     const sim::TaskId red =
-        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, chunk_params(m, p, vs) * 4));
+        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, chunk_params(m, p, vs) * grad_reduce_bytes(p)));
     g.add_dependency(t, red);
     reduces.push_back(red);
     blocking = {red};
@@ -1034,7 +1041,7 @@ void RankBuilder::add_step_end() {
   if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
     double params = 0;
     for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
-    const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * 4));
+    const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * grad_reduce_bytes(p)));
     g.add_dependency(rt.last_op, red);
     reduces.push_back(red);
   }

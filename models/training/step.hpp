@@ -86,16 +86,20 @@ std::string topology_with_gpus(const std::string& spec, int gpus, std::string_vi
 // scenario's plan and the sizes that drive the times.
 sim::InputError step_overflow(const StepScenario& scenario, const sim::DurationOverflow& e);
 
-// How communication is costed: simulated as flows on the fabric at the links' NCCL efficiencies
-// (run_step's default), by the alpha-beta closed forms of collectives.hpp (estimate_step), or as
-// NCCL runs it (nccl.hpp's nccl_flows: its algorithm and protocol for the size, its latency at
-// the start, the NVLink and NIC shares of its fit, the protocol's ceiling) on the same flows.
-// `nccl` is not yet the default: with it the Megatron step tables of docs/validation.md get
-// worse (the section prints both), see issue notes.
-enum class CommModel : std::uint8_t { flows, alpha_beta, nccl };
+// How communication is costed. The default everywhere, `nccl`: as NCCL runs it (nccl.hpp's
+// nccl_flows: its algorithm and protocol for the size, its latency at the start, the NVLink and
+// NIC shares fitted on nccl-tests sweeps, the protocol's ceiling) as flows on the fabric, so it
+// shares links with whatever else runs; `nccl_closed`: the same choice by NCCL's closed form
+// alone (nccl_cost, no flows: the estimate and plan search). The line-rate models before it,
+// kept for comparison (`orrery step --comm line-rate`): `flows`, every collective a ring (or
+// direct sends) at the links' peak NCCL efficiency with the links' own latencies, and
+// `alpha_beta`, the closed forms of the same (collectives.hpp).
+enum class CommModel : std::uint8_t { flows, alpha_beta, nccl, nccl_closed };
+// The closed form of a model: nccl_closed for nccl, alpha_beta for flows (others: themselves).
+CommModel closed_form_of(CommModel model);
 
 struct StepOptions {
-  CommModel comm = CommModel::flows;
+  CommModel comm = CommModel::nccl;
   bool reuse = true;
   bool keep_graph = false;  // keep the task graph and spans (for the timeline)
 };
@@ -114,7 +118,7 @@ struct StageBreakdown {
   double idle_s = 0;           // the rest of the step
   double optimizer_s = 0;
   // Data-parallel collectives of one GPU of the stage over the step: their sizes summed (bf16
-  // parameter gathers, fp32 gradient reductions) and their simulated times alone, summed (the
+  // parameter gathers, gradient reductions in plan.grad_reduce) and their simulated times alone, summed (the
   // DP stream's busy time without contention).
   double dp_bytes = 0;
   double dp_comm_s = 0;

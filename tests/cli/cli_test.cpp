@@ -559,9 +559,11 @@ TEST_CASE("orrery step: the default scenario, its report keys and timeline") {
   CHECK(nlohmann::json::parse(slurp("step3.json"))["step_time_s"] == report["step_time_s"]);
 }
 
-TEST_CASE("orrery step --comm: NCCL's costs on request, named in the output and the report; bad values refused") {
-  REQUIRE(run({"step", "--report", "step-line.json"}).code == 0);
-  const Result r = run({"step", "--comm", "nccl", "--report", "step-nccl.json"});
+TEST_CASE("orrery step --comm: NCCL's costs by default, line rate on request, named in the output and the report; bad values refused") {
+  const Result l = run({"step", "--comm", "line-rate", "--report", "step-line.json"});
+  REQUIRE(l.code == 0);
+  CHECK(l.out.find("comm       line rate") != std::string::npos);
+  const Result r = run({"step", "--report", "step-nccl.json"});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("comm       as NCCL runs it") != std::string::npos);
   const nlohmann::json line = nlohmann::json::parse(slurp("step-line.json"));
@@ -574,9 +576,17 @@ TEST_CASE("orrery step --comm: NCCL's costs on request, named in the output and 
   CHECK(bad.code == 1);
   CHECK(bad.err.find("--comm: unknown communication model \"nccl2\"; valid: line-rate, nccl") != std::string::npos);
   CHECK(!std::filesystem::exists("step-bad.json"));
-  const Result est = run({"step", "--comm", "nccl", "--estimate"});
-  CHECK(est.code == 1);
-  CHECK(est.err.find("--comm: nccl runs with the emulator only") != std::string::npos);
+  // The estimate takes the closed form of the same model: NCCL's by default, the ring's at line rate.
+  REQUIRE(run({"step", "--estimate", "--report", "est-nccl.json"}).code == 0);
+  REQUIRE(run({"step", "--estimate", "--comm", "line-rate", "--report", "est-line.json"}).code == 0);
+  const nlohmann::json en = nlohmann::json::parse(slurp("est-nccl.json"));
+  const nlohmann::json el = nlohmann::json::parse(slurp("est-line.json"));
+  CHECK(en["comm_model"] == "nccl");
+  CHECK(el["comm_model"] == "line-rate");
+  CHECK(en["step_time_s"].get<double>() != el["step_time_s"].get<double>());
+  // Each estimate is near its own emulation.
+  CHECK(en["step_time_s"].get<double>() == orrery::testing::Approx(nccl["step_time_s"].get<double>()).epsilon(0.1));
+  CHECK(el["step_time_s"].get<double>() == orrery::testing::Approx(line["step_time_s"].get<double>()).epsilon(0.1));
 }
 
 TEST_CASE("orrery step: bad scenarios get one precise error") {
@@ -604,6 +614,8 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
             .find("bad-step.json:/plan: out of memory: stage 0 needs") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "some"}})")
             .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective or full") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "grad_reduce": "int8"}})")
+            .find("bad-step.json:/plan/grad_reduce: found \"int8\", expected fp32, bf16 or fp16") != std::string::npos);
   CHECK(fails(R"({"model": {"name": "tiny", "base": "llama3-8b", "layers": 0}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
             .find("bad-step.json:/model/layers") != std::string::npos);
 }
@@ -1091,6 +1103,8 @@ TEST_CASE("orrery plan: bad searches get one precise error") {
             .find("bad-plan.json:/global_batch: no plan of tp <= 2") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 16, "constraints": {"schedules": ["1f1c"]}})")
             .find("bad-plan.json:/constraints/schedules/0:") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "global_batch": 16, "constraints": {"grad_reduce": "tf32"}})")
+            .find("bad-plan.json:/constraints/grad_reduce: found \"tf32\", expected fp32, bf16 or fp16") != std::string::npos);
 }
 
 namespace {

@@ -75,11 +75,19 @@ TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, t
     CHECK(speedup(ra, base) < speedup(rb, base));
     CHECK(speedup(rb, base) < speedup(rc, base));
   }
-  // With a constant mix, the per-batch search is close to the best static plan (one plan,
-  // searched once on the profiling batch, reused for every batch).
+  // The per-batch search is never slower than the best static plan (one plan, searched once
+  // on the profiling batch, reused for every batch; it halves its sub-micro-batches on a batch
+  // whose activations it does not fit, so under this 47 GB budget it loses on some batches).
   const double best_static = std::min({ra.at("megatron-1f1b"), ra.at("modality-static"), ra.at("pipeweaver-offline")});
-  CHECK(ra.at("pipeweaver") == orrery::testing::Approx(best_static).epsilon(0.05));
   CHECK(ra.at("pipeweaver") <= best_static);
+  // With a constant mix and a budget that does not bind, the per-batch search makes the offline
+  // plan's choice on every batch: the same step time.
+  Fixture roomy(m, 2, 4, 1, 2);
+  roomy.setup = models::multimodal_setup(m, roomy.cost, roomy.gpu, 2, 4, 1, 2, 80e9);
+  roomy.setup.nvlink = 360e9;
+  const auto rr = mean_steps(m, a, 8, roomy);
+  CHECK(rr.at("pipeweaver") == orrery::testing::Approx(rr.at("pipeweaver-offline")).epsilon(1e-9));
+  CHECK(rr.at("pipeweaver") < rr.at("modality-static"));
 }
 
 TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {

@@ -441,8 +441,9 @@ TEST_CASE("ZeRO-2 and -3: reuse equals every rank") {
 }
 
 // ZeRO-0 and -1 step times are those from before ZeRO-2 and -3 communicated every micro-batch
-// (this scenario through `orrery step --report` on the earlier build): ZeRO-1's parameter
-// gathers still gate its first forward layer by layer, on a network slow enough to show it.
+// (this scenario through `orrery step --report` on the earlier build, whose defaults were the
+// line-rate flows and step efficiency 0.6716 with 35 us per kernel, pinned here): ZeRO-1's
+// parameter gathers still gate its first forward layer by layer, on a network slow enough to show it.
 TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
   StepScenario sc;
   sc.model = model("llama3-8b");
@@ -455,8 +456,13 @@ TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
   const auto nanoseconds = [&](int zero) {
     sc.plan.zero = zero;
     const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"test", "/plan/schedule"});
-    const RooflineCostModel cost(sc.gpu, training_roofline_params(sc.gpu));  // as `orrery step`
-    return std::llround(run_step(sc, cost, *schedule).step_time.to_seconds() * 1e9);
+    RooflineParams then = training_roofline_params(sc.gpu);
+    then.step_efficiency = 0.6716;
+    then.kernel_overhead = sim::Duration::microseconds(35);
+    const RooflineCostModel cost(sc.gpu, then);
+    StepOptions line_rate;
+    line_rate.comm = CommModel::flows;
+    return std::llround(run_step(sc, cost, *schedule, line_rate).step_time.to_seconds() * 1e9);
   };
   CHECK(nanoseconds(0) == 1122078073);
   CHECK(nanoseconds(1) == 1059803324);
@@ -550,13 +556,37 @@ TEST_CASE("CommModel::nccl: a cross-server ring pays NCCL's latency and NIC shar
     CHECK(t == testing::Approx(closed.time_s).epsilon(0.05));
     CHECK(t > line.collective(CollectiveOp::reduce_scatter, bytes, 4, 8));
   }
-  // A whole step: the same plan costs differently, deterministically.
+  // A whole step: NCCL's model is the default; line rate costs the same plan differently,
+  // each deterministically.
   StepScenario sc = small(8, 1, 4, 4);
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
   const RooflineCostModel cost(sc.gpu);
   StepOptions o;
   o.comm = CommModel::nccl;
   const double a = run_step(sc, cost, *schedule, o).step_time.to_seconds();
-  CHECK(a == run_step(sc, cost, *schedule, o).step_time.to_seconds());
-  CHECK(a != step(sc).step_time.to_seconds());
+  CHECK(a == step(sc).step_time.to_seconds());
+  StepOptions l;
+  l.comm = CommModel::flows;
+  const double b = run_step(sc, cost, *schedule, l).step_time.to_seconds();
+  CHECK(b == run_step(sc, cost, *schedule, l).step_time.to_seconds());
+  CHECK(a != b);
+}
+
+// plan.grad_reduce: 16-bit gradients halve the data-parallel reduction's bytes and the gradient
+// buffer; the reduction's time shrinks with them, the compute does not move.
+TEST_CASE("grad_reduce bf16: half the gradient bytes, a shorter reduction, the same compute") {
+  StepScenario sc = small(1, 1, 16, 2);  // two servers, one data-parallel group across them
+  sc.plan.overlap_grad_reduce = false;   // the reduction after the last backward, all exposed
+  const StepResult fp32 = step(sc);
+  sc.plan.grad_reduce = "bf16";
+  const StepResult bf16 = step(sc);
+  CHECK(bf16.memory.grads_bytes == orrery::testing::Approx(fp32.memory.grads_bytes / 2).epsilon(1e-12));
+  CHECK(bf16.stages[0].dp_bytes < fp32.stages[0].dp_bytes);
+  CHECK(bf16.stages[0].compute_s == orrery::testing::Approx(fp32.stages[0].compute_s).epsilon(1e-9));
+  CHECK(bf16.step_time < fp32.step_time);
+  sc.plan.grad_reduce = "fp16";
+  CHECK(step(sc).step_time == bf16.step_time);  // the same bytes
+  sc.plan.grad_reduce = "fp8";
+  CHECK(orrery::testing::error_of([&] { validate_plan(sc.plan, sc.model, 16, "s.json", "/plan"); })
+            .find("s.json:/plan/grad_reduce: found \"fp8\", expected fp32, bf16 or fp16") != std::string::npos);
 }
