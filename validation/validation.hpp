@@ -78,6 +78,10 @@ struct NcclValidationSummary {
 NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& markdown, std::ostream& out, bool print_fit = false);
 // The fit alone (what CommParams::fitted() must hold).
 models::CommParams fit_comm_params(const std::string& data_dir);
+// The least mean |f_i / m_i - 1| over times f that never fall as the size grows, for measured
+// times m in size order (weighted L1 isotonic regression): what no cost model that grows with the
+// size, as NCCL's does, gets under on those rows.
+double monotone_floor(const std::vector<double>& measured);
 
 // Reproduces the Megatron-LM throughput tables (../shared/data/megatron-lm) with the step
 // emulator; appends a markdown section.

@@ -206,6 +206,18 @@ TEST_CASE("validation: network against published measurements") {
 // The NCCL cost model against the 45 published nccl-tests sweeps, each predicted by a fit
 // made without it: the committed parameters are the fit's, and the errors stay where they were
 // measured (docs/validation.md).
+// The floor a cost that grows with the size cannot get under: zero on times that grow; where they
+// fall, one level for the pool at its weighted median (on {2, 1} a level L in [1, 2] costs
+// (1 - L/2) + (L - 1) = L/2, least at L = 1: errors 0.5 and 0).
+TEST_CASE("validation: monotone_floor, the best a size-monotone model can do") {
+  using orrery::validation::monotone_floor;
+  CHECK(monotone_floor({}) == 0);
+  CHECK(monotone_floor({1, 2, 2, 5}) == 0);
+  CHECK(monotone_floor({2, 1}) == orrery::testing::Approx(0.25).epsilon(1e-12));
+  CHECK(monotone_floor({1, 4, 2, 3}) == orrery::testing::Approx(0.5 / 4).epsilon(1e-12));  // 4 and 2 pooled at 2
+  CHECK(monotone_floor({3, 2, 1}) == orrery::testing::Approx((2.0 / 3 + 0.5 + 0.0) / 3).epsilon(1e-12));
+}
+
 TEST_CASE("validation: nccl against published nccl-tests sweeps") {
   const std::string data = validation_data();
   if (data.empty()) return;
