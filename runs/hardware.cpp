@@ -24,12 +24,12 @@ std::string tflops(const models::GpuSpec& g, models::DType t) {
 
 void gpus(const GpusOptions& o, std::ostream& out) {
   const models::HardwareCatalog catalog = traces::load_gpu_catalog(o.gpus_path);
-  out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>5} {:>12}\n", "gpu", "fp32", "tf32", "bf16", "fp16", "fp8",
-                     "HBM GB", "HBM TB/s", "SMs", "link GB/s");
+  out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>5} {:>12}\n", "gpu", "fp32", "tf32", "bf16", "fp16", "fp8",
+                     "fp4", "HBM GB", "HBM TB/s", "SMs", "link GB/s");
   for (const models::GpuSpec& g : catalog.gpus()) {
-    out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7g} {:>8g} {:>5} {:>12}\n", g.name, tflops(g, models::DType::fp32),
+    out << fmt::format("{:<10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7g} {:>8g} {:>5} {:>12}\n", g.name, tflops(g, models::DType::fp32),
                        tflops(g, models::DType::tf32), tflops(g, models::DType::bf16), tflops(g, models::DType::fp16),
-                       tflops(g, models::DType::fp8), g.hbm_bytes / 1e9, g.hbm_bandwidth / 1e12, g.sm_count,
+                       tflops(g, models::DType::fp8), tflops(g, models::DType::fp4), g.hbm_bytes / 1e9, g.hbm_bandwidth / 1e12, g.sm_count,
                        g.nvlink_bandwidth > 0 ? fmt::format("{:g} {}{}", g.nvlink_bandwidth / 1e9, g.interconnect,
                                                             g.nvlink_generation > 0 ? fmt::format("{}", g.nvlink_generation) : "")
                                               : "-");

@@ -46,6 +46,8 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
   rep.set("/tokens_per_s", h.tokens_per_s);
   rep.set("/tflops_per_gpu", h.tflops_per_gpu);
   rep.set("/mfu", h.mfu);
+  rep.set("/mfu_peak", "bf16");  // MFU is against the GPU's dense bf16 peak, whatever the precision
+  rep.set("/precision", sc.plan.precision);
   rep.set("/bubble_fraction", h.bubble_fraction);
   rep.set("/exposed_comm_fraction", h.exposed_comm_fraction);
   rep.set("/peak_memory_bytes", h.memory.total());
@@ -62,8 +64,12 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
 }
 
 std::string plan_line(const models::ParallelPlan& p) {
-  return fmt::format("tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}", p.tp, p.pp, p.vp, p.dp,
-                     p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  std::string line = fmt::format("tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}", p.tp, p.pp,
+                                 p.vp, p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  if (p.precision != "bf16") line += fmt::format(" precision={}", p.precision);
+  if (p.fp8_param_gather) line += " fp8_param_gather";
+  if (p.grad_reduce != "fp32") line += fmt::format(" grad_reduce={}", p.grad_reduce);
+  return line;
 }
 
 std::string default_step_scenario() {
@@ -112,8 +118,10 @@ void step(const StepOptions& o, std::ostream& out) {
   out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
   out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {}  ({} micro-batches)\n", sim::to_string(r.step_time), r.micro_batches);
-  out << fmt::format("throughput {}, {:.1f} TFLOP/s per GPU, MFU {} (HFU {})\n", reports::human::rate(r.tokens_per_s, "tokens/s"), r.tflops_per_gpu,
-                     reports::human::percent(r.mfu), reports::human::percent(r.hfu));
+  out << fmt::format("throughput {}, {:.1f} TFLOP/s per GPU, MFU {} (HFU {}){}\n", reports::human::rate(r.tokens_per_s, "tokens/s"), r.tflops_per_gpu,
+                     reports::human::percent(r.mfu), reports::human::percent(r.hfu),
+                     p.precision == "bf16" ? "" : fmt::format(" of the dense bf16 peak ({} runs at {} TFLOP/s dense)", p.precision,
+                                                              sc.gpu.peak(models::precision_spec(p.precision).gemm).value() / 1e12));
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * r.bubble_fraction, 100 * r.exposed_comm_fraction);
   out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, logits {:.1f}) "
                      "of {}{}\n",

@@ -129,7 +129,8 @@ void step_estimate(const traces::StepScenarioFile& file, const std::string& sour
   out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
   out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {:.4f} s  ({} micro-batches)\n", e.step_time_s, e.micro_batches);
-  out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}%\n", e.tokens_per_s, e.tflops_per_gpu, 100 * e.mfu);
+  out << fmt::format("throughput {:.0f} tokens/s, {:.1f} TFLOP/s per GPU, MFU {:.1f}%{}\n", e.tokens_per_s, e.tflops_per_gpu, 100 * e.mfu,
+                     p.precision == "bf16" ? "" : " of the dense bf16 peak");
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
   out << fmt::format("terms      pipeline {:.4f} s + bubble {:.4f} s + sends {:.4f} s; DP gathers waited {:.4f} s, tail {:.4f} s; optimizer {:.4f} s\n",
                      e.pipeline_compute_s, e.bubble_s, e.pp_comm_s, e.dp_head_s, e.dp_tail_s, e.optimizer_s);

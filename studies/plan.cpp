@@ -106,6 +106,12 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
     if (auto v = o.optional("max_vp")) s.max_vp = v->as_int_in(1, 64);
     if (auto v = o.optional("top_k")) s.top_k = v->as_int_in(0, 100);
     if (auto v = o.optional("overlap_tp_comm")) s.overlap_tp_comm = v->as_bool();
+    if (auto v = o.optional("precision")) {
+      s.precision = v->as_string();
+      models::ParallelPlan probe;
+      probe.precision = s.precision;
+      models::validate_precision(probe, s.gpu, source, c->pointer());  // an unknown name, or one the GPU cannot run
+    }
     if (auto v = o.optional("grad_reduce")) {
       s.grad_reduce = v->as_string();
       if (s.grad_reduce != "fp32" && s.grad_reduce != "bf16" && s.grad_reduce != "fp16") {
@@ -190,6 +196,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                 p.schedule = name;
                 p.overlap_tp_comm = s.overlap_tp_comm;
                 p.grad_reduce = s.grad_reduce;
+                p.precision = s.precision;
                 result.enumerated += variants;
                 const models::PipelineSchedule& schedule = *schedules.at(name);
                 models::PipelinePlan order;

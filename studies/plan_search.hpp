@@ -41,6 +41,7 @@ struct PlanSearchSpec {
   std::vector<int> zero = {0, 1, 2, 3};
   bool overlap_tp_comm = false;
   std::string grad_reduce = "fp32";  // every plan's (models::ParallelPlan::grad_reduce)
+  std::string precision = "bf16";    // every plan's (models::ParallelPlan::precision)
   int top_k = 5;  // confirmed with the emulator
   // "cluster_sizes": GPU counts to search at (the cluster's topology scaled to each,
   // models::topology_with_gpus); empty: the cluster as given.

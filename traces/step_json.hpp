@@ -11,7 +11,8 @@
 // Plan fields (defaults in models::ParallelPlan): tp pp vp dp cp ep cp_kind(ring|ulysses) zero
 // micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
 // flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance moe_dispatch
-// grad_reduce(fp32|bf16|fp16) documents
+// grad_reduce(fp32|bf16|fp16) precision(bf16|fp8|fp8-delayed|fp8-block|mxfp8|nvfp4)
+// fp8_param_gather documents
 // (lengths packed in every sequence, summing to seq_len); dp
 // defaults to the cluster's GPUs / (tp pp cp).
 // A model object: {"name", "base" (a catalog model to start from), "layers", "hidden", "heads",

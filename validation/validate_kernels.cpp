@@ -38,7 +38,7 @@ std::string where(const traces::CsvTable& t, std::size_t r) {
 const char* catalog_name(std::string_view accelerator) {
   static const std::map<std::string_view, const char*> names = {
       {"NVIDIA A100 SXM", "A100-80GB"}, {"NVIDIA H100 SXM", "H100"},   {"NVIDIA H200 SXM", "H200"},
-      {"NVIDIA B200 SXM", "B200"},      {"NVIDIA GB200 SXM", "GB200"}, {"AMD MI300X", "MI300X"}};
+      {"NVIDIA B200 SXM", "B200"},      {"NVIDIA GB200 SXM", "GB200"}, {"NVIDIA B300 SXM", "B300"}, {"AMD MI300X", "MI300X"}};
   const auto it = names.find(accelerator);
   return it == names.end() ? nullptr : it->second;
 }
@@ -64,10 +64,10 @@ void mamf(const std::string& dir, std::vector<KernelRow>& rows, std::vector<std:
     const models::Kernel kernel = models::Kernel::gemm(m, n, k, *dtype);
     const models::RooflineCostModel model(catalog.gpu(name));
     const double seconds = model.terms(kernel).seconds();
-    const bool calibration = std::string_view(name) == "H100" && *dtype == models::DType::bf16;
+    const bool calibration = std::string_view(name) == "H100" && (*dtype == models::DType::bf16 || *dtype == models::DType::fp8);
     rows.push_back({where(t, r), fmt::format("best-shape matmul ({})", t.at(r, "dtype")),
                     fmt::format("{} {}", name, models::describe(kernel)), t.number(r, "MAMF"), models::flops(kernel).value() / seconds / 1e12,
-                    calibration ? "calibration" : "prediction", calibration ? "sets gemm_efficiency" : t.at(r, "Notes")});
+                    calibration ? "calibration" : "prediction", calibration ? (*dtype == models::DType::fp8 ? "sets gemm_efficiency_fp8" : "sets gemm_efficiency") : t.at(r, "Notes")});
   }
 }
 
@@ -141,13 +141,13 @@ KernelValidationSummary validate_kernels(const std::string& data_dir, std::strin
   md += "## Kernels: roofline cost model vs published throughput\n\n";
   md += fmt::format(
       "Each row costs the kernel with `RooflineCostModel` (models/hardware/cost.hpp) on the catalog GPU and converts the time\n"
-      "to TFLOP/s the way the source counts FLOPs. Parameters: gemm efficiency {:.4f} on 128-padded tiles; attention\n"
+      "to TFLOP/s the way the source counts FLOPs. Parameters: gemm efficiency {:.4f} (fp8 and fp4: {:.4f}) on 128-padded tiles; attention\n"
       "efficiency {:.4f} forward, {:.4f} backward, x L/(L+{:.1f}) for mean key tokens L per 128-token query tile,\n"
       "x d/(d+{:.2f}) for head dim d; {} per kernel. Each parameter is set by the rows marked *calibration*; every\n"
       "other row is a prediction. The model describes a state-of-the-art kernel for the GPU: FlashAttention-2 on\n"
       "H100 (not tuned for Hopper) and the AMD MI300X matmul (ROCm software) fall short of it, and the table shows\n"
       "by how much. `orrery calibrate` replaces these curves with measured ones.\n\n",
-      p.gemm_efficiency, p.attention_fwd_efficiency, p.attention_bwd_efficiency, p.attention_half_kv, p.attention_half_head_dim,
+      p.gemm_efficiency, p.gemm_efficiency_fp8, p.attention_fwd_efficiency, p.attention_bwd_efficiency, p.attention_half_kv, p.attention_half_head_dim,
       sim::to_string(p.kernel_overhead));
   md += "| table | predictions | MAPE |\n|---|---|---|\n";
   for (const auto& t : summary.tables) md += fmt::format("| {} | {} | {:.1f}% |\n", t.name, t.predictions, 100 * t.mape);

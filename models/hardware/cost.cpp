@@ -12,7 +12,9 @@ namespace orrery::models {
 // 2 us kernel overhead included; every other row of those tables is a prediction
 // (docs/validation.md, `orrery validate --only kernels`):
 //  - gemm_efficiency 0.8149: H100 SXM bf16 torch.matmul at its best shape 2048x2048x13312
-//    reaches 794.5 TFLOP/s (../shared/data/ml-engineering/mamf_matmul_tflops.csv).
+//    reaches 794.5 TFLOP/s (../shared/data/ml-engineering/mamf_matmul_tflops.csv);
+//    gemm_efficiency_fp8 0.7162: H100 SXM fp8 at 1024x9216x14336, 1402.6 TFLOP/s (same file);
+//    FP4 (NVFP4) GEMMs: no measurement in ../shared/data, FP8's efficiency assumed.
 //  - attention fwd 0.9533, half_kv 197.66, half_head_dim 55.909: FlashAttention-3 forward on
 //    H100 SXM5, non-causal, 16k tokens per batch: head dim 128 at seqlen 16k (648 TFLOP/s) and
 //    512 (467), head dim 64 at 16k (497). Attention bwd 0.9434: FlashAttention-2 forward plus
@@ -67,17 +69,18 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   if (is_memory_bound(k.kind)) return t;
   if (!gpu_.supports(k.dtype)) unsupported(gpu_, k);
   const double peak = gpu_.peak(k.dtype).value();
+  const bool low_precision = k.dtype == DType::fp8 || k.dtype == DType::fp4;
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (k.kind) {
     case KernelKind::gemm:
       t.executed_flops = 2 * ceil_rows(k.m, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k) * d(k.batch);
-      t.efficiency = params_.gemm_efficiency;
+      t.efficiency = low_precision ? params_.gemm_efficiency_fp8 : params_.gemm_efficiency;
       break;
     case KernelKind::grouped_gemm:
       for (const std::int64_t gm : k.group_m) {
         t.executed_flops += 2 * ceil_rows(gm, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k);
       }
-      t.efficiency = params_.gemm_efficiency;
+      t.efficiency = low_precision ? params_.gemm_efficiency_fp8 : params_.gemm_efficiency;
       break;
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: {

@@ -40,8 +40,10 @@ class CostModel {
 // The roofline's efficiency curves. Defaults are calibrated on one published measurement per
 // parameter (see cost.cpp); docs/validation.md reports how well they predict the others.
 struct RooflineParams {
-  // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile).
+  // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile); FP8 GEMMs
+  // reach a smaller fraction of their (twice as high) peak, and FP4's is taken as FP8's.
   double gemm_efficiency = 0.8149;
+  double gemm_efficiency_fp8 = 0.7162;
   std::int64_t gemm_tile = 128;
   // Attention (FlashAttention-style): each document's length rounds up to attention_tile, the
   // executed FLOPs are those of the whole tiles (for a causal mask, the tiles on and below the

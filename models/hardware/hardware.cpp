@@ -9,7 +9,7 @@
 namespace orrery::models {
 
 namespace {
-constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {"fp32", "tf32", "bf16", "fp16", "fp8", "fp4"};
 
 using sim::iequals;
 
@@ -21,14 +21,17 @@ bool answers_to(const GpuSpec& g, std::string_view name) {
 constexpr double T = 1e12;  // TFLOP/s
 constexpr double GB = 1e9;
 
-// Peak dense tensor FLOP/s (no sparsity), order fp32, tf32, bf16, fp16, fp8; 0 = unsupported.
+// Peak dense tensor FLOP/s (no sparsity), order fp32, tf32, bf16, fp16, fp8, fp4; 0 = unsupported.
 // Source for all of them: ../shared/data/ml-engineering/accelerator_peak_tflops.csv (S. Bekman,
 // ML Engineering Open Book, compute/accelerator/README.md "TFLOPS comparison table", which
-// collects the vendors' spec pages; GB200 figures are per GPU).
+// collects the vendors' spec pages; GB200 figures are per GPU). fp4: the table's NVFP4 column where
+// it has one (B200 10,000, B300 15,000), else its FP4 column (GB200 10,000, GB300 15,000).
 constexpr std::array<double, kDTypeCount> kA100Flops = {19.5 * T, 156 * T, 312 * T, 312 * T, 0};
 constexpr std::array<double, kDTypeCount> kH100Flops = {67 * T, 494.5 * T, 989 * T, 989 * T, 1979 * T};
-constexpr std::array<double, kDTypeCount> kB200Flops = {80 * T, 1125 * T, 2250 * T, 2250 * T, 4500 * T};
-constexpr std::array<double, kDTypeCount> kGB200Flops = {80 * T, 1250 * T, 2500 * T, 2500 * T, 5000 * T};
+constexpr std::array<double, kDTypeCount> kB200Flops = {80 * T, 1125 * T, 2250 * T, 2250 * T, 4500 * T, 10000 * T};
+constexpr std::array<double, kDTypeCount> kGB200Flops = {80 * T, 1250 * T, 2500 * T, 2500 * T, 5000 * T, 10000 * T};
+constexpr std::array<double, kDTypeCount> kB300Flops = {80 * T, 1125 * T, 2250 * T, 2250 * T, 4500 * T, 15000 * T};
+constexpr std::array<double, kDTypeCount> kGB300Flops = {80 * T, 1250 * T, 2500 * T, 2500 * T, 5000 * T, 15000 * T};
 constexpr std::array<double, kDTypeCount> kMI300XFlops = {163.4 * T, 653.7 * T, 1300 * T, 1300 * T, 2610 * T};
 
 std::vector<GpuSpec> builtin_gpus() {
@@ -65,6 +68,13 @@ std::vector<GpuSpec> builtin_gpus() {
                "ml-engineering accelerator tables (B200 SXM): 180 GB HBM3e at 8.0 TB/s"});
   g.push_back({"GB200", {"GB200-SXM", "GB200-NVL72"}, kGB200Flops, 186 * GB, 8000 * GB, 148, "nvlink", 5, 900 * GB,
                "ml-engineering accelerator tables (GB200 SXM, per GPU): 186 GB HBM3e at 8.0 TB/s"});
+  // Blackwell Ultra: B300 288 GB HBM3e at 8.0 TB/s (ml-engineering accelerator_hbm.csv); GB300
+  // the same per GPU (NVIDIA GB300 NVL72 product page: up to 21 TB of HBM3e and 576 TB/s for 72
+  // GPUs); 160 SMs (NVIDIA Blackwell Ultra technical blog, "Inside NVIDIA Blackwell Ultra", 2025).
+  g.push_back({"B300", {"B300-SXM", "B300-288GB"}, kB300Flops, 288 * GB, 8000 * GB, 160, "nvlink", 5, 900 * GB,
+               "ml-engineering accelerator tables (B300 SXM): 288 GB HBM3e at 8.0 TB/s"});
+  g.push_back({"GB300", {"GB300-SXM", "GB300-NVL72"}, kGB300Flops, 288 * GB, 8000 * GB, 160, "nvlink", 5, 900 * GB,
+               "ml-engineering accelerator tables (GB300 SXM, per GPU); 288 GB HBM3e at 8 TB/s from NVIDIA's GB300 NVL72 page"});
   // MI300X: Infinity Fabric (xGMI) has 7 links to its peers at 64 GB/s per direction each
   // (AMD Instinct MI300X data sheet: 896 GB/s aggregate bidirectional peer bandwidth).
   g.push_back({"MI300X", {"MI300X-OAM"}, kMI300XFlops, 192 * GB, 5300 * GB, 304, "xgmi", 0, 448 * GB,
@@ -103,6 +113,7 @@ double element_bytes(DType t) {
     case DType::bf16:
     case DType::fp16: return 2;
     case DType::fp8: return 1;
+    case DType::fp4: return 0.5;
   }
   return 4;
 }

@@ -18,15 +18,18 @@
 
 namespace orrery::models {
 
-// Data types a kernel computes in. tf32 is fp32 storage with tensor-core math.
-enum class DType : std::uint8_t { fp32, tf32, bf16, fp16, fp8 };
-inline constexpr std::size_t kDTypeCount = 5;
+// Data types a kernel computes in. tf32 is fp32 storage with tensor-core math; fp4 is the
+// block-scaled 4-bit float of Blackwell's tensor cores (NVFP4: E2M1 with an fp8 scale per 16
+// elements).
+enum class DType : std::uint8_t { fp32, tf32, bf16, fp16, fp8, fp4 };
+inline constexpr std::size_t kDTypeCount = 6;
 inline constexpr std::array<DType, kDTypeCount> kAllDTypes = {DType::fp32, DType::tf32, DType::bf16, DType::fp16,
-                                                               DType::fp8};
+                                                               DType::fp8,  DType::fp4};
 std::string_view to_string(DType);
 std::optional<DType> parse_dtype(std::string_view);  // "bf16", "fp8", ...
 std::vector<std::string> dtype_names();
-// Bytes of one element as stored in memory (tf32 is stored as fp32).
+// Bytes of one element as stored in memory (tf32 is stored as fp32; fp4 is half a byte, its
+// block scales aside).
 double element_bytes(DType);
 
 struct GpuSpec {
@@ -49,7 +52,7 @@ struct GpuSpec {
 
 class HardwareCatalog {
  public:
-  // The built-in GPUs: A100-40GB, A100-80GB, H100, H200, H800, H20, B200, GB200, MI300X, and for cluster
+  // The built-in GPUs: A100-40GB, A100-80GB, H100, H200, H800, H20, B200, GB200, B300, GB300, MI300X, and for cluster
   // traces V100, A40, A10, T4.
   static const HardwareCatalog& builtin();
 

@@ -13,7 +13,7 @@ namespace orrery::models {
 namespace {
 constexpr std::array<std::string_view, kKernelKindCount> kKindNames = {
     "gemm", "grouped_gemm", "attention_fwd", "attention_bwd", "elementwise", "norm",
-    "softmax", "rope", "embedding", "cross_entropy", "optimizer", "copy"};
+    "softmax", "rope", "embedding", "cross_entropy", "optimizer", "copy", "quantize"};
 
 // Query-key pairs of one document: l^2, or l(l+1)/2 with a causal mask.
 double pairs(std::int64_t l, bool causal) {

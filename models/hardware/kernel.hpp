@@ -33,12 +33,13 @@ enum class KernelKind : std::uint8_t {
   cross_entropy,
   optimizer,
   copy,
+  quantize,  // a cast to a low precision with its scales (FP8, MXFP8, NVFP4)
 };
-inline constexpr std::size_t kKernelKindCount = 12;
+inline constexpr std::size_t kKernelKindCount = 13;
 std::string_view to_string(KernelKind);
 std::optional<KernelKind> parse_kernel_kind(std::string_view);
 std::vector<std::string> kernel_kind_names();
-// Kinds costed by their bytes alone (elementwise ... cross_entropy, copy, and the optimizer step).
+// Kinds costed by their bytes alone (elementwise ... cross_entropy, copy, quantize, and the optimizer step).
 bool is_memory_bound(KernelKind);
 
 enum class Pass : std::uint8_t { forward, backward };

@@ -24,6 +24,7 @@ double seconds_of(const CostModel& cost, const Kernel& k) { return cost.time(k).
 MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedule& schedule) {
   validate_model(sc.model, sc.source, "/model");
   validate_plan(sc.plan, sc.model, cluster_gpus(sc.topology), sc.source, "/plan");
+  validate_precision(sc.plan, sc.gpu, sc.source, "/plan");
   const PipelinePlan order = schedule.plan({sc.plan.pp, sc.plan.micro_batches(), sc.plan.vp}, sc.source, "/plan/schedule");
   return estimate_memory(sc.plan, sc.model, order);
 }
@@ -109,9 +110,9 @@ void add_zero_collectives(Pipeline& x) {
     ChunkOpCosts& k = x.chunks[i];
     ZeroCosts& z = x.zc[i];
     const int n = std::max(1, k.layers);
-    z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
+    z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * param_gather_bytes(p), dp_group, p.tp);
     z.r = x.fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
-    z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * 2, dp_group, p.tp);
+    z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * param_gather_bytes(p), dp_group, p.tp);
     z.R = x.fabric.collective(rs, k.params * grad_reduce_bytes(p), dp_group, p.tp);
     // Per layer: the op's compute d against its collectives c, over n layers.
     const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
@@ -272,7 +273,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
           for (int cc = 0; cc < p.vp; ++cc) {
             const ChunkOpCosts& k = x.chunk(cc, s);
             const int n = std::max(1, k.layers);
-            const double g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * 2, dp_group, p.tp);
+            const double g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * param_gather_bytes(p), dp_group, p.tp);
             const double d = k.f.seconds() / n;
             // The chunk's first forward starts after the stage's ramp and, with interleaving,
             // after p forwards of each earlier chunk.
@@ -282,7 +283,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
           }
           head = std::max(head, wait);
         } else {
-          tail[static_cast<std::size_t>(s)] += x.fabric.collective(CollectiveOp::all_gather, sum.params * 2, dp_group, p.tp);
+          tail[static_cast<std::size_t>(s)] += x.fabric.collective(CollectiveOp::all_gather, sum.params * param_gather_bytes(p), dp_group, p.tp);
         }
       }
       ramp_in += x.chunk(0, s).f.seconds() + c;
@@ -408,6 +409,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   const ParallelPlan& p = sc.plan;
   validate_model(m, sc.source, "/model");
   validate_plan(p, m, cluster_gpus(sc.topology), sc.source, "/plan");
+  validate_precision(p, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
   const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 
 namespace orrery::models {
@@ -79,6 +80,9 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (p.moe_dispatch != "nccl" && p.moe_dispatch != "deepep") {
     bad("moe_dispatch", fmt::format("found {}, expected nccl or deepep", sim::quote(p.moe_dispatch)));
   }
+  if (!precision_spec(p.precision, source, where).low() && p.fp8_param_gather) {
+    bad("fp8_param_gather", fmt::format("fp8_param_gather needs a low precision; the plan's is {}", p.precision));
+  }
   if (p.grad_reduce != "fp32" && p.grad_reduce != "bf16" && p.grad_reduce != "fp16") {
     bad("grad_reduce", fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(p.grad_reduce)));
   }
@@ -90,6 +94,59 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
 }
 
 double grad_reduce_bytes(const ParallelPlan& p) { return p.grad_reduce == "fp32" ? 4.0 : 2.0; }
+
+namespace {
+// Bytes per element with the block scales: FP8 per tensor, one scalar; DeepSeek-V3's block-wise
+// FP8 an fp32 scale per 128 elements (arXiv 2412.19437 sec. 3.3.2); MXFP8 an E8M0 byte per 32
+// (OCP Microscaling Formats spec v1.0); NVFP4 an E4M3 byte per 16 (NVIDIA, "Pretraining Large
+// Language Models with NVFP4", arXiv 2509.25149), both on Blackwell's block-scaled tensor cores.
+const std::vector<PrecisionSpec>& precisions() {
+  static const std::vector<PrecisionSpec> all = {
+      {"bf16", DType::bf16, 2, false, false},
+      {"fp8", DType::fp8, 1, true, false},
+      {"fp8-delayed", DType::fp8, 1, false, false},
+      {"fp8-block", DType::fp8, 1 + 4.0 / 128, false, false},
+      {"mxfp8", DType::fp8, 1 + 1.0 / 32, false, true},
+      {"nvfp4", DType::fp4, 0.5 + 1.0 / 16, false, true},
+  };
+  return all;
+}
+}  // namespace
+
+double param_gather_bytes(const ParallelPlan& p) { return p.fp8_param_gather ? precision_spec(p.precision).bytes : 2.0; }
+
+std::vector<std::string> precision_names() {
+  std::vector<std::string> out;
+  for (const PrecisionSpec& s : precisions()) out.emplace_back(s.name);
+  return out;
+}
+
+PrecisionSpec precision_spec(std::string_view name, std::string_view source, std::string_view where) {
+  for (const PrecisionSpec& s : precisions()) {
+    if (s.name == name) return s;
+  }
+  throw sim::InputError(std::string(source), fmt::format("{}/precision", where),
+                        fmt::format("found {}{}, expected one of {}", sim::quote(name), sim::did_you_mean(name, precision_names()),
+                                    fmt::join(precision_names(), ", ")));
+}
+
+void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_view source, std::string_view where) {
+  const PrecisionSpec s = precision_spec(p.precision, source, where);
+  const bool block_scaled = gpu.supports(DType::fp4);  // Blackwell's fifth-generation tensor cores
+  std::string missing;
+  if (s.blackwell && !block_scaled) {
+    missing = "block-scaled tensor cores (Blackwell: B200, GB200, B300, GB300)";
+  } else if (s.low() && !gpu.supports(s.gemm)) {
+    missing = fmt::format("{} tensor cores (Hopper and later)", to_string(s.gemm));
+  }
+  if (missing.empty()) return;
+  std::vector<std::string> ok;
+  for (const PrecisionSpec& q : precisions()) {
+    if ((!q.blackwell || block_scaled) && (!q.low() || gpu.supports(q.gemm))) ok.emplace_back(q.name);
+  }
+  throw sim::InputError(std::string(source), fmt::format("{}/precision", where),
+                        fmt::format("{} needs {}, which the {} lacks; on the {}: {}", s.name, missing, gpu.name, gpu.name, fmt::join(ok, ", ")));
+}
 
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   const int n = p.virtual_stages();
@@ -114,13 +171,17 @@ double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int lay
   const double hk = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.qk_head_dim());
   const double hv = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.v_head_dim());
   const double ho = heads * static_cast<double>(m.v_head_dim());
+  // A linear layer's input is kept for its wgrad as its GEMM reads it: in a low precision, the
+  // quantized copy (Transformer Engine saves the cast input), `lin` of the bf16 bytes.
+  const PrecisionSpec prec = precision_spec(p.precision);
+  const double lin = prec.low() ? prec.bytes / 2 : 1.0;
   // Sequence region (split by sequence parallelism): two norm inputs, the QKV and MLP inputs,
   // the dropout masks.
-  const double seq = 4 * h + 2 * h + 2 * h + (dropout ? 2 * h : 0);
+  const double seq = 4 * h + 2 * h * lin + 2 * h * lin + (dropout ? 2 * h : 0);
   // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
   // dropout its mask and output, per head and key.
-  double tpr = 2 * (hq + hk) + 2 * hv + 2 * ho;
+  double tpr = 2 * (hq + hk) + 2 * hv + 2 * ho * lin;
   double scores = 0;
   if (!p.flash_attention && p.recompute == Recompute::none) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
@@ -128,14 +189,15 @@ double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int lay
   double routed = 0;  // MoE: per token of the rank's sequence shard, not split further
   if (m.moe_layer(layer)) {
     const double fe = static_cast<double>(m.moe.expert_ffn);
-    const double per = m.mlp == MlpKind::swiglu ? 6 * fe : 4 * fe;
+    // The first GEMM's outputs (kept for the activation's backward) and the second's input.
+    const double per = (m.mlp == MlpKind::swiglu ? 4 * fe : 2 * fe) + 2 * fe * lin;
     // Routed copies (top_k per token, the busiest rank's share) with their dispatched inputs;
     // shared experts are tensor-parallel.
-    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * h);
+    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * h * lin);
     tpr += m.moe.shared_experts * per;
   } else {
     const double f = static_cast<double>(m.ffn_hidden);
-    tpr += m.mlp == MlpKind::swiglu ? 6 * f : 4 * f;
+    tpr += (m.mlp == MlpKind::swiglu ? 4 * f : 2 * f) + 2 * f * lin;
   }
   return tokens * ((seq + routed) / sp + tpr / t + scores / t);
 }
@@ -147,6 +209,7 @@ struct StageParams {
   double expert = 0;  // routed-expert parameters (sharded by ep, ZeRO over dp x cp / ep)
   double largest_chunk = 0;  // of the stage's chunks (dense + expert)
   double largest_layer = 0;  // a chunk's parameters over its layers, the largest (run_step's gather piece)
+  double embedding = 0;      // of dense: the input embedding and the output layer (bf16 GEMMs)
 };
 
 StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
@@ -165,9 +228,12 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
         s.dense += static_cast<double>(m.dense_mlp_params()) / p.tp;
       }
     }
-    if (vs == 0) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    if (vs == 0) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp, s.embedding += static_cast<double>(m.vocab * m.hidden) / p.tp;
     // The output layer (tied embeddings share the first stage's copy when it is the same stage).
-    if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) {
+      s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
+      s.embedding += static_cast<double>(m.vocab * m.hidden) / p.tp;
+    }
     if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.hidden);
     const double chunk = s.dense + s.expert - before;
     s.largest_chunk = std::max(s.largest_chunk, chunk);
@@ -190,7 +256,17 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     const auto shard = [&](double bytes_per_param, bool sharded) {
       return sharded ? bytes_per_param * (sp.dense / dp_dense + sp.expert / dp_expert) : bytes_per_param * (sp.dense + sp.expert);
     };
-    e.params_bytes = shard(2, p.zero >= 3);
+    // bf16 weights (the low-precision ones with fp8_param_gather), and for a low precision the
+    // quantized copies of the linear layers' weights its GEMMs read, row- and column-wise, cached
+    // for the step (Transformer Engine's weight caching; one of them is the weights themselves
+    // with fp8_param_gather). ZeRO-3 shards the weights, not the copies of the layers in use
+    // (left out: one layer's).
+    const PrecisionSpec prec = precision_spec(p.precision);
+    e.params_bytes = shard(p.fp8_param_gather ? prec.bytes : 2, p.zero >= 3);
+    if (prec.low() && p.zero < 3) {
+      const double linear = sp.dense + sp.expert - sp.embedding;
+      e.params_bytes += linear * prec.bytes * (p.fp8_param_gather ? 1 : 2);
+    }
     // The gradient buffer, in the dtype gradients are reduced in. With a 16-bit buffer the
     // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).
     e.grads_bytes = shard(grad_reduce_bytes(p), p.zero >= 2);

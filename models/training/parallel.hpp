@@ -6,6 +6,7 @@
 //   MemoryEstimate m = estimate_memory(plan, model, schedule_plan);
 #pragma once
 
+#include "models/hardware/hardware.hpp"
 #include "models/training/llm.hpp"
 #include "models/training/pipeline.hpp"
 
@@ -58,6 +59,18 @@ struct ParallelPlan {
   // grad_reduce_in_fp32 = False, as NVIDIA's performance recipes in Megatron-Bridge set it) or
   // "fp16" (fp16 training, where Megatron reduces in fp16 unless told otherwise).
   std::string grad_reduce = "fp32";
+  // The precision of the linear layers' GEMMs (attention, norms, the router and the LM head stay
+  // in bf16): "bf16"; "fp8" (per-tensor current scaling, Transformer Engine's Float8CurrentScaling:
+  // each tensor's amax measured before its cast), "fp8-delayed" (per-tensor delayed scaling: the
+  // scale from an amax history, no extra pass), "fp8-block" (DeepSeek-V3's block-wise scaling:
+  // 1x128 tiles of activations and gradients, 128x128 blocks of weights), "mxfp8" (32-element
+  // blocks with an E8M0 scale, Blackwell's block-scaled tensor cores) or "nvfp4" (16-element
+  // blocks of E2M1 with an E4M3 scale, Blackwell). precision_spec() says what each costs.
+  std::string precision = "bf16";
+  // Megatron's --fp8-param-gather: the parameters kept in the low precision (no bf16 copy), so
+  // the data-parallel parameter all-gathers (ZeRO-1's after the step, ZeRO-3's before each use)
+  // move the quantized bytes. Needs a low precision.
+  bool fp8_param_gather = false;
   // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;
@@ -69,6 +82,27 @@ struct ParallelPlan {
 
 // Bytes per parameter of the gradients data parallelism accumulates and reduces (4 or 2).
 double grad_reduce_bytes(const ParallelPlan& plan);
+
+// Bytes per parameter of the data-parallel parameter all-gathers: 2 (bf16), or the precision's
+// with fp8_param_gather.
+double param_gather_bytes(const ParallelPlan& plan);
+
+// What a plan's precision means for the step (see ParallelPlan::precision).
+struct PrecisionSpec {
+  std::string_view name;
+  DType gemm = DType::bf16;       // the linear layers' GEMMs
+  double bytes = 2;               // per element of a quantized tensor, its scales included
+  bool amax_pass = false;         // per-tensor current scaling: one more read of each tensor before its cast
+  bool blackwell = false;         // needs block-scaled tensor cores (MXFP8, NVFP4)
+  bool low() const { return gemm != DType::bf16; }
+};
+// Throws InputError at (source, where + "/precision") for an unknown name.
+PrecisionSpec precision_spec(std::string_view name, std::string_view source = "<plan>", std::string_view where = "/plan");
+// The names precision_spec() knows, in order.
+std::vector<std::string> precision_names();
+// Rejects a precision the GPU cannot run: FP8 needs FP8 tensor cores (Hopper and later), MXFP8
+// and NVFP4 block-scaled ones (Blackwell); the message names both.
+void validate_precision(const ParallelPlan& plan, const GpuSpec& gpu, std::string_view source, std::string_view where);
 
 // Rejects a plan that cannot run: sizes that do not divide (heads by tp, layers over stages,
 // the global batch by micro-batch x dp, experts by ep, ...), a GPU count other than the

@@ -221,6 +221,7 @@ struct Ctx {
   double tokens;      // per GPU in the tensor-parallel region (the micro-batch's sequence share)
   double seq_tokens;  // per GPU in the sequence region (split by sequence parallelism)
   std::int64_t heads_l, kv_l;
+  PrecisionSpec prec;  // the linear layers' GEMMs and their casts
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
@@ -235,16 +236,34 @@ struct Gemm {
   std::int64_t n, k;
 };
 
-// A forward GEMM, and its backward: dgrad (B) and wgrad (W).
-void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw) {
-  const Kernel f = Kernel::gemm(Ctx::n(g.m), g.n, g.k, DType::bf16);
-  const Kernel b = Kernel::gemm(Ctx::n(g.m), g.k, g.n, DType::bf16);
-  const Kernel w = Kernel::gemm(g.k, g.n, Ctx::n(g.m), DType::bf16);
+// The casts a low-precision GEMM of an (m x k) input and (m x n) output needs (Transformer Engine's
+// recipes, as this model states them): forward, the input cast (read bf16, write the quantized
+// copy with its scales twice, row- and column-wise, for dgrad and wgrad); backward, the output
+// gradient the same; per-tensor current scaling reads each tensor once more for its amax first.
+// The weights' cast (k x n, once per step: the copy is reused by every micro-batch) is charged
+// to each micro-batch as its share.
+void add_casts(const Ctx& c, LayerCost& lc, double m, double n, double k, double weight_share) {
+  const PrecisionSpec& q = c.prec;
+  const auto cast = [&](double elements) { return elements * (2 + 2 * q.bytes + (q.amax_pass ? 2 : 0)); };
+  c.add(lc.f, c.mem(KernelKind::quantize, cast(m * k) + weight_share * cast(k * n)));
+  c.add(lc.b, c.mem(KernelKind::quantize, cast(m * n)));
+}
+
+// A forward GEMM, and its backward: dgrad (B) and wgrad (W); a linear layer's runs in the plan's
+// precision (with its casts), the router's and the LM head's in bf16 (`quantized` false).
+void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw, bool quantized = true) {
+  const DType t = quantized ? c.prec.gemm : DType::bf16;
+  const Kernel f = Kernel::gemm(Ctx::n(g.m), g.n, g.k, t);
+  const Kernel b = Kernel::gemm(Ctx::n(g.m), g.k, g.n, t);
+  const Kernel w = Kernel::gemm(g.k, g.n, Ctx::n(g.m), t);
   c.add(lc.f, f);
   c.add(lc.b, b);
   c.add(lc.w, w);
   *gemm_f += c.cost.time(f).to_seconds();
   *gemm_bw += c.cost.time(b).to_seconds() + c.cost.time(w).to_seconds();
+  if (quantized && c.prec.low()) {
+    add_casts(c, lc, g.m, static_cast<double>(g.n), static_cast<double>(g.k), 1.0 / std::max(1, c.p.micro_batches()));
+  }
 }
 
 LayerCost layer_cost(const Ctx& c, bool moe) {
@@ -323,7 +342,7 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
   } else {
     const auto& e = m.moe;
-    add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw);  // router (replicated)
+    add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw, false);  // router (replicated, bf16)
     if (e.shared_experts > 0) {
       const std::int64_t fs = e.expert_ffn * e.shared_experts / p.tp;
       add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw);
@@ -337,9 +356,13 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
     for (const auto& [nn, kk] : {std::pair{up, m.hidden}, std::pair{m.hidden, e.expert_ffn}}) {
-      const Kernel f = Kernel::grouped_gemm(groups, nn, kk, DType::bf16);
-      const Kernel b = Kernel::grouped_gemm(groups, kk, nn, DType::bf16);
-      const Kernel w = Kernel::gemm(kk, nn, per_expert, DType::bf16, local);
+      const DType t = c.prec.gemm;
+      const Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
+      const Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
+      const Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
+      if (c.prec.low()) {
+        add_casts(c, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
+      }
       c.add(lc.f, f);
       c.add(lc.b, b);
       c.add(lc.w, w);
@@ -431,7 +454,7 @@ LayerCost loss_cost(const Ctx& c) {
   const std::int64_t v = (c.m.vocab + c.p.tp - 1) / c.p.tp;
   c.add(lc.f, c.mem(KernelKind::norm, 2 * c.seq_tokens * h * 2));
   c.add(lc.b, c.mem(KernelKind::norm, 3 * c.seq_tokens * h * 2));
-  add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw);
+  add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw, false);  // the LM head stays in bf16
   const double logits = c.tokens * static_cast<double>(v);
   c.add(lc.f, c.mem(KernelKind::cross_entropy, logits * (2 + 4)));
   c.add(lc.b, c.mem(KernelKind::cross_entropy, logits * (4 + 2)));
@@ -450,7 +473,8 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
              m.heads / p.tp,
-             std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+             std::max<std::int64_t>(1, m.kv_heads / p.tp),
+             precision_spec(p.precision)};
 }
 
 // One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(moe)`), plus the
@@ -544,11 +568,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
   CommCost comm(parse_cluster(sc.topology));
-  const Ctx ctx{m, p, cost, comm,
-                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
-                static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
-                m.heads / p.tp,
-                std::max<std::int64_t>(1, m.kv_heads / p.tp)};
+  const Ctx ctx = make_ctx(m, p, cost, comm);
   // The layer's attention as layer_cost() costs it, to take out.
   const std::vector<std::int64_t> docs(static_cast<std::size_t>(p.micro_batch), p.seq_len);
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
@@ -563,7 +583,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec};
     const LayerCost lc = layer_cost(c2, moe);
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }
@@ -628,6 +648,7 @@ PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, c
   const int cluster_gpus = cluster.units() * cluster.per_unit();
   validate_model(m, sc.source, "/model");
   validate_plan(p, m, cluster_gpus, sc.source, "/plan");
+  validate_precision(p, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
   return schedule.plan(shape, sc.source, "/plan/schedule");
@@ -916,7 +937,7 @@ void RankBuilder::add_step_start_gathers() {
   for (int c = 0; c < p.vp; ++c) {
     const int vs = c * p.pp + stage;
     const int n = std::max(1, layers_of(p, m, vs));
-    const double bytes = chunk_params(m, p, vs) / n * 2;
+    const double bytes = chunk_params(m, p, vs) / n * param_gather_bytes(p);
     for (int piece = 0; piece < n; ++piece) {
       gathers[static_cast<std::size_t>(c)].push_back(
           chain(dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, bytes)));
@@ -932,7 +953,7 @@ void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* afte
   const int n = pieces_of(i);
   const sim::TaskId ag = chain(dp_transfer(
       fmt::format("{} param all-gather {}{} vs{} bucket {}", device, op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
-      CollectiveOp::all_gather, chunk_params(m, p, vs) / n * 2));
+      CollectiveOp::all_gather, chunk_params(m, p, vs) / n * param_gather_bytes(p)));
   if (after != nullptr) g.add_dependency(*after, ag);
   zero3_gathers[{i, piece}] = ag;
 }
@@ -1000,7 +1021,7 @@ void RankBuilder::add_op(std::size_t i) {
 // the op's critical path.
 void RankBuilder::add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs) {
   const sim::TaskId ag =
-      chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs) * 2));
+      chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs) * param_gather_bytes(p)));
   if (prev) g.add_dependency(*prev, ag);
   for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
   blocking = {ag};
@@ -1055,7 +1076,7 @@ void RankBuilder::add_step_end() {
   // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
   // keeps its parameters sharded until the next step's first gather.
   if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
-    const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params * 2));
+    const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params * param_gather_bytes(p)));
     g.add_dependency(rt.optimizer, ag);
   }
 }

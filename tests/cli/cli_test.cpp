@@ -482,7 +482,10 @@ TEST_CASE("orrery collective reports are byte-identical across runs") {
 TEST_CASE("orrery gpus lists the catalog with sources, and takes a catalog file") {
   const Result r = run({"gpus"});
   REQUIRE(r.code == 0);
-  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "MI300X"}) CHECK(r.out.find(name) != std::string::npos);
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "B300", "GB300", "MI300X"}) CHECK(r.out.find(name) != std::string::npos);
+  // Blackwell's FP4 peaks: B200 10,000 TFLOP/s dense, B300 15,000 (the fp4 column).
+  CHECK(r.out.find("4500   10000") != std::string::npos);
+  CHECK(r.out.find("4500   15000") != std::string::npos);
   CHECK(r.out.find("sources:") != std::string::npos);
   {
     std::ofstream f("extra-gpus.json");
@@ -628,6 +631,10 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
             .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective or full") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "grad_reduce": "int8"}})")
             .find("bad-step.json:/plan/grad_reduce: found \"int8\", expected fp32, bf16 or fp16") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "A100-80GB", "topology": "dgx-a100:nodes=2"}, "plan": {"global_batch": 16, "precision": "fp8"}})")
+            .find("bad-step.json:/plan/precision: fp8 needs fp8 tensor cores (Hopper and later), which the A100-80GB lacks") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "precision": "nvfp4"}})")
+            .find("bad-step.json:/plan/precision: nvfp4 needs block-scaled tensor cores") != std::string::npos);
   CHECK(fails(R"({"model": {"name": "tiny", "base": "llama3-8b", "layers": 0}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
             .find("bad-step.json:/model/layers") != std::string::npos);
 }

@@ -590,3 +590,57 @@ TEST_CASE("grad_reduce bf16: half the gradient bytes, a shorter reduction, the s
   CHECK(orrery::testing::error_of([&] { validate_plan(sc.plan, sc.model, 16, "s.json", "/plan"); })
             .find("s.json:/plan/grad_reduce: found \"fp8\", expected fp32, bf16 or fp16") != std::string::npos);
 }
+
+// plan.precision: the linear layers' GEMMs at the precision's tensor-core peak, with their casts;
+// attention, norms and the LM head stay in bf16. FP8 is faster than bf16 on a GEMM-bound plan,
+// delayed scaling (no amax pass) faster than current scaling, and the memory holds the quantized
+// weight copies while the kept linear inputs shrink.
+TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs refused") {
+  StepScenario sc = small(8, 1, 1, 4);
+  sc.model.layers = 4;
+  const StepResult bf16 = step(sc);
+  sc.plan.precision = "fp8";
+  const StepResult fp8 = step(sc);
+  sc.plan.precision = "fp8-delayed";
+  const StepResult delayed = step(sc);
+  CHECK(fp8.step_time < bf16.step_time);
+  CHECK(delayed.step_time < fp8.step_time);
+  CHECK(fp8.model_flops == bf16.model_flops);  // the same model FLOPs, against the same bf16 peak
+  CHECK(fp8.mfu > bf16.mfu);
+  CHECK(fp8.memory.params_bytes > bf16.memory.params_bytes);            // + the FP8 copies, row- and column-wise
+  CHECK(fp8.memory.activations_bytes < bf16.memory.activations_bytes);  // linear inputs kept in FP8
+  CHECK(fp8.memory.optimizer_bytes == bf16.memory.optimizer_bytes);
+  // fp8_param_gather: the parameters in FP8, their data-parallel gathers too.
+  StepScenario dp = small(1, 1, 16, 2);
+  dp.plan.precision = "fp8";
+  const StepResult gather16 = step(dp);
+  dp.plan.fp8_param_gather = true;
+  const StepResult gather8 = step(dp);
+  CHECK(gather8.stages[0].dp_bytes < gather16.stages[0].dp_bytes);
+  CHECK(gather8.memory.params_bytes < gather16.memory.params_bytes);
+  // On Blackwell: MXFP8 runs, NVFP4 (twice FP8's peak) is faster still.
+  StepScenario bw = small(8, 1, 1, 4);
+  bw.model.layers = 4;
+  bw.gpu = HardwareCatalog::builtin().gpu("B200");
+  bw.topology = "dgx-b200:nodes=1";
+  bw.plan.precision = "mxfp8";
+  const StepResult mx = step(bw);
+  bw.plan.precision = "nvfp4";
+  CHECK(step(bw).step_time < mx.step_time);
+  // Pairs the GPU cannot run, unknown names, a gather with nothing to gather in.
+  const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { step(s); }); };
+  StepScenario a100 = small(8, 1, 1, 4);
+  a100.gpu = HardwareCatalog::builtin().gpu("A100-80GB");
+  a100.topology = "dgx-a100:nodes=1";
+  a100.plan.precision = "fp8";
+  CHECK(error(a100).find("/plan/precision: fp8 needs fp8 tensor cores (Hopper and later), which the A100-80GB lacks; on the A100-80GB: bf16") !=
+        std::string::npos);
+  sc.plan.precision = "nvfp4";
+  CHECK(error(sc).find("/plan/precision: nvfp4 needs block-scaled tensor cores (Blackwell: B200, GB200, B300, GB300), which the H100 lacks; "
+                       "on the H100: bf16, fp8, fp8-delayed, fp8-block") != std::string::npos);
+  sc.plan.precision = "fp9";
+  CHECK(error(sc).find("/plan/precision: found \"fp9\"; did you mean \"fp8\"?, expected one of bf16, fp8") != std::string::npos);
+  sc.plan.precision = "bf16";
+  sc.plan.fp8_param_gather = true;
+  CHECK(error(sc).find("/plan/fp8_param_gather: fp8_param_gather needs a low precision; the plan's is bf16") != std::string::npos);
+}
