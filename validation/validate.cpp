@@ -251,7 +251,10 @@ void validate(const ValidateOptions& o, std::ostream& out) {
       {"network", [&] { validate_network(o.data_dir, md, lines); }},
       {"nccl", [&] { validate_nccl(o.data_dir, md, lines, o.print_fit); }},
       {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
-      {"steps", [&] { validate_steps(o.data_dir, md, lines); }},
+      {"steps", [&] {
+         validate_steps(o.data_dir, md, lines);
+         validate_bridge(o.data_dir, md, lines);
+       }},
       {"balance", [&] { validate_balance(md, lines); }},
       {"cluster", [&] { validate_cluster(o.data_dir, md, lines); }},
       {"multimodal", [&] { validate_multimodal(md, lines); }},

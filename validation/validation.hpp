@@ -58,6 +58,17 @@ struct StepValidationSummary {
   std::vector<Table> tables;
 };
 
+// Megatron-Bridge's published runs (../shared/data/megatron-bridge): every row Orrery can
+// express runs as a scenario, the others are listed with what is missing; no parameter is
+// fitted on them. Appends a markdown section (after validate_steps', in the same run).
+struct BridgeValidationSummary {
+  int rows = 0;        // in the table
+  int run = 0;         // run as scenarios
+  double mape = 0;     // tokens/s per GPU over the rows run
+  double worst = 0;
+};
+BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
 // The NCCL cost model against the published nccl-tests sweeps (../shared/data/
 // nccl-tests-sweeps): fits its physical parameters and predicts each sweep leave-one-out;
 // appends a markdown section.

@@ -174,10 +174,18 @@ class CommCost {
   // The builder spec of the smallest instance of the fabric that holds the group.
   std::string topology_spec_for(int n, int stride) const {
     const int g = cluster_.per_unit();
-    if (static_cast<long>(stride) * n <= g) return cluster_.scaled(1, n);  // one server or domain
-    if (stride >= g) return cluster_.scaled(n, 1);                          // one GPU per server
-    const int per = std::max(1, g / stride);                                // a few per server
-    return cluster_.scaled((n + per - 1) / per, per);
+    // An NVLink domain of whole compute trays (models/network/topology.cpp): a group inside one
+    // takes the first n GPUs of whole trays; across domains, each domain's share must be trays.
+    const int tray = cluster_.domains ? 4 : 1;
+    if (static_cast<long>(stride) * n <= g) return cluster_.scaled(1, (n + tray - 1) / tray * tray);  // one server or domain
+    const int per = stride >= g ? 1 : std::max(1, g / stride);  // GPUs of the group per server
+    if (per % tray != 0) {
+      throw sim::InputError("<plan>", "", fmt::format("a group of {} GPUs {} apart puts {} in each NVLink domain of {}; Orrery's NVL72 fabric "
+                                                      "holds whole trays of {} GPUs: such a group is not modelled yet",
+                                                      n, stride, per, cluster_.scaled(cluster_.units(), g), tray));
+    }
+    if (stride >= g) return cluster_.scaled(n, 1);  // one GPU per server
+    return cluster_.scaled((n + per - 1) / per, per);  // a few per server
   }
 
   const Topology& fabric_instance(const std::string& spec) {

@@ -282,6 +282,15 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
     CHECK(t.worst_calibration < 0.01);
   }
   check_committed(md);
+  // Megatron-Bridge's runs: the rows Orrery can express run (the rest are listed with what is
+  // missing), predicted with no parameter fitted on them.
+  std::string bridge_md;
+  const auto bridge = orrery::validation::validate_bridge(data, bridge_md, out);
+  CHECK(bridge.rows == 142);
+  CHECK(bridge.run >= 60);
+  CHECK(bridge.mape < 0.25);
+  CHECK(bridge_md.find("Not run (" + std::to_string(bridge.rows - bridge.run) + " rows)") != std::string::npos);
+  check_committed(bridge_md);
 }
 
 // Sequence balancing: the papers' rankings hold.

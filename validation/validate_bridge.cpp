@@ -1,0 +1,187 @@
+// Megatron-Bridge's published training runs (../shared/data/megatron-bridge: NVIDIA's NeMo
+// performance tables, H100, B200 and GB200 in BF16, FP8, MXFP8 and NVFP4) against the step
+// emulator: every row that Orrery can express runs as a scenario; the others are listed with
+// what is missing. No parameter is fitted on these rows: each is a prediction with the training
+// parameters of models::training_roofline_params (set on the Megatron-LM tables).
+#include "validation/validation.hpp"
+
+#include "models/hardware/cost.hpp"
+#include "models/training/step.hpp"
+#include "policies/pipeline.hpp"
+#include "sim/error.hpp"
+#include "traces/csv.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+namespace orrery::validation {
+
+namespace {
+
+struct BridgeRow {
+  std::string source;
+  std::string what;
+  std::string group;      // "DGX-H100 FP8"
+  std::string plan;
+  double measured = 0;    // tokens/s per GPU
+  double simulated = 0;
+  double mfu = 0;
+  bool oom = false;
+  std::string note;
+};
+
+// The catalog model of a printed name, or why there is none.
+std::string model_of(const std::string& printed, std::string& missing) {
+  static const std::map<std::string, std::string, std::less<>> names = {
+      {"LLAMA3_8B", "llama3-8b"},           {"LLAMA3_70B", "llama3-70b"},         {"LLAMA3.1_405B", "llama3-405b"},
+      {"Qwen3_30B_a3B", "qwen3-30b-a3b"},   {"Qwen3_235B_a22B", "qwen3-235b-a22b"}, {"DeepSeekV3 (w/o MTP)", "deepseek-v3"}};
+  if (const auto it = names.find(printed); it != names.end()) return it->second;
+  if (printed.rfind("DeepSeekV3", 0) == 0) missing = "multi-token prediction (DeepSeek-V3's MTP head) is not modelled yet";
+  else if (printed.rfind("GPT OSS", 0) == 0) missing = "GPT-OSS (sliding-window attention with sinks) is not in the catalog yet";
+  else if (printed.rfind("Nemotron", 0) == 0) missing = "Nemotron 3 (Mamba-2 hybrid layers) is not in the catalog yet";
+  else missing = fmt::format("{} is not in the catalog", printed);
+  return "";
+}
+
+std::string precision_of(const std::string& printed) {
+  if (printed == "BF16") return "bf16";
+  if (printed == "FP8" || printed == "FP8-CS") return "fp8";  // per-tensor current scaling (SOURCE.md)
+  if (printed == "FP8-MX" || printed == "MXFP8") return "mxfp8";
+  if (printed == "NVFP4") return "nvfp4";
+  return "";
+}
+
+// The fabric of a DGX system of `gpus` GPUs: DGX H100/B200 servers of 8; GB200 NVL72 racks used
+// 64 GPUs at a time (16 compute trays of 4), one domain for smaller jobs.
+std::string topology_of(const std::string& system, int gpus) {
+  if (system == "DGX-H100") return fmt::format("dgx-h100:nodes={}", std::max(1, gpus / 8)) + (gpus < 8 ? fmt::format(",gpus_per_node={}", gpus) : "");
+  if (system == "DGX-B200") return fmt::format("dgx-b200:nodes={}", std::max(1, gpus / 8)) + (gpus < 8 ? fmt::format(",gpus_per_node={}", gpus) : "");
+  if (system == "DGX-GB200") {
+    const int per = gpus % 64 == 0 ? 64 : gpus;
+    return fmt::format("nvl72:domains={},gpus_per_domain={}", gpus / per, per);
+  }
+  return "";
+}
+
+int count_or(const std::string& v, int fallback) { return v.empty() || v == "n/a" ? fallback : std::stoi(v); }
+
+}  // namespace
+
+BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& md, std::ostream& out) {
+  const std::string path = data_dir + "/megatron-bridge/megatron_bridge_pretrain_h100_b200_gb200.csv";
+  if (!std::filesystem::exists(path)) {
+    throw sim::InputError(data_dir, "", "expected the shared data folder with megatron-bridge/ (see ../shared/data)");
+  }
+  const auto t = traces::read_csv_file(path);
+  std::vector<BridgeRow> rows;
+  std::vector<std::string> missing_rows;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string where = fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[r]);
+    const std::string what = fmt::format("{} {} {} on {} {}", t.at(r, "task"), t.at(r, "model"), t.at(r, "precision"), t.at(r, "gpus"),
+                                         t.at(r, "system"));
+    std::string missing;
+    const std::string model = model_of(t.at(r, "model"), missing);
+    const std::string precision = precision_of(t.at(r, "precision"));
+    if (missing.empty() && precision.empty()) missing = fmt::format("precision {} is not one Orrery knows", t.at(r, "precision"));
+    if (missing.empty() && t.at(r, "task") == "lora") missing = "LoRA fine-tuning (a frozen base with adapters) is not modelled yet";
+    const int fsdp = count_or(t.at(r, "fsdp"), 0);
+    const int gpus = static_cast<int>(t.number(r, "gpus"));
+    if (missing.empty() && fsdp > 0 && fsdp != gpus / (count_or(t.at(r, "tp"), 1) * count_or(t.at(r, "pp"), 1) * count_or(t.at(r, "cp"), 1))) {
+      missing = fmt::format("Megatron-FSDP over a sharding group of {} smaller than the data-parallel group is not modelled yet", fsdp);
+    }
+    if (!missing.empty()) {
+      missing_rows.push_back(fmt::format("{} ({}): {}", where, what, missing));
+      continue;
+    }
+    models::StepScenario sc;
+    sc.model = models::ModelCatalog::builtin().model(model);
+    const std::string system = t.at(r, "system");
+    sc.gpu = models::HardwareCatalog::builtin().gpu(system.substr(4));
+    sc.topology = topology_of(system, gpus);
+    sc.source = where;
+    models::ParallelPlan& p = sc.plan;
+    p.tp = count_or(t.at(r, "tp"), 1);
+    p.pp = count_or(t.at(r, "pp"), 1);
+    p.cp = count_or(t.at(r, "cp"), 1);
+    p.vp = count_or(t.at(r, "vp"), 1);
+    p.ep = count_or(t.at(r, "ep"), 1);
+    p.dp = gpus / (p.tp * p.pp * p.cp);
+    p.micro_batch = static_cast<int>(t.number(r, "mbs"));
+    p.global_batch = static_cast<int>(t.number(r, "gbs"));
+    p.seq_len = static_cast<std::int64_t>(t.number(r, "seq_len"));
+    p.schedule = p.vp > 1 ? "interleaved-1f1b" : "1f1b";
+    // The performance recipes' settings (Megatron-Bridge scripts/performance): the distributed
+    // optimizer (or Megatron-FSDP, taken as ZeRO-3 over the data-parallel group), gradients
+    // reduced in bf16, TP communication overlapped with sequence parallelism, no recompute
+    // (assumed: the tables do not print it).
+    p.zero = fsdp > 0 ? 3 : 1;
+    p.grad_reduce = "bf16";
+    p.sequence_parallel = p.tp > 1;
+    p.overlap_tp_comm = true;
+    p.recompute = models::Recompute::none;
+    p.precision = precision;
+    BridgeRow row;
+    row.source = where;
+    row.what = what;
+    row.group = fmt::format("{} {}", system, t.at(r, "precision"));
+    row.measured = t.number(r, "tokens_per_s_per_gpu");
+    row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "");
+    if (t.at(r, "task") == "sft") row.note = "full SFT run as pre-training (packed documents' lengths not printed)";
+    try {
+      const auto schedule = policies::pipeline_schedules().create(p.schedule, {}, {where, "/plan/schedule"});
+      const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+      const models::StepResult s = models::run_step(sc, cost, *schedule);
+      row.simulated = s.tokens_per_s / gpus;
+      row.mfu = s.mfu;
+      row.oom = s.oom;
+    } catch (const sim::InputError& e) {
+      missing_rows.push_back(fmt::format("{} ({}): {}", where, what, e.what()));
+      continue;
+    }
+    rows.push_back(row);
+  }
+
+  BridgeValidationSummary summary;
+  summary.rows = static_cast<int>(t.rows.size());
+  summary.run = static_cast<int>(rows.size());
+  std::map<std::string, std::pair<double, int>> groups;
+  for (const BridgeRow& row : rows) {
+    const double err = std::fabs(row.simulated / row.measured - 1);
+    auto& [sum, n] = groups[row.group];
+    sum += err, ++n;
+    summary.mape += err;
+    summary.worst = std::max(summary.worst, err);
+  }
+  if (!rows.empty()) summary.mape /= static_cast<double>(rows.size());
+
+  md += "### Megatron-Bridge (NVIDIA's NeMo performance tables, 2025-2026): predictions\n\n";
+  md += fmt::format(
+      "Each row of ../shared/data/megatron-bridge that Orrery can express runs as a step scenario ({} of {}): the row's model,\n"
+      "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
+      "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
+      "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
+      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed). Nothing is fitted\n"
+      "on these rows: the step efficiency and per-kernel overhead are the steps section's (B200 and GB200 take the H100's),\n"
+      "so every row is a prediction. Errors are of tokens/s per GPU.\n\n",
+      rows.size(), t.rows.size());
+  md += "| system, precision | rows | MAPE |\n|---|---|---|\n";
+  for (const auto& [g, v] : groups) md += fmt::format("| {} | {} | {:.1f}% |\n", g, v.second, 100 * v.first / v.second);
+  md += fmt::format("| all | {} | {:.1f}% (worst {:.1f}%) |\n\n", rows.size(), 100 * summary.mape, 100 * summary.worst);
+  md += "| source | run | plan | measured tokens/s/GPU | simulated | error | MFU (bf16 peak) | note |\n|---|---|---|---|---|---|---|---|\n";
+  for (const BridgeRow& row : rows) {
+    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {:+.1f}% | {:.1f}%{} | {} |\n", row.source, row.what, row.plan, row.measured, row.simulated,
+                      100 * (row.simulated / row.measured - 1), 100 * row.mfu, row.oom ? " (OOM by our model)" : "", row.note);
+  }
+  md += fmt::format("\nNot run ({} rows), each with what Orrery lacks for it:\n\n", missing_rows.size());
+  for (const std::string& m : missing_rows) md += "- " + m + "\n";
+  md += "\n";
+  out << fmt::format("bridge: {} of {} Megatron-Bridge rows run; tokens/s per GPU MAPE {:.1f}% (worst {:.1f}%), no parameter fitted on them\n",
+                     rows.size(), t.rows.size(), 100 * summary.mape, 100 * summary.worst);
+  return summary;
+}
+
+}  // namespace orrery::validation
