@@ -178,6 +178,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  if (auto v = plan.optional("split_embedding_and_loss")) p.split_embedding_and_loss = v->as_bool();
   if (auto v = plan.optional("documents")) {
     for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));
   }

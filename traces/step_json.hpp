@@ -12,7 +12,7 @@
 // micro_batch global_batch seq_len recompute(none|selective|full) sequence_parallel
 // flash_attention overlap{grad_reduce,param_gather,tp_comm} schedule expert_imbalance moe_dispatch
 // grad_reduce(fp32|bf16|fp16) precision(bf16|fp8|fp8-delayed|fp8-block|mxfp8|nvfp4)
-// fp8_param_gather documents
+// fp8_param_gather split_embedding_and_loss documents
 // (lengths packed in every sequence, summing to seq_len); dp
 // defaults to the cluster's GPUs / (tp pp cp).
 // A model object: {"name", "base" (a catalog model to start from), "layers", "hidden", "heads",

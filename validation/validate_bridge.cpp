@@ -114,6 +114,9 @@ BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string
     p.global_batch = static_cast<int>(t.number(r, "gbs"));
     p.seq_len = static_cast<std::int64_t>(t.number(r, "seq_len"));
     p.schedule = p.vp > 1 ? "interleaved-1f1b" : "1f1b";
+    // More virtual stages than layers: the plan counts the embedding and the loss as layers,
+    // as Megatron's pipeline-split flags do (its only valid reading).
+    p.split_embedding_and_loss = p.pp * p.vp > sc.model.layers;
     // The performance recipes' settings (Megatron-Bridge scripts/performance): the distributed
     // optimizer (or Megatron-FSDP, taken as ZeRO-3 over the data-parallel group), gradients
     // reduced in bf16, TP communication overlapped with sequence parallelism, no recompute

@@ -36,9 +36,14 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     bad("tp", fmt::format("tp={} and {} key/value heads: expected one to divide the other", p.tp, m.kv_heads));
   }
   if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("tp={} does not divide the MLP size {}", p.tp, m.ffn_hidden));
-  if (p.virtual_stages() > m.layers) {
-    bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers; expected at most one stage per layer", p.pp, p.vp,
-                                             p.virtual_stages(), m.layers));
+  if (p.split_embedding_and_loss && p.virtual_stages() > m.layers + 2) {
+    bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers and the embedding and loss; expected at most one "
+                                             "stage per layer", p.pp, p.vp, p.virtual_stages(), m.layers));
+  }
+  if (!p.split_embedding_and_loss && p.virtual_stages() > m.layers) {
+    bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers; expected at most one stage per layer "
+                                             "(or split_embedding_and_loss, which counts the embedding and the loss as layers)",
+                                             p.pp, p.vp, p.virtual_stages(), m.layers));
   }
   if (p.vp > 1 && p.pp == 1) bad("vp", fmt::format("vp={} needs pipeline parallelism (pp > 1)", p.vp));
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
@@ -150,7 +155,11 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
 
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   const int n = p.virtual_stages();
-  return m.layers / n + (vs < m.layers % n ? 1 : 0);
+  if (!p.split_embedding_and_loss) return m.layers / n + (vs < m.layers % n ? 1 : 0);
+  // The embedding is the first unit of the split and the loss the last (Megatron's
+  // --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split).
+  const int units = m.layers + 2;
+  return units / n + (vs < units % n ? 1 : 0) - (vs == 0 ? 1 : 0) - (vs == n - 1 ? 1 : 0);
 }
 
 int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {

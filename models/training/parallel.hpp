@@ -71,6 +71,11 @@ struct ParallelPlan {
   // the data-parallel parameter all-gathers (ZeRO-1's after the step, ZeRO-3's before each use)
   // move the quantized bytes. Needs a low precision.
   bool fp8_param_gather = false;
+  // Megatron's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split:
+  // the layers are split over the virtual stages with the input embedding counted as the first
+  // layer and the loss (the output layer) as the last, so the first and last stages hold fewer
+  // transformer layers (as few as none).
+  bool split_embedding_and_loss = false;
   // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;

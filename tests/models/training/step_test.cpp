@@ -644,3 +644,44 @@ TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs 
   sc.plan.fp8_param_gather = true;
   CHECK(error(sc).find("/plan/fp8_param_gather: fp8_param_gather needs a low precision; the plan's is bf16") != std::string::npos);
 }
+
+// split_embedding_and_loss: Megatron's pipeline-split flags count the embedding and the loss as
+// a layer each. Llama 3.1 405B's 126 layers over pp 16 x vp 8 = 128 virtual stages: the first
+// and the last hold none, every other one layer; without the flag the plan is refused.
+TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline layers") {
+  ParallelPlan p;
+  p.pp = 16;
+  p.vp = 8;
+  p.dp = 1;
+  p.global_batch = 16;
+  p.schedule = "interleaved-1f1b";
+  const ModelSpec m = model("llama3-405b");
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 16, "s.json", "/plan"); })
+            .find("s.json:/plan/vp: pp=16 x vp=8 = 128 virtual stages for 126 layers; expected at most one stage per layer "
+                  "(or split_embedding_and_loss") != std::string::npos);
+  p.split_embedding_and_loss = true;
+  validate_plan(p, m, 16, "s.json", "/plan");
+  int total = 0;
+  for (int vs = 0; vs < p.virtual_stages(); ++vs) {
+    CAPTURE(vs);
+    CHECK(layers_of(p, m, vs) == (vs == 0 || vs == 127 ? 0 : 1));
+    total += layers_of(p, m, vs);
+  }
+  CHECK(total == 126);
+  CHECK(first_layer_of(p, m, 127) == 126);
+  // Uneven: 8 layers over 4 stages count 10 units, 3+3+2+2 less the embedding and the loss.
+  ParallelPlan q;
+  q.pp = 4;
+  q.split_embedding_and_loss = true;
+  ModelSpec small8 = model("llama3-8b");
+  small8.layers = 8;
+  CHECK(layers_of(q, small8, 0) == 2);
+  CHECK(layers_of(q, small8, 1) == 3);
+  CHECK(layers_of(q, small8, 2) == 2);
+  CHECK(layers_of(q, small8, 3) == 1);
+  // A whole step with such a plan runs, with the stages' layers as split.
+  StepScenario sc = small(1, 4, 2, 4);
+  sc.plan.split_embedding_and_loss = true;
+  const StepResult r = step(sc);
+  CHECK(r.step_time.to_seconds() > 0);
+}
