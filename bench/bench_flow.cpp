@@ -7,9 +7,10 @@
 //    the two compared in the same run (wall time and simulated completion time);
 //  - a hierarchical ring all-reduce of 1 GiB over 4,096 GPUs (512 servers): NVLink
 //    reduce-scatter, 8 rail rings of 512, NVLink all-gather; 4.2M transfers in sequence;
-//  - NCCL's choice (models::nccl_flows) against the line-rate flows the step emulator runs by
-//    default, in the same process: all-reduce of 16 MiB and 1 GiB and all-gather of 1 GiB on
-//    256 GPUs, all-to-all of 1 GB per rank on 1,024; the wall-time ratio, both simulated times.
+//  - NCCL's choice (models::nccl_flows, the step emulator's default) against the line-rate flows
+//    it ran before (`--comm line-rate`), in the same process: all-reduce of 16 MiB and 1 GiB
+//    and all-gather of 1 GiB on 256 GPUs, all-to-all of 1 GB per rank on 1,024; the wall-time
+//    ratio, both simulated times.
 // Prints wall time, flows, re-solves and peak RSS (each benchmark group runs in its own process).
 #include "bench.hpp"
 
