@@ -163,9 +163,12 @@ int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
 }
 
 int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
-  int first = 0;
-  for (int i = 0; i < vs; ++i) first += layers_of(p, m, i);
-  return first;
+  // The units (layers, and with split_embedding_and_loss the embedding first) of the stages
+  // before vs, in closed form: each stage takes units / n, the first units % n one more.
+  const int n = p.virtual_stages();
+  const int units = m.layers + (p.split_embedding_and_loss ? 2 : 0);
+  const int before = vs * (units / n) + std::min(vs, units % n);
+  return before - (p.split_embedding_and_loss && vs > 0 ? 1 : 0);
 }
 
 double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) {
@@ -182,8 +185,7 @@ double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int lay
   const double ho = heads * static_cast<double>(m.v_head_dim());
   // A linear layer's input is kept for its wgrad as its GEMM reads it: in a low precision, the
   // quantized copy (Transformer Engine saves the cast input), `lin` of the bf16 bytes.
-  const PrecisionSpec prec = precision_spec(p.precision);
-  const double lin = prec.low() ? prec.bytes / 2 : 1.0;
+  const double lin = p.precision == "bf16" ? 1.0 : precision_spec(p.precision).bytes / 2;  // called per layer: bf16 without the lookup
   // Sequence region (split by sequence parallelism): two norm inputs, the QKV and MLP inputs,
   // the dropout masks.
   const double seq = 4 * h + 2 * h * lin + 2 * h * lin + (dropout ? 2 * h : 0);

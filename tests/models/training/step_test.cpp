@@ -669,6 +669,20 @@ TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline laye
   }
   CHECK(total == 126);
   CHECK(first_layer_of(p, m, 127) == 126);
+  // first_layer_of's closed form is the sum of the stages before, with and without the flag.
+  for (const bool split : {false, true}) {
+    for (const int stages : {1, 3, 7, 16, 63}) {
+      ParallelPlan r;
+      r.pp = stages;
+      r.split_embedding_and_loss = split;
+      int sum = 0;
+      for (int vs = 0; vs < stages; ++vs) {
+        CHECK(first_layer_of(r, m, vs) == sum);
+        sum += layers_of(r, m, vs);
+      }
+      CHECK(sum == m.layers);
+    }
+  }
   // Uneven: 8 layers over 4 stages count 10 units, 3+3+2+2 less the embedding and the loss.
   ParallelPlan q;
   q.pp = 4;
