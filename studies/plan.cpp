@@ -114,9 +114,7 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
     }
     if (auto v = o.optional("grad_reduce")) {
       s.grad_reduce = v->as_string();
-      if (s.grad_reduce != "fp32" && s.grad_reduce != "bf16" && s.grad_reduce != "fp16") {
-        v->fail(fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(s.grad_reduce)));
-      }
+      if (const std::string why = models::check_grad_reduce(s.grad_reduce); !why.empty()) v->fail(why);
     }
     if (auto v = o.optional("micro_batches")) {
       s.micro_batches.clear();

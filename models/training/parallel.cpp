@@ -88,9 +88,7 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (!precision_spec(p.precision, source, where).low() && p.fp8_param_gather) {
     bad("fp8_param_gather", fmt::format("fp8_param_gather needs a low precision; the plan's is {}", p.precision));
   }
-  if (p.grad_reduce != "fp32" && p.grad_reduce != "bf16" && p.grad_reduce != "fp16") {
-    bad("grad_reduce", fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(p.grad_reduce)));
-  }
+  if (const std::string why = check_grad_reduce(p.grad_reduce); !why.empty()) bad("grad_reduce", why);
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),
                           fmt::format("tp={} x pp={} x dp={} x cp={} = {} GPUs, but the cluster has {}", p.tp, p.pp, p.dp, p.cp, p.gpus(),
@@ -99,6 +97,11 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
 }
 
 double grad_reduce_bytes(const ParallelPlan& p) { return p.grad_reduce == "fp32" ? 4.0 : 2.0; }
+
+std::string check_grad_reduce(std::string_view name) {
+  if (name == "fp32" || name == "bf16" || name == "fp16") return "";
+  return fmt::format("found {}, expected fp32, bf16 or fp16", sim::quote(name));
+}
 
 namespace {
 // Bytes per element with the block scales: FP8 per tensor, one scalar; DeepSeek-V3's block-wise

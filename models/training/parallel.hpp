@@ -87,6 +87,8 @@ struct ParallelPlan {
 
 // Bytes per parameter of the gradients data parallelism accumulates and reduces (4 or 2).
 double grad_reduce_bytes(const ParallelPlan& plan);
+// "" when `name` is a grad_reduce dtype, else the message (found ..., expected fp32, bf16 or fp16).
+std::string check_grad_reduce(std::string_view name);
 
 // Bytes per parameter of the data-parallel parameter all-gathers: 2 (bf16), or the precision's
 // with fp8_param_gather.
