@@ -55,7 +55,8 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   if (auto base = f.optional("base")) m = models::ModelCatalog::builtin().model(base->as_string(), base->source(), base->pointer());
   m.name = f.required("name").as_string();
   m.aliases.clear();
-  if (auto v = f.optional("layers")) m.layers = count(*v, 1, 100000);
+  const auto layers = f.optional("layers");
+  if (layers) m.layers = count(*layers, 1, 100000);
   if (auto v = f.optional("hidden")) m.hidden = size(*v);
   if (auto v = f.optional("heads")) m.heads = count(*v, 1, 100000);
   if (auto v = f.optional("kv_heads")) m.kv_heads = count(*v, 1, 100000);
@@ -66,8 +67,10 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   if (auto v = f.optional("vocab")) m.vocab = size(*v);
   if (auto v = f.optional("mlp")) {
     const std::string kind = v->as_string();
-    if (kind != "swiglu" && kind != "gelu") v->fail(fmt::format("found {}, expected swiglu or gelu", sim::quote(kind)));
-    m.mlp = kind == "gelu" ? models::MlpKind::gelu : models::MlpKind::swiglu;
+    if (kind != "swiglu" && kind != "gelu" && kind != "squared_relu") {
+      v->fail(fmt::format("found {}, expected swiglu, gelu or squared_relu", sim::quote(kind)));
+    }
+    m.mlp = kind == "gelu" ? models::MlpKind::gelu : kind == "squared_relu" ? models::MlpKind::squared_relu : models::MlpKind::swiglu;
   }
   if (auto v = f.optional("tied_embeddings")) m.tied_embeddings = v->as_bool();
   if (auto v = f.optional("moe")) {
@@ -77,6 +80,7 @@ models::ModelSpec read_step_model(const JsonNode& node) {
     m.moe.expert_ffn = size(o.required("expert_ffn"));
     if (auto s = o.optional("shared_experts")) m.moe.shared_experts = count(*s, 0, 1 << 20);
     if (auto s = o.optional("dense_layers")) m.moe.dense_layers = count(*s, 0, 100000);
+    if (auto s = o.optional("latent")) m.moe.latent = size(*s);
     o.finish();
   }
   if (auto v = f.optional("mla")) {
@@ -88,6 +92,25 @@ models::ModelSpec read_step_model(const JsonNode& node) {
     m.mla.v_head_dim = size(o.required("v_head_dim"));
     o.finish();
   }
+  if (auto v = f.optional("mamba")) {
+    JsonObject o = v->as_object();
+    m.mamba.heads = count(o.required("heads"), 1, 1 << 20);
+    m.mamba.head_dim = size(o.required("head_dim"));
+    m.mamba.state_dim = size(o.required("state_dim"));
+    m.mamba.groups = count(o.required("groups"), 1, 1 << 20);
+    if (auto s = o.optional("conv_kernel")) m.mamba.conv_kernel = count(*s, 1, 1024);
+    if (auto s = o.optional("chunk")) m.mamba.chunk = count(*s, 1, 1 << 20);
+    o.finish();
+  }
+  if (auto v = f.optional("layer_pattern")) {
+    m.layer_pattern = v->as_string();
+    if (!layers) m.layers = static_cast<int>(m.layer_pattern.size());
+  }
+  if (auto v = f.optional("sliding_window")) m.sliding_window = count(*v, 0, static_cast<int>(models::kMaxSeqLen));
+  if (auto v = f.optional("full_attention_every")) m.full_attention_every = count(*v, 0, 100000);
+  if (auto v = f.optional("attention_sinks")) m.attention_sinks = v->as_bool();
+  if (auto v = f.optional("mtp_layers")) m.mtp_layers = count(*v, 0, 64);
+  if (auto v = f.optional("mtp_pattern")) m.mtp_pattern = v->as_string();
   if (auto v = f.optional("source")) m.source = v->as_string();
   f.finish();
   models::validate_model(m, node.source(), node.pointer());

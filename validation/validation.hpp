@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,11 @@ struct BridgeValidationSummary {
   int run = 0;         // run as scenarios
   double mape = 0;     // tokens/s per GPU over the rows run
   double worst = 0;
+  struct Model {
+    int rows = 0;
+    double mape = 0;
+  };
+  std::map<std::string, Model> by_model;  // catalog model -> its rows run and their MAPE
 };
 BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& markdown, std::ostream& out);
 

@@ -89,7 +89,9 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
       for (const std::int64_t l : k.doc_lens) {
         const double n_tiles = d((l + tile - 1) / tile);
         q_tiles += n_tiles;
-        visits += k.causal ? n_tiles * (n_tiles + 1) / 2 : n_tiles * n_tiles;
+        // A sliding window of w keys reaches back at most c key tiles (its own included).
+        const double c = k.window > 0 ? d((k.window + tile - 2) / tile + 1) : n_tiles;
+        visits += !k.causal ? n_tiles * n_tiles : n_tiles <= c ? n_tiles * (n_tiles + 1) / 2 : c * (c + 1) / 2 + (n_tiles - c) * c;
       }
       const bool fwd = k.kind == KernelKind::attention_fwd;
       const double per_pair = fwd ? 2 * (d(k.head_dim) + d(k.head_dim_v)) : 2 * (3 * d(k.head_dim) + 2 * d(k.head_dim_v));

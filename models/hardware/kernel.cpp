@@ -15,9 +15,14 @@ constexpr std::array<std::string_view, kKernelKindCount> kKindNames = {
     "gemm", "grouped_gemm", "attention_fwd", "attention_bwd", "elementwise", "norm",
     "softmax", "rope", "embedding", "cross_entropy", "optimizer", "copy", "quantize"};
 
-// Query-key pairs of one document: l^2, or l(l+1)/2 with a causal mask.
-double pairs(std::int64_t l, bool causal) {
+// Query-key pairs of one document: l^2, or l(l+1)/2 with a causal mask, or with a sliding
+// window of w keys, w(w+1)/2 for the first w queries and w for each after them.
+double pairs(std::int64_t l, bool causal, std::int64_t window) {
   const auto x = static_cast<double>(l);
+  if (causal && window > 0 && window < l) {
+    const auto w = static_cast<double>(window);
+    return w * (w + 1) / 2 + (x - w) * w;
+  }
   return causal ? x * (x + 1) / 2 : x * x;
 }
 
@@ -86,7 +91,7 @@ Kernel Kernel::grouped_gemm(std::vector<std::int64_t> group_m, std::int64_t n, s
 }
 
 Kernel Kernel::attention(Pass pass, std::vector<std::int64_t> doc_lens, std::int64_t heads, std::int64_t kv_heads,
-                         std::int64_t head_dim, bool causal, DType dtype, std::int64_t head_dim_v) {
+                         std::int64_t head_dim, bool causal, DType dtype, std::int64_t head_dim_v, std::int64_t window) {
   Kernel x;
   x.kind = pass == Pass::forward ? KernelKind::attention_fwd : KernelKind::attention_bwd;
   x.dtype = dtype;
@@ -96,6 +101,7 @@ Kernel Kernel::attention(Pass pass, std::vector<std::int64_t> doc_lens, std::int
   x.head_dim = head_dim;
   x.head_dim_v = head_dim_v == 0 ? head_dim : head_dim_v;
   x.causal = causal;
+  x.window = causal ? window : 0;
   return x;
 }
 
@@ -136,7 +142,7 @@ sim::Flops flops(const Kernel& x) {
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: {
       double p = 0;
-      for (const std::int64_t l : x.doc_lens) p += pairs(l, x.causal);
+      for (const std::int64_t l : x.doc_lens) p += pairs(l, x.causal, x.window);
       const double per_pair = x.kind == KernelKind::attention_fwd ? 2 * (d(x.head_dim) + d(x.head_dim_v))
                                                                   : 2 * (3 * d(x.head_dim) + 2 * d(x.head_dim_v));
       return sim::Flops(p * per_pair * d(x.heads));
@@ -176,10 +182,10 @@ std::string describe(const Kernel& x) {
       return fmt::format("grouped_gemm groups={} m={} n={} k={} {}", x.group_m.size(), x.m, x.n, x.k, to_string(x.dtype));
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd:
-      return fmt::format("{} docs={} tokens={} heads={} kv_heads={} head_dim={}{}{} {}", to_string(x.kind),
+      return fmt::format("{} docs={} tokens={} heads={} kv_heads={} head_dim={}{}{}{} {}", to_string(x.kind),
                          x.doc_lens.size(), tokens(x), x.heads, x.kv_heads, x.head_dim,
                          x.head_dim_v != x.head_dim ? fmt::format(" head_dim_v={}", x.head_dim_v) : "",
-                         x.causal ? " causal" : "", to_string(x.dtype));
+                         x.causal ? " causal" : "", x.window > 0 ? fmt::format(" window={}", x.window) : "", to_string(x.dtype));
     case KernelKind::optimizer: return fmt::format("optimizer params={}", x.params);
     default: return fmt::format("{} bytes={} {}", to_string(x.kind), sim::to_string(sim::Bytes(x.bytes)), to_string(x.dtype));
   }

@@ -57,6 +57,9 @@ struct Kernel {
   std::vector<std::int64_t> doc_lens;
   std::int64_t heads = 0, kv_heads = 0, head_dim = 0, head_dim_v = 0;
   bool causal = false;
+  // causal attention over a sliding window: a query sees its last `window` keys (itself
+  // included); 0 = all earlier keys.
+  std::int64_t window = 0;
   // memory-bound kinds: bytes read plus bytes written.
   double bytes = 0;
   // optimizer: parameters updated.
@@ -66,7 +69,7 @@ struct Kernel {
   static Kernel grouped_gemm(std::vector<std::int64_t> group_m, std::int64_t n, std::int64_t k, DType dtype);
   // head_dim_v = 0 means head_dim_v = head_dim.
   static Kernel attention(Pass pass, std::vector<std::int64_t> doc_lens, std::int64_t heads, std::int64_t kv_heads,
-                          std::int64_t head_dim, bool causal, DType dtype, std::int64_t head_dim_v = 0);
+                          std::int64_t head_dim, bool causal, DType dtype, std::int64_t head_dim_v = 0, std::int64_t window = 0);
   static Kernel memory_bound(KernelKind kind, sim::Bytes bytes, DType dtype);
   // One Adam step over `params` parameters held as fp32 master weights with fp32 moments and a
   // bf16 working copy (mixed-precision training as in Megatron-LM).
@@ -79,7 +82,7 @@ inline constexpr double kAdamBytesPerParam = 30;
 
 // Useful floating-point operations, exact: GEMMs 2mnk; attention 2(d_qk + d_v) per query-key
 // pair and head forward, 2(3 d_qk + 2 d_v) backward (recompute QK^T, then dV, dP, dQ, dK), a
-// causal document of length l having l(l+1)/2 pairs. Memory-bound kinds count 0.
+// causal document of length l having l(l+1)/2 pairs (with a window w < l: w(w+1)/2 + (l-w)w). Memory-bound kinds count 0.
 sim::Flops flops(const Kernel&);
 // Compulsory HBM traffic: every operand read once and every result written once.
 sim::Bytes min_bytes(const Kernel&);

@@ -513,17 +513,26 @@ void plan_hierarchical(PlanBuilder& b, const PlanArgs& a) {
   }
 }
 
-// NVLink SHARP: the switch reduces and multicasts (all-reduce only).
+// NVLink SHARP: the switch reduces (multimem loads) and multicasts (multimem stores): all-reduce,
+// and since NCCL 2.19 all-gather and reduce-scatter inside one NVLink domain.
 void plan_nvls(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
   const CollectiveSpec& s = a.s;
   const Layout& l = a.l;
   const int n = a.n, chunks = a.chunks;
-  if (s.op != CollectiveOp::all_reduce) unsupported(s, "is not supported; NVLS serves all-reduce here");
+  if (s.op != CollectiveOp::all_reduce && s.op != CollectiveOp::all_gather && s.op != CollectiveOp::reduce_scatter) {
+    unsupported(s, "is not supported; NVLS serves all-reduce, all-gather and reduce-scatter here");
+  }
   const NodeIndex sw = nvls_switch(t, l, s);
-  // Each GPU pushes all its data into the switch (which reduces each slice) and pulls its
-  // reduced slice, then pushes that slice once for the switch to multicast: S(n+1)/n bytes
-  // up and down per GPU, pipelined in chunks. A chunk comes down once every GPU sent it up.
-  const double piece = a.size * (n + 1.0) / (static_cast<double>(n) * chunks);
+  // All-reduce: each GPU pushes all its data into the switch (which reduces each slice) and
+  // pulls its reduced slice, then pushes that slice once for the switch to multicast: S(n+1)/n
+  // bytes up and down per GPU. All-gather (S the total): each GPU stores its slice S/n once and
+  // the switch multicasts every slice to every GPU (S down). Reduce-scatter: the switch reads
+  // every GPU's copy of each slice (S up) and each GPU loads its reduced slice (S/n down).
+  // Pipelined in chunks; a chunk comes down once every GPU sent it up.
+  const double nn = n;
+  const double up_bytes = s.op == CollectiveOp::all_reduce ? a.size * (nn + 1) / nn : s.op == CollectiveOp::all_gather ? a.size / nn : a.size;
+  const double down_bytes = s.op == CollectiveOp::all_reduce ? up_bytes : s.op == CollectiveOp::all_gather ? a.size : a.size / nn;
+  const double piece = up_bytes / chunks, down_piece = down_bytes / chunks;
   std::vector<std::uint32_t> up_prev(static_cast<std::size_t>(n), kNone);
   for (int q = 0; q < chunks; ++q) {
     std::vector<std::uint32_t> ups;
@@ -534,7 +543,7 @@ void plan_nvls(PlanBuilder& b, const PlanArgs& a, const Topology& t) {
     }
     for (int r = 0; r < n; ++r) {
       const NodeIndex g = l.ranks[static_cast<std::size_t>(r)];
-      b.add(sw, g, piece, mix(8, sw, g), ups, true);
+      b.add(sw, g, down_piece, mix(8, sw, g), ups, true);
     }
   }
 }

@@ -45,6 +45,16 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
                                              "(or split_embedding_and_loss, which counts the embedding and the loss as layers)",
                                              p.pp, p.vp, p.virtual_stages(), m.layers));
   }
+  if (m.sliding_window > p.seq_len) {
+    bad("seq_len", fmt::format("{}'s sliding window of {} tokens is longer than seq_len {}; expected seq_len of at least {} (or a model "
+                               "without sliding_window)", m.name, m.sliding_window, p.seq_len, m.sliding_window));
+  }
+  if (m.mamba.enabled() && m.layer_pattern.find('M') != std::string::npos) {
+    if (m.mamba.heads % p.tp != 0 || m.mamba.groups % p.tp != 0) {
+      bad("tp", fmt::format("tp={} does not divide {}'s {} Mamba-2 heads in {} groups", p.tp, m.name, m.mamba.heads, m.mamba.groups));
+    }
+    if (p.cp > 1) bad("cp", fmt::format("cp={}: context parallelism over {}'s Mamba-2 layers is not modelled; expected cp=1", p.cp, m.name));
+  }
   if (p.vp > 1 && p.pp == 1) bad("vp", fmt::format("vp={} needs pipeline parallelism (pp > 1)", p.vp));
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
     bad("global_batch", fmt::format("micro_batch={} x dp={} = {} does not divide the global batch of {} sequences", p.micro_batch, p.dp,
@@ -70,8 +80,14 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (p.ep > 1) {
     if (!m.moe.enabled()) bad("ep", fmt::format("ep={} but {} has no experts", p.ep, m.name));
     if (m.moe.experts % p.ep != 0) bad("ep", fmt::format("ep={} does not divide {} experts", p.ep, m.moe.experts));
-    if ((p.dp * p.cp) % p.ep != 0) bad("ep", fmt::format("ep={} does not divide dp x cp = {} (expert parallelism is carved out of them)", p.ep,
-                                                         p.dp * p.cp));
+    if ((p.tp * p.dp * p.cp) % p.ep != 0) {
+      bad("ep", fmt::format("ep={} divides neither dp x cp = {} nor tp x dp x cp = {} (expert parallelism is carved out of them, folded over "
+                            "the tensor-parallel ranks when it must be)", p.ep, p.dp * p.cp, p.tp * p.dp * p.cp));
+    }
+    if (ep_folded(p) && p.tp > 1 && !p.sequence_parallel) {
+      bad("ep", fmt::format("ep={} folds over the tensor-parallel ranks (it does not divide dp x cp = {}), which needs sequence_parallel: "
+                            "each rank then dispatches its own tokens", p.ep, p.dp * p.cp));
+    }
   }
   if (!p.documents.empty()) {
     std::int64_t sum = 0;
@@ -156,6 +172,10 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
                         fmt::format("{} needs {}, which the {} lacks; on the {}: {}", s.name, missing, gpu.name, gpu.name, fmt::join(ok, ", ")));
 }
 
+bool ep_folded(const ParallelPlan& p) { return p.ep > 1 && (p.dp * p.cp) % p.ep != 0; }
+int ep_stride(const ParallelPlan& p) { return ep_folded(p) ? 1 : p.tp; }
+double expert_dp(const ParallelPlan& p) { return static_cast<double>(p.dp) * p.cp * (ep_folded(p) ? p.tp : 1) / p.ep; }
+
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   const int n = p.virtual_stages();
   if (!p.split_embedding_and_loss) return m.layers / n + (vs < m.layers % n ? 1 : 0);
@@ -174,7 +194,25 @@ int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   return before - (p.split_embedding_and_loss && vs > 0 ? 1 : 0);
 }
 
-double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) {
+namespace {
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind);
+}  // namespace
+
+double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) { return kind_activation_bytes(p, m, m.layer_kind(layer)); }
+
+double mtp_activation_bytes(const ParallelPlan& p, const ModelSpec& m) {
+  if (m.mtp_layers == 0) return 0;
+  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
+  double block = 0;
+  for (const LayerKind k : m.mtp_block()) block += kind_activation_bytes(p, m, k);
+  // Per module: its block, the two norms' inputs and the projection's 2h input (the sequence
+  // region), the logits' inputs left to the output layer's own accounting.
+  const double sp = p.sequence_parallel && p.tp > 1 ? p.tp : 1.0;
+  return m.mtp_layers * (block + tokens * (2 * 2 + 2 * 2) * static_cast<double>(m.hidden) / sp);
+}
+
+namespace {
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) {
   const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double sp = p.sequence_parallel && p.tp > 1 ? t : 1.0;
@@ -189,31 +227,72 @@ double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int lay
   // A linear layer's input is kept for its wgrad as its GEMM reads it: in a low precision, the
   // quantized copy (Transformer Engine saves the cast input), `lin` of the bf16 bytes.
   const double lin = p.precision == "bf16" ? 1.0 : precision_spec(p.precision).bytes / 2;  // called per layer: bf16 without the lookup
-  // Sequence region (split by sequence parallelism): two norm inputs, the QKV and MLP inputs,
-  // the dropout masks.
-  const double seq = 4 * h + 2 * h * lin + 2 * h * lin + (dropout ? 2 * h : 0);
+  // Sequence region (split by sequence parallelism): per sublayer its norm's input and its
+  // first linear layer's input (QKV or in_proj; the MLP's), the dropout masks.
+  const bool attention = kind.mixer == Mixer::attention;
+  const double sub = kind.sublayers();
+  const double seq = sub * (2 * h + 2 * h * lin) + (dropout ? sub * h : 0);
   // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
-  // dropout its mask and output, per head and key.
-  double tpr = 2 * (hq + hk) + 2 * hv + 2 * ho * lin;
+  // dropout its mask and output, per head and key. A Mamba-2 mixer keeps in_proj's output (z, x,
+  // B, C, dt), the conv1d's, the scan's output and out_proj's input.
+  double tpr = attention ? 2 * (hq + hk) + 2 * hv + 2 * ho * lin : 0;
   double scores = 0;
-  if (!p.flash_attention && p.recompute == Recompute::none) {
+  if (attention && !p.flash_attention && p.recompute == Recompute::none) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
   }
+  if (kind.mixer == Mixer::mamba) {
+    const MambaSpec& s = m.mamba;
+    const auto inner = static_cast<double>(s.inner()), bc = static_cast<double>(2 * s.groups * s.state_dim);
+    tpr += 2 * (2 * inner + bc + s.heads) + 2 * (inner + bc) + 2 * inner + 2 * inner * lin;
+  }
   double routed = 0;  // MoE: per token of the rank's sequence shard, not split further
-  if (m.moe_layer(layer)) {
+  if (kind.ffn == Ffn::moe) {
     const double fe = static_cast<double>(m.moe.expert_ffn);
+    const double width = static_cast<double>(m.moe.latent > 0 ? m.moe.latent : m.hidden);
     // The first GEMM's outputs (kept for the activation's backward) and the second's input.
     const double per = (m.mlp == MlpKind::swiglu ? 4 * fe : 2 * fe) + 2 * fe * lin;
     // Routed copies (top_k per token, the busiest rank's share) with their dispatched inputs;
     // shared experts are tensor-parallel.
-    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * h * lin);
+    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * width * lin);
     tpr += m.moe.shared_experts * per;
-  } else {
+  } else if (kind.ffn == Ffn::dense) {
     const double f = static_cast<double>(m.ffn_hidden);
     tpr += (m.mlp == MlpKind::swiglu ? 4 * f : 2 * f) + 2 * f * lin;
   }
   return tokens * ((seq + routed) / sp + tpr / t + scores / t);
+}
+}  // namespace
+
+GpuParams chunk_gpu_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
+  GpuParams g;
+  const double tp = p.tp;
+  const auto add_layer = [&](LayerKind k) {
+    if (k.ffn != Ffn::moe) {
+      g.dense += static_cast<double>(m.layer_params(k)) / tp;
+      return;
+    }
+    // The router is replicated; the LatentMoE projections and shared experts are split by tp.
+    g.dense += static_cast<double>(m.layer_params(k) - m.moe_mlp_params()) / tp + static_cast<double>(m.hidden * m.moe.experts) +
+               static_cast<double>(2 * m.hidden * m.moe.latent + m.moe.shared_experts * m.shared_expert_params()) / tp;
+    g.expert += static_cast<double>(m.moe.experts * m.routed_expert_params()) / p.ep;
+  };
+  const int first = first_layer_of(p, m, vs);
+  for (int l = first; l < first + layers_of(p, m, vs); ++l) add_layer(m.layer_kind(l));
+  const double table = static_cast<double>(m.vocab * m.hidden) / tp;
+  if (vs == 0) g.dense += table, g.embedding += table;
+  if (vs == p.virtual_stages() - 1) {
+    // The output layer (tied embeddings share the first stage's copy when it is the same stage)
+    // and the final norm; MTP modules with their own copy of the input embedding.
+    if (!(m.tied_embeddings && vs == 0)) g.dense += table, g.embedding += table;
+    g.dense += static_cast<double>(m.hidden);
+    for (int k = 0; k < m.mtp_layers; ++k) {
+      g.dense += static_cast<double>(2 * m.hidden + 2 * m.hidden * m.hidden) / tp;
+      for (const LayerKind kind : m.mtp_block()) add_layer(kind);
+    }
+    if (m.mtp_layers > 0 && vs != 0) g.dense += table, g.embedding += table;
+  }
+  return g;
 }
 
 namespace {
@@ -230,26 +309,11 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
   StageParams s;
   for (int c = 0; c < p.vp; ++c) {
     const int vs = c * p.pp + stage;
-    const double before = s.dense + s.expert;
-    const int first = first_layer_of(p, m, vs);
-    for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-      s.dense += static_cast<double>(m.attention_params()) / p.tp;
-      if (m.moe_layer(l)) {
-        const double per_expert = static_cast<double>(m.moe_mlp_params() - m.hidden * m.moe.experts) / (m.moe.experts + m.moe.shared_experts);
-        s.dense += static_cast<double>(m.hidden * m.moe.experts) + per_expert * m.moe.shared_experts / p.tp;
-        s.expert += per_expert * m.moe.experts / p.ep;
-      } else {
-        s.dense += static_cast<double>(m.dense_mlp_params()) / p.tp;
-      }
-    }
-    if (vs == 0) s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp, s.embedding += static_cast<double>(m.vocab * m.hidden) / p.tp;
-    // The output layer (tied embeddings share the first stage's copy when it is the same stage).
-    if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) {
-      s.dense += static_cast<double>(m.vocab * m.hidden) / p.tp;
-      s.embedding += static_cast<double>(m.vocab * m.hidden) / p.tp;
-    }
-    if (vs == p.virtual_stages() - 1) s.dense += static_cast<double>(m.hidden);
-    const double chunk = s.dense + s.expert - before;
+    const GpuParams g = chunk_gpu_params(m, p, vs);
+    s.dense += g.dense;
+    s.expert += g.expert;
+    s.embedding += g.embedding;
+    const double chunk = g.dense + g.expert;
     s.largest_chunk = std::max(s.largest_chunk, chunk);
     s.largest_layer = std::max(s.largest_layer, chunk / std::max(1, layers_of(p, m, vs)));
   }
@@ -261,7 +325,7 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
 MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const PipelinePlan& schedule) {
   MemoryEstimate best;
   const double dp_dense = static_cast<double>(p.dp) * p.cp;
-  const double dp_expert = dp_dense / p.ep;
+  const double dp_expert = expert_dp(p);
   for (int stage = 0; stage < p.pp; ++stage) {
     const StageParams sp = stage_params(p, m, stage);
     MemoryEstimate e;
@@ -300,6 +364,7 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       const int vs = c * p.pp + stage;
       const int first = first_layer_of(p, m, vs);
       for (int l = first; l < first + layers_of(p, m, vs); ++l) chunk_bytes[static_cast<std::size_t>(c)] += layer_activation_bytes(p, m, l);
+      if (vs == p.virtual_stages() - 1) chunk_bytes[static_cast<std::size_t>(c)] += mtp_activation_bytes(p, m);
     }
     double live = 0, peak = 0;
     for (const PipeOp& op : schedule[static_cast<std::size_t>(stage)]) {

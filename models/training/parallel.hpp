@@ -116,6 +116,14 @@ void validate_precision(const ParallelPlan& plan, const GpuSpec& gpu, std::strin
 // cluster's. Messages name the field under `where`, e.g. "tp=3 does not divide 32 attention heads".
 void validate_plan(const ParallelPlan& plan, const ModelSpec& model, int cluster_gpus, std::string_view source, std::string_view where);
 
+// Megatron-Core's MoE parallel folding (expert tensor parallelism 1): an ep that does not divide
+// dp x cp folds over the tensor-parallel ranks too (it must divide tp x dp x cp), its ranks then
+// adjacent. ep_stride: the EP group's rank stride (tp, or 1 folded); expert_dp: the ranks that
+// hold the same experts (dp x cp / ep, or tp x dp x cp / ep folded), over which ZeRO shards them.
+bool ep_folded(const ParallelPlan& plan);
+int ep_stride(const ParallelPlan& plan);
+double expert_dp(const ParallelPlan& plan);
+
 // Layers of virtual stage vs (0 .. pp*vp-1): as even as possible, earlier stages taking one
 // more when the layers do not divide.
 int layers_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
@@ -133,10 +141,23 @@ struct MemoryEstimate {
   double params_per_gpu = 0;    // parameters held (before ZeRO-3 sharding)
 };
 
+// Parameters one GPU holds for virtual stage vs: `dense` (split by tp, ZeRO over dp x cp: the
+// mixers, dense MLPs, norms, routers, shared experts, the input embedding on the first virtual
+// stage, the output layer, final norm and MTP modules on the last), `expert` (routed experts,
+// split by ep) and, of dense, `embedding` (the embedding and output layers: bf16 GEMMs).
+struct GpuParams {
+  double dense = 0;
+  double expert = 0;
+  double embedding = 0;
+};
+GpuParams chunk_gpu_params(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
+
 // Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti et al. 2022,
 // generalised to GQA, SwiGLU and MoE): with tensor parallelism t, sequence parallelism, the
 // recompute mode and flash attention as in the plan.
 double layer_activation_bytes(const ParallelPlan& plan, const ModelSpec& model, int layer);
+// The same for all MTP modules of the last virtual stage (0 without MTP).
+double mtp_activation_bytes(const ParallelPlan& plan, const ModelSpec& model);
 
 // Peak per-GPU memory: the worst pipeline stage, with its live micro-batches taken from the
 // schedule's op order.

@@ -138,8 +138,17 @@ class CommCost {
     spec.size = sim::Bytes(bytes);
     spec.ranks = n;
     spec.peer = 1;
-    const std::string fabric = topology_spec_for(n, stride);
-    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}", fabric, static_cast<int>(model_), static_cast<int>(op), n, bytes);
+    std::string fabric;
+    if (op == CollectiveOp::send_recv && split_tray_pair(stride)) {
+      // A pipeline send between NVLink domains, one GPU of the pair in each: two domains of one
+      // tray, rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
+      fabric = cluster_.scaled(2, kTray);
+      spec.ranks = kTray + 1;
+      spec.peer = kTray;
+    } else {
+      fabric = topology_spec_for(n, stride);
+    }
+    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}", fabric, static_cast<int>(model_), static_cast<int>(op), spec.ranks, bytes);
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       const Topology& topology = fabric_instance(fabric);
       if (model_ == CommModel::nccl) {
@@ -148,7 +157,7 @@ class CommCost {
         const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
-      if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, n), bytes).time_s, 0};
+      if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, spec.ranks), bytes).time_s, 0};
       spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
       const CollectiveResult r = run_collective(topology, spec);
@@ -171,12 +180,19 @@ class CommCost {
   std::size_t flows() const { return flows_; }
 
  private:
+  static constexpr int kTray = 4;
+  // A pair `stride` apart with one GPU in each NVLink domain of whole trays.
+  bool split_tray_pair(int stride) const {
+    const int g = cluster_.per_unit();
+    return cluster_.domains && stride >= g && g % kTray == 0;
+  }
+
   // The builder spec of the smallest instance of the fabric that holds the group.
   std::string topology_spec_for(int n, int stride) const {
     const int g = cluster_.per_unit();
     // An NVLink domain of whole compute trays (models/network/topology.cpp): a group inside one
     // takes the first n GPUs of whole trays; across domains, each domain's share must be trays.
-    const int tray = cluster_.domains ? 4 : 1;
+    const int tray = cluster_.domains ? kTray : 1;
     if (static_cast<long>(stride) * n <= g) return cluster_.scaled(1, (n + tray - 1) / tray * tray);  // one server or domain
     const int per = stride >= g ? 1 : std::max(1, g / stride);  // GPUs of the group per server
     if (per % tray != 0) {
@@ -274,15 +290,52 @@ void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double
   }
 }
 
-LayerCost layer_cost(const Ctx& c, bool moe) {
+// A Mamba-2 mixer on this GPU (Megatron-Core's MambaMixer; heads and groups split by tp):
+// in_proj to z, x, B, C and dt; the causal depthwise conv1d with SiLU over x, B and C; the SSD
+// scan of Dao and Gu (arXiv 2405.21060, sec. 6) per chunk of Q tokens as batched GEMMs: C B^T
+// per group, the chunk states B^T x, the intra-chunk outputs (C B^T o L) x and the outputs from
+// the states C h, each of whose backward computes both operands' gradients; the states passed
+// from chunk to chunk (fp32, read and written); the gated RMSNorm; out_proj.
+void add_mamba(const Ctx& c, LayerCost& lc, double* gemm_f, double* gemm_bw) {
+  const ModelSpec& m = c.m;
+  const MambaSpec& s = m.mamba;
+  const double T = c.tokens;
+  const std::int64_t H = std::max(1, s.heads / c.p.tp), G = std::max(1, s.groups / c.p.tp);
+  const std::int64_t P = s.head_dim, N = s.state_dim, Q = s.chunk;
+  const std::int64_t inner = H * P, conv = inner + 2 * G * N;
+  add_gemm(c, lc, {T, 2 * inner + 2 * G * N + H, m.hidden}, gemm_f, gemm_bw);
+  c.add(lc.f, c.mem(KernelKind::elementwise, T * static_cast<double>(conv) * 2 * 2));
+  c.add(lc.b, c.mem(KernelKind::elementwise, T * static_cast<double>(conv) * 2 * 3));
+  const std::int64_t chunks = Ctx::n(T / static_cast<double>(Q));
+  const Kernel cb = Kernel::gemm(Q, Q, N, DType::bf16, chunks * G);
+  const Kernel states = Kernel::gemm(N, P, Q, DType::bf16, chunks * H);
+  const Kernel intra = Kernel::gemm(Q, P, Q, DType::bf16, chunks * H);
+  const Kernel from_states = Kernel::gemm(Q, P, N, DType::bf16, chunks * H);
+  for (const Kernel& k : {cb, states, intra, from_states}) {
+    c.add(lc.f, k);
+    c.add(lc.b, k);
+    c.add(lc.b, k);
+  }
+  const double state_bytes = static_cast<double>(chunks * H * P * N) * 4 * 2;
+  c.add(lc.f, c.mem(KernelKind::elementwise, state_bytes));
+  c.add(lc.b, c.mem(KernelKind::elementwise, 2 * state_bytes));
+  c.add(lc.f, c.mem(KernelKind::norm, T * static_cast<double>(inner) * 2 * 3));
+  c.add(lc.b, c.mem(KernelKind::norm, T * static_cast<double>(inner) * 2 * 5));
+  add_gemm(c, lc, {T, m.hidden, inner}, gemm_f, gemm_bw);
+}
+
+LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   const ModelSpec& m = c.m;
   const ParallelPlan& p = c.p;
   const double T = c.tokens, Ts = c.seq_tokens, h = static_cast<double>(m.hidden);
   const std::int64_t qk = m.qk_head_dim(), hv = m.v_head_dim();
   LayerCost lc;
   double gemm_f = 0, gemm_bw = 0;
+  const bool attention = kind.mixer == Mixer::attention;
+  if (kind.mixer == Mixer::mamba) add_mamba(c, lc, &gemm_f, &gemm_bw);
   // Attention projections.
-  if (m.mla.enabled()) {
+  if (!attention) {
+  } else if (m.mla.enabled()) {
     if (m.mla.q_lora_rank > 0) {
       add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw);
       add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw);
@@ -294,7 +347,7 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   } else {
     add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw);
   }
-  add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw);
+  if (attention) add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw);
   // Core attention: the micro-batch's sequences (one document each), this GPU's heads; ring
   // context parallelism gives each rank 1/cp of the pairs, Ulysses 1/cp of the heads.
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
@@ -309,10 +362,12 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     }
   }
   const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
-  const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
-  const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv);
+  const std::int64_t window = kind.windowed ? m.sliding_window : 0;
+  const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv, window);
+  const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv, window);
   OpCost att_fwd, att_bwd;  // core attention, forward and backward
-  if (p.flash_attention) {
+  if (!attention) {
+  } else if (p.flash_attention) {
     att_fwd = {c.cost.time(af).to_seconds() * share, 0, flops(af).value() * share};
     att_bwd = {c.cost.time(ab).to_seconds() * share, 0, flops(ab).value() * share};
   } else {
@@ -342,7 +397,8 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   lc.b += att_bwd;
   // MLP.
   const double swiglu = m.mlp == MlpKind::swiglu ? 1 : 0;
-  if (!moe) {
+  if (kind.ffn == Ffn::none) {
+  } else if (kind.ffn == Ffn::dense) {
     const std::int64_t f = m.ffn_hidden / p.tp;
     add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw);
     add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw);
@@ -356,6 +412,12 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
       add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw);
       add_gemm(c, lc, {T, m.hidden, fs}, &gemm_f, &gemm_bw);
     }
+    // LatentMoE: each token projected down to the latent width before dispatch, up after combine.
+    const std::int64_t width = e.latent > 0 ? e.latent : m.hidden;
+    if (e.latent > 0) {
+      add_gemm(c, lc, {Ts, e.latent, m.hidden}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {Ts, m.hidden, e.latent}, &gemm_f, &gemm_bw);
+    }
     // Routed experts: this rank's experts get top_k copies of the EP group's tokens, the busiest
     // rank `expert_imbalance` times the mean.
     const int local = e.experts / p.ep;
@@ -363,7 +425,7 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     const std::int64_t per_expert = Ctx::n(routed / local);
     const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
-    for (const auto& [nn, kk] : {std::pair{up, m.hidden}, std::pair{m.hidden, e.expert_ffn}}) {
+    for (const auto& [nn, kk] : {std::pair{up, width}, std::pair{width, e.expert_ffn}}) {
       const DType t = c.prec.gemm;
       const Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
       const Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
@@ -380,23 +442,28 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     const double fe = static_cast<double>(e.expert_ffn);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
-    c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));  // permute and unpermute
-    c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * h * 2 * 2));
+    const double wd = static_cast<double>(width);
+    c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));  // permute and unpermute
+    c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));
     // Dispatch and combine over the EP group, forward and backward: NCCL's all-to-all of every
     // token copy, or DeepEP's forwarding kernels.
     const double a2a = p.moe_dispatch == "deepep"
-                           ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = e.top_k, .max_nodes = 0, .imbalance = p.expert_imbalance}, p.tp, Ts, h * 2)
-                           : c.comm.collective(CollectiveOp::all_to_all, routed * h * 2, p.ep, p.tp);
+                           ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = e.top_k, .max_nodes = 0, .imbalance = p.expert_imbalance}, ep_stride(p), Ts, wd * 2)
+                           : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p));
     lc.f.comm += 2 * a2a;
     lc.b.comm += 2 * a2a;
   }
-  // Norms, rotary embedding, residual adds.
-  c.add(lc.f, c.mem(KernelKind::norm, 2 * 2 * Ts * h * 2));
-  c.add(lc.b, c.mem(KernelKind::norm, 2 * 3 * Ts * h * 2));
-  c.add(lc.f, c.mem(KernelKind::elementwise, 2 * 3 * Ts * h * 2));
-  const double rope = T * static_cast<double>(c.heads_l + c.kv_l) * static_cast<double>(qk) * 2 * 2;
-  c.add(lc.f, c.mem(KernelKind::rope, rope));
-  c.add(lc.b, c.mem(KernelKind::rope, rope));
+  // Norms and residual adds, one per sublayer; rotary embedding (hybrid stacks use none:
+  // Nemotron-H's attention has no position embedding).
+  const double sub = kind.sublayers();
+  c.add(lc.f, c.mem(KernelKind::norm, sub * 2 * Ts * h * 2));
+  c.add(lc.b, c.mem(KernelKind::norm, sub * 3 * Ts * h * 2));
+  c.add(lc.f, c.mem(KernelKind::elementwise, sub * 3 * Ts * h * 2));
+  if (attention && m.layer_pattern.empty()) {
+    const double rope = T * static_cast<double>(c.heads_l + c.kv_l) * static_cast<double>(qk) * 2 * 2;
+    c.add(lc.f, c.mem(KernelKind::rope, rope));
+    c.add(lc.b, c.mem(KernelKind::rope, rope));
+  }
 
   // Tensor-parallel communication of the layer: with sequence parallelism an all-gather before
   // and a reduce-scatter after attention and the MLP (backward: the reverse, plus the
@@ -407,12 +474,12 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
     if (p.sequence_parallel) {
       const double ag = c.comm.collective(CollectiveOp::all_gather, bytes, p.tp, 1);
       const double rs = c.comm.collective(CollectiveOp::reduce_scatter, bytes, p.tp, 1);
-      tf = 2 * ag + 2 * rs;
-      tb = 4 * ag + 2 * rs;
+      tf = sub * (ag + rs);
+      tb = sub * (2 * ag + rs);
     } else {
       const double ar = c.comm.collective(CollectiveOp::all_reduce, bytes, p.tp, 1);
-      tf = 2 * ar;
-      tb = 2 * ar;
+      tf = sub * ar;
+      tb = sub * ar;
     }
     lc.f.comm += p.overlap_tp_comm ? std::max(0.0, tf - gemm_f) : tf;
     lc.b.comm += p.overlap_tp_comm ? std::max(0.0, tb - gemm_bw) : tb;
@@ -420,7 +487,7 @@ LayerCost layer_cost(const Ctx& c, bool moe) {
   // Context parallelism: ring passes K and V around (cp - 1 steps, overlapped with the
   // attention steps), and K, V and their gradients backward; Ulysses re-shards heads and
   // sequence with four all-to-alls each way.
-  if (p.cp > 1) {
+  if (p.cp > 1 && attention) {
     const double kv_bytes = T * static_cast<double>(c.kv_l) * static_cast<double>(qk + hv) * 2;
     if (!ulysses) {
       const double step = c.comm.p2p(kv_bytes, p.tp), step_b = c.comm.p2p(2 * kv_bytes, p.tp);
@@ -476,6 +543,29 @@ LayerCost loss_cost(const Ctx& c) {
   return lc;
 }
 
+// The multi-token-prediction modules after the loss on the last virtual stage: per module, two
+// norms and the input embedding of the shifted tokens, the 2h -> h projection, its block of
+// layers (each costed by `layer`), then the shared output layer with its loss.
+template <typename LayerFn>
+LayerCost mtp_cost(const Ctx& c, const LayerFn& layer) {
+  LayerCost lc;
+  double gemm_f = 0, gemm_bw = 0;
+  const double h = static_cast<double>(c.m.hidden);
+  for (int k = 0; k < c.m.mtp_layers; ++k) {
+    c.add(lc.f, c.mem(KernelKind::embedding, 2 * c.seq_tokens * h * 2));
+    c.add(lc.f, c.mem(KernelKind::norm, 2 * 2 * c.seq_tokens * h * 2));
+    c.add(lc.b, c.mem(KernelKind::norm, 2 * 3 * c.seq_tokens * h * 2));
+    add_gemm(c, lc, {c.tokens, c.m.hidden / c.p.tp, 2 * c.m.hidden}, &gemm_f, &gemm_bw);
+    for (const LayerKind kind : c.m.mtp_block()) {
+      const LayerCost l = layer(kind);
+      lc.f += l.f, lc.b += l.b, lc.w += l.w;
+    }
+    const LayerCost e = loss_cost(c);
+    lc.f += e.f, lc.b += e.b, lc.w += e.w;
+  }
+  return lc;
+}
+
 Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, CommCost& comm) {
   return Ctx{m, p, cost, comm,
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
@@ -485,8 +575,9 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              precision_spec(p.precision)};
 }
 
-// One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(moe)`), plus the
-// input embedding on the first virtual stage and the output layer with the loss on the last.
+// One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(kind)`), plus the
+// input embedding on the first virtual stage and the output layer with the loss (and the MTP
+// modules) on the last.
 template <typename LayerFn>
 LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
   const ModelSpec& m = ctx.m;
@@ -494,7 +585,7 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
   LayerCost total;
   const int first = first_layer_of(p, m, vs);
   for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-    const LayerCost lc = layer(m.moe_layer(l));
+    const LayerCost lc = layer(m.layer_kind(l));
     total.f += lc.f;
     total.b += lc.b;
     total.w += lc.w;
@@ -506,6 +597,8 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
   if (vs == p.virtual_stages() - 1) {
     const LayerCost e = loss_cost(ctx);
     total.f += e.f, total.b += e.b, total.w += e.w;
+    const LayerCost t = mtp_cost(ctx, layer);
+    total.f += t.f, total.b += t.b, total.w += t.w;
   }
   return total;
 }
@@ -514,20 +607,8 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
 
 // Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
 double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
-  double params = 0;
-  const int first = first_layer_of(p, m, vs);
-  for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-    params += static_cast<double>(m.attention_params()) / p.tp;
-    if (m.moe_layer(l)) {
-      const double per_expert = static_cast<double>(m.moe_mlp_params() - m.hidden * m.moe.experts) / (m.moe.experts + m.moe.shared_experts);
-      params += static_cast<double>(m.hidden * m.moe.experts) + per_expert * m.moe.shared_experts / p.tp + per_expert * m.moe.experts / p.ep;
-    } else {
-      params += static_cast<double>(m.dense_mlp_params()) / p.tp;
-    }
-  }
-  if (vs == 0) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
-  if (vs == p.virtual_stages() - 1 && !(m.tied_embeddings && vs == 0)) params += static_cast<double>(m.vocab * m.hidden) / p.tp;
-  return params;
+  const GpuParams g = chunk_gpu_params(m, p, vs);
+  return g.dense + g.expert;
 }
 
 
@@ -552,10 +633,10 @@ std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
   const Ctx ctx = make_ctx(m, p, cost, fabric.impl_->comm);
-  std::map<bool, LayerCost> cache;
-  const auto layer = [&](bool moe) {
-    auto it = cache.find(moe);
-    if (it == cache.end()) it = cache.emplace(moe, layer_cost(ctx, moe)).first;
+  std::map<int, LayerCost> cache;
+  const auto layer = [&](LayerKind kind) {
+    auto it = cache.find(kind.key());
+    if (it == cache.end()) it = cache.emplace(kind.key(), layer_cost(ctx, kind)).first;
     return it->second;
   };
   const auto op = [](const OpCost& c) { return OpTime{c.compute, c.comm}; };
@@ -592,7 +673,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
     const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec};
-    const LayerCost lc = layer_cost(c2, moe);
+    const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }
   return out;
@@ -622,7 +703,25 @@ double step_model_flops(const ModelSpec& m, const ParallelPlan& p) {
   } else {
     for (const std::int64_t d : p.documents) pairs += static_cast<double>(d) * static_cast<double>(d + 1) / 2;
   }
-  const double attention = static_cast<double>(m.layers) * pairs * 2 * static_cast<double>(m.qk_head_dim() + m.v_head_dim()) * m.heads;
+  // Attention layers (the MTP modules' too), windowed ones over their window's pairs.
+  double windowed = 0;
+  const auto window_pairs = [&](std::int64_t l) {
+    const auto x = static_cast<double>(l), w = static_cast<double>(m.sliding_window);
+    return l <= m.sliding_window ? x * (x + 1) / 2 : w * (w + 1) / 2 + (x - w) * w;
+  };
+  if (m.sliding_window > 0) {
+    if (p.documents.empty()) windowed = window_pairs(p.seq_len);
+    for (const std::int64_t d : p.documents) windowed += window_pairs(d);
+  }
+  double attention_pairs = 0;
+  for (int l = 0; l < m.layers; ++l) {
+    const LayerKind k = m.layer_kind(l);
+    if (k.mixer == Mixer::attention) attention_pairs += k.windowed ? windowed : pairs;
+  }
+  for (const LayerKind k : m.mtp_block()) {
+    if (k.mixer == Mixer::attention) attention_pairs += m.mtp_layers * pairs;
+  }
+  const double attention = attention_pairs * 2 * static_cast<double>(m.qk_head_dim() + m.v_head_dim()) * m.heads;
   const double forward = s * 2 * static_cast<double>(m.active_matmul_params()) + attention;
   return 3 * forward * p.global_batch;
 }
@@ -663,7 +762,7 @@ PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, c
 }
 
 // Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
-// (dense or MoE); without, every layer of every op of every rank is costed afresh.
+// (LayerKind); without, every layer of every op of every rank is costed afresh.
 class ChunkCosts {
  public:
   ChunkCosts(const Ctx& ctx, bool reuse) : ctx_(ctx), reuse_(reuse) {
@@ -676,10 +775,10 @@ class ChunkCosts {
 
  private:
   LayerCost chunk(int vs) {
-    const auto layer = [&](bool moe) {
-      if (!reuse_) return layer_cost(ctx_, moe);
-      auto it = layer_cache_.find(moe);
-      if (it == layer_cache_.end()) it = layer_cache_.emplace(moe, layer_cost(ctx_, moe)).first;
+    const auto layer = [&](LayerKind kind) {
+      if (!reuse_) return layer_cost(ctx_, kind);
+      auto it = layer_cache_.find(kind.key());
+      if (it == layer_cache_.end()) it = layer_cache_.emplace(kind.key(), layer_cost(ctx_, kind)).first;
       return it->second;
     };
     return chunk_cost(ctx_, vs, layer);
@@ -687,7 +786,7 @@ class ChunkCosts {
 
   const Ctx ctx_;
   const bool reuse_;
-  std::map<bool, LayerCost> layer_cache_;
+  std::map<int, LayerCost> layer_cache_;
   std::vector<LayerCost> chunk_costs_;
 };
 

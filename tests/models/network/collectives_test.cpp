@@ -92,6 +92,20 @@ TEST_CASE("NVLS all-reduce through the switch's reduction ports") {
                   sim::InputError);
 }
 
+// NVLS all-gather: each GPU stores its slice once and the switch multicasts every slice to
+// every GPU, S down each port; reduce-scatter the mirror image, S up. In 32 chunks (NVLS's
+// default, as above) only the first chunk's slice S/(32n) goes before the busy direction
+// starts: algbw = port / (1 + 1/(32n)).
+TEST_CASE("NVLS all-gather and reduce-scatter: the multicast or the reduction port carries S") {
+  const Topology t = build_topology("dgx-h200");
+  const double port = 450e9 * t.node(8).nvls_efficiency;
+  for (const CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+    const CollectiveResult r = run_collective(t, spec(op, CollectiveAlgo::nvls, 16 * kGiB));
+    CHECK(r.algbw == orrery::testing::Approx(port / (1 + 1.0 / (32 * 8))).epsilon(0.001));
+  }
+  CHECK_THROWS_AS(run_collective(t, spec(CollectiveOp::all_to_all, CollectiveAlgo::nvls, kGiB)), sim::InputError);
+}
+
 // Double binary tree: every rank's uplink carries 2S in all, so T -> 2S/B with deep pipelines.
 TEST_CASE("tree all-reduce approaches 2S/B and matches its estimate") {
   const Topology t = build_topology("dgx-h100");

@@ -67,6 +67,14 @@ TEST_CASE("catalog models have their published parameter counts") {
   near("qwen3-235b-a22b", 235, 22);
   near("mixtral-8x7b", 46.7, 12.9);
   near("deepseek-v3", 671, 37);
+  // The MTP module: 14B more (DeepSeek-V3 report: "671B ... and 14B of the MTP module"), of
+  // which one MoE layer's active experts and its projection run per token.
+  near("deepseek-v3-mtp", 685, 38.2);
+  // gpt-oss model card (arXiv 2508.10925) Table 1: 116.83B total, 5.13B active (20b: 20.91B,
+  // 3.61B); its active count leaves out the input embedding (201088 x 2880 = 0.58B).
+  near("gpt-oss-120b", 116.8, 5.13 + 0.58);
+  near("gpt-oss-20b", 20.9, 3.61 + 0.58);
+  near("nemotron-3-nano", 31.6, 3.6);  // Nemotron 3 Nano report: 31.6B total, 3.6B active with embeddings
   near("megatron2021-1t", 1008, 1008);
   near("megatron2024-462b", 462, 462);
   CHECK_THROWS_WITH_AS(ModelCatalog::builtin().model("llama3-7b", "s.json", "/model"),
@@ -243,6 +251,125 @@ TEST_CASE("MoE, MLA, context and expert parallelism run") {
   ds.plan.global_batch = 16;
   ds.topology = "dgx-h100:nodes=2";
   CHECK(step(ds).model_flops > 0);
+}
+
+// Hybrid stacks, sliding windows and MTP: each layer kind costs what it holds.
+TEST_CASE("layer kinds: Mamba-2 hybrids, sliding-window attention, MTP modules, folded expert parallelism") {
+  const ModelSpec& nano = model("nemotron-3-nano");
+  CHECK(nano.layers == 52);
+  CHECK(nano.layer_kind(0).mixer == Mixer::mamba);
+  CHECK(nano.layer_kind(1).ffn == Ffn::moe);
+  CHECK(nano.layer_kind(5).mixer == Mixer::attention);
+  CHECK(nano.layer_kind(5).ffn == Ffn::none);
+  int mamba = 0, attention = 0, moe = 0;
+  for (int l = 0; l < nano.layers; ++l) {
+    mamba += nano.layer_kind(l).mixer == Mixer::mamba;
+    attention += nano.layer_kind(l).mixer == Mixer::attention;
+    moe += nano.layer_kind(l).ffn == Ffn::moe;
+  }
+  CHECK(mamba == 23);  // the report: 23 Mamba-2, 23 MoE, 6 attention layers
+  CHECK(moe == 23);
+  CHECK(attention == 6);
+
+  // GPT-OSS alternates a 128-key window (even layers) and full attention.
+  const ModelSpec& oss = model("gpt-oss-120b");
+  CHECK(oss.layer_kind(0).windowed);
+  CHECK_FALSE(oss.layer_kind(1).windowed);
+  // A windowed causal document of l keys: w(w+1)/2 + (l - w) w pairs.
+  const Kernel full = Kernel::attention(Pass::forward, {4096}, 64, 8, 64, true, DType::bf16);
+  const Kernel win = Kernel::attention(Pass::forward, {4096}, 64, 8, 64, true, DType::bf16, 0, 128);
+  CHECK(flops(win).value() / flops(full).value() == orrery::testing::Approx((128.0 * 129 / 2 + (4096 - 128) * 128.0) / (4096.0 * 4097 / 2)));
+  const RooflineCostModel cost(HardwareCatalog::builtin().gpu("H100"));
+  CHECK(cost.time(win) < cost.time(full) / 4);
+
+  // A step of each runs; the hybrid on one server.
+  StepScenario sc;
+  sc.model = nano;
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.dp = 8;
+  sc.plan.ep = 8;
+  sc.plan.global_batch = 16;
+  sc.plan.seq_len = 8192;
+  sc.topology = "dgx-h100:nodes=1";
+  const StepResult hybrid = step(sc);
+  CHECK(hybrid.tflops_per_gpu > 0);
+  CHECK(hybrid.step_time == step(sc, false).step_time);  // reuse over kinds equals every op afresh
+
+  // MTP: the same model with one MTP module is slower, holds more on its last stage.
+  StepScenario ds;
+  ds.model = model("deepseek-v3");
+  ds.model.layers = 8;
+  ds.gpu = HardwareCatalog::builtin().gpu("H100");
+  ds.plan.pp = 2;
+  ds.plan.dp = 8;
+  ds.plan.ep = 8;
+  ds.plan.global_batch = 16;
+  ds.topology = "dgx-h100:nodes=2";
+  const StepResult plain = step(ds);
+  const ModelSpec no_mtp = ds.model;
+  ds.model.mtp_layers = 1;
+  const StepResult mtp = step(ds);
+  CHECK(mtp.step_time > plain.step_time);
+  CHECK(mtp.model_flops > plain.model_flops);
+  CHECK(chunk_params(ds.model, ds.plan, 1) > chunk_params(no_mtp, ds.plan, 1) * 1.1);
+  CHECK(chunk_params(ds.model, ds.plan, 0) == chunk_params(no_mtp, ds.plan, 0));
+
+  // Expert parallelism folded over tensor-parallel ranks (Megatron's MoE parallel folding):
+  // ep 16 over tp 2 x dp 8.
+  StepScenario fold;
+  fold.model = model("qwen3-30b-a3b");
+  fold.gpu = HardwareCatalog::builtin().gpu("H100");
+  fold.plan.tp = 2;
+  fold.plan.dp = 8;
+  fold.plan.ep = 16;
+  fold.plan.global_batch = 16;
+  fold.topology = "dgx-h100:nodes=2";
+  CHECK(ep_folded(fold.plan));
+  CHECK(ep_stride(fold.plan) == 1);
+  CHECK(expert_dp(fold.plan) == 1);
+  CHECK(step(fold).step_time > sim::Duration::zero());
+  fold.plan.ep = 32;  // 32 divides neither dp 8 nor tp x dp 16
+  CHECK_THROWS_WITH_AS(step(fold), doctest::Contains("/plan/ep: ep=32 divides neither dp x cp = 8 nor tp x dp x cp = 16"), sim::InputError);
+}
+
+TEST_CASE("hybrid, window and MTP shapes: bad input named") {
+  ModelSpec m = model("nemotron-3-nano");
+  m.layer_pattern[3] = 'X';
+  CHECK_THROWS_WITH_AS(validate_model(m, "m.json", "/model"),
+                       doctest::Contains("m.json:/model: model \"nemotron-3-nano\": layer_pattern: found \"X\" at position 4, expected M (Mamba-2), "
+                                         "* (attention), - (MLP) or E (MoE)"),
+                       sim::InputError);
+  m = model("nemotron-3-nano");
+  m.layer_pattern.pop_back();
+  CHECK_THROWS_WITH_AS(validate_model(m, "m.json", "/model"), doctest::Contains("found 51 letters, expected one per layer (layers=52)"),
+                       sim::InputError);
+  m = model("nemotron-3-nano");
+  m.mamba.heads = 0;
+  CHECK_THROWS_WITH_AS(validate_model(m, "m.json", "/model"), doctest::Contains("found M at position 1, but the model has no mamba section"),
+                       sim::InputError);
+  // A window longer than the sequence.
+  StepScenario sc;
+  sc.model = model("gpt-oss-20b");
+  sc.model.sliding_window = 8192;
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.dp = 8;
+  sc.plan.ep = 8;
+  sc.plan.global_batch = 8;
+  sc.plan.seq_len = 4096;
+  sc.topology = "dgx-h100:nodes=1";
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/seq_len: gpt-oss-20b's sliding window of 8192 tokens is longer than seq_len 4096"),
+                       sim::InputError);
+  // Context parallelism over Mamba-2 layers.
+  StepScenario h;
+  h.model = model("nemotron-3-nano");
+  h.gpu = HardwareCatalog::builtin().gpu("H100");
+  h.plan.cp = 2;
+  h.plan.dp = 4;
+  h.plan.global_batch = 8;
+  h.plan.seq_len = 8192;
+  h.topology = "dgx-h100:nodes=1";
+  CHECK_THROWS_WITH_AS(step(h), doctest::Contains("/plan/cp: cp=2: context parallelism over nemotron-3-nano's Mamba-2 layers is not modelled"),
+                       sim::InputError);
 }
 
 // DeepEP's dispatch sends a token across the network once per node it reaches; with top-8
