@@ -201,6 +201,28 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  if (auto v = plan.optional("lora")) {
+    // true (Megatron-Bridge's defaults) or {"rank": 16, "targets": ["linear_qkv", ...]}.
+    if (v->json().is_boolean()) {
+      p.lora.enabled = v->as_bool();
+    } else {
+      JsonObject o = v->as_object();
+      p.lora.enabled = true;
+      if (auto r = o.optional("rank")) p.lora.rank = count(*r, 1, 1 << 20);
+      if (auto t = o.optional("targets")) {
+        p.lora.qkv = p.lora.proj = p.lora.fc1 = p.lora.fc2 = false;
+        for (const JsonNode& name : t->as_array()) {
+          const std::string n = name.as_string();
+          if (n == "linear_qkv") p.lora.qkv = true;
+          else if (n == "linear_proj") p.lora.proj = true;
+          else if (n == "linear_fc1") p.lora.fc1 = true;
+          else if (n == "linear_fc2") p.lora.fc2 = true;
+          else name.fail(fmt::format("found {}, expected linear_qkv, linear_proj, linear_fc1 or linear_fc2", sim::quote(n)));
+        }
+      }
+      o.finish();
+    }
+  }
   if (auto v = plan.optional("split_embedding_and_loss")) p.split_embedding_and_loss = v->as_bool();
   if (auto v = plan.optional("documents")) {
     for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));

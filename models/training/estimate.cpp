@@ -13,7 +13,7 @@ namespace {
 struct StageSums {
   double f = 0, b = 0, w = 0;  // one micro-batch, all chunks of the stage
   double comm = 0;             // exposed communication inside those ops
-  double params = 0;
+  double params = 0;           // trained: what is reduced, gathered after the step and updated
   double t() const { return f + b + w; }
 };
 
@@ -111,9 +111,9 @@ void add_zero_collectives(Pipeline& x) {
     ZeroCosts& z = x.zc[i];
     const int n = std::max(1, k.layers);
     z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * param_gather_bytes(p), dp_group, p.tp);
-    z.r = x.fabric.collective(rs, k.params / n * 4, dp_group, p.tp);
+    z.r = x.fabric.collective(rs, k.trainable / n * grad_reduce_bytes(p), dp_group, p.tp);
     z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * param_gather_bytes(p), dp_group, p.tp);
-    z.R = x.fabric.collective(rs, k.params * grad_reduce_bytes(p), dp_group, p.tp);
+    z.R = x.fabric.collective(rs, k.trainable * grad_reduce_bytes(p), dp_group, p.tp);
     // Per layer: the op's compute d against its collectives c, over n layers.
     const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
     OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
@@ -161,7 +161,7 @@ std::vector<StageSums> stage_sums(const Pipeline& x) {
       sum.b += k.b.seconds();
       sum.w += k.w.seconds();
       sum.comm += k.f.comm + k.b.comm + k.w.comm;
-      sum.params += k.params;
+      sum.params += k.trainable;
     }
   }
   return st;
@@ -255,7 +255,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
       if (p.overlap_grad_reduce) {
         const ChunkOpCosts& k = x.chunk(0, s);
         const int n = std::max(1, k.layers);
-        const double r = x.fabric.collective(reduce_op, k.params / n * 4, dp_group, p.tp);
+        const double r = x.fabric.collective(reduce_op, k.trainable / n * grad_reduce_bytes(p), dp_group, p.tp);
         const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
         tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
       } else if (!x.zero_per_mb) {
@@ -273,7 +273,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
           for (int cc = 0; cc < p.vp; ++cc) {
             const ChunkOpCosts& k = x.chunk(cc, s);
             const int n = std::max(1, k.layers);
-            const double g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * param_gather_bytes(p), dp_group, p.tp);
+            const double g = x.fabric.collective(CollectiveOp::all_gather, k.trainable / n * param_gather_bytes(p), dp_group, p.tp);
             const double d = k.f.seconds() / n;
             // The chunk's first forward starts after the stage's ramp and, with interleaving,
             // after p forwards of each earlier chunk.

@@ -29,6 +29,7 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   };
   positive("tp", p.tp), positive("pp", p.pp), positive("vp", p.vp), positive("dp", p.dp), positive("cp", p.cp), positive("ep", p.ep);
   positive("micro_batch", p.micro_batch), positive("global_batch", p.global_batch), positive("seq_len", p.seq_len);
+  validate_lora(p, m, source, where);
   if (p.seq_len > kMaxSeqLen) bad("seq_len", fmt::format("found {}, expected at most {} tokens ({})", p.seq_len, kMaxSeqLen, kMaxSeqLenReason));
   if (p.zero < 0 || p.zero > 3) bad("zero", fmt::format("found {}, expected a ZeRO stage 0, 1, 2 or 3", p.zero));
   if (m.heads % p.tp != 0) bad("tp", fmt::format("tp={} does not divide {} attention heads", p.tp, m.heads));
@@ -264,10 +265,42 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
 }
 }  // namespace
 
+void validate_lora(const ParallelPlan& p, const ModelSpec& m, std::string_view source, std::string_view where) {
+  if (!p.lora.enabled) return;
+  const auto bad = [&](const std::string& message) { throw sim::InputError(std::string(source), fmt::format("{}/lora", where), message); };
+  if (p.lora.rank < 1 || p.lora.rank > m.hidden) {
+    bad(fmt::format("rank: found {}, expected 1 to {}'s hidden size {} (a low-rank adapter)", p.lora.rank, m.name, m.hidden));
+  }
+  if (!p.lora.qkv && !p.lora.proj && !p.lora.fc1 && !p.lora.fc2) {
+    bad("targets: found none, expected one or more of linear_qkv, linear_proj, linear_fc1, linear_fc2");
+  }
+}
+
+// LoRA adapter parameters of one layer of kind k on one GPU: rank x (in + out) per targeted
+// linear layer, its in and out as the GPU holds them (split by tp on its parallel side).
+double lora_layer_params(const ModelSpec& m, const ParallelPlan& p, LayerKind k) {
+  if (!p.lora.enabled) return 0;
+  const double r = p.lora.rank, h = static_cast<double>(m.hidden), tp = p.tp;
+  double n = 0;
+  if (k.mixer == Mixer::attention) {
+    const double qkv = static_cast<double>(m.heads + 2 * m.kv_heads) * static_cast<double>(m.qk_head_dim()) / tp;
+    const double o = static_cast<double>(m.heads) * static_cast<double>(m.v_head_dim()) / tp;
+    if (p.lora.qkv) n += r * (h + qkv);
+    if (p.lora.proj) n += r * (o + h);
+  }
+  if (k.ffn == Ffn::dense) {
+    const double f = static_cast<double>(m.ffn_hidden) / tp;
+    if (p.lora.fc1) n += r * (h + (m.mlp == MlpKind::swiglu ? 2 : 1) * f);
+    if (p.lora.fc2) n += r * (f + h);
+  }
+  return n;
+}
+
 GpuParams chunk_gpu_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   GpuParams g;
   const double tp = p.tp;
   const auto add_layer = [&](LayerKind k) {
+    g.trainable += lora_layer_params(m, p, k);
     if (k.ffn != Ffn::moe) {
       g.dense += static_cast<double>(m.layer_params(k)) / tp;
       return;
@@ -292,12 +325,14 @@ GpuParams chunk_gpu_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
     }
     if (m.mtp_layers > 0 && vs != 0) g.dense += table, g.embedding += table;
   }
+  if (!p.lora.enabled) g.trainable = g.dense + g.expert;
   return g;
 }
 
 namespace {
 
 struct StageParams {
+  double trainable = 0;  // with LoRA the adapters (replicated over dp), else dense + expert
   double dense = 0;   // parameters sharded by tp (and ZeRO over dp x cp)
   double expert = 0;  // routed-expert parameters (sharded by ep, ZeRO over dp x cp / ep)
   double largest_chunk = 0;  // of the stage's chunks (dense + expert)
@@ -313,6 +348,7 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
     s.dense += g.dense;
     s.expert += g.expert;
     s.embedding += g.embedding;
+    s.trainable += g.trainable;
     const double chunk = g.dense + g.expert;
     s.largest_chunk = std::max(s.largest_chunk, chunk);
     s.largest_layer = std::max(s.largest_layer, chunk / std::max(1, layers_of(p, m, vs)));
@@ -349,6 +385,15 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).
     e.grads_bytes = shard(grad_reduce_bytes(p), p.zero >= 2);
     e.optimizer_bytes = shard(12, p.zero >= 1);
+    if (p.lora.enabled) {
+      // A frozen base: gradients and optimizer states (fp32 master and moments) of the adapters
+      // only, sharded over the whole data-parallel group as ZeRO says; the adapters' own bf16
+      // weights beside the base's.
+      const auto adapters = [&](double bytes, bool sharded) { return bytes * sp.trainable / (sharded ? dp_dense : 1.0); };
+      e.grads_bytes = adapters(grad_reduce_bytes(p), p.zero >= 2);
+      e.optimizer_bytes = adapters(12, p.zero >= 1);
+      e.params_bytes += 2 * sp.trainable;
+    }
     // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one
     // layer piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`:
     // "only two consecutive FSDP instances (the current instance running computation and the

@@ -76,6 +76,17 @@ struct ParallelPlan {
   // layer and the loss (the output layer) as the last, so the first and last stages hold fewer
   // transformer layers (as few as none).
   bool split_embedding_and_loss = false;
+  // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
+  // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
+  // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
+  // (src/megatron/bridge/peft/lora.py): rank (dim) 32 on linear_qkv, linear_proj, linear_fc1 and
+  // linear_fc2 of every transformer layer (dense MLPs; experts and Mamba projections stay
+  // frozen without adapters here).
+  struct Lora {
+    bool enabled = false;
+    int rank = 32;
+    bool qkv = true, proj = true, fc1 = true, fc2 = true;
+  } lora;
   // Documents packed in every sequence (lengths summing to seq_len; attention stays within a
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;
@@ -129,6 +140,9 @@ double expert_dp(const ParallelPlan& plan);
 int layers_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
 int first_layer_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
 
+// Checks plan.lora against the model: a rank from 1 to the hidden size, at least one target.
+void validate_lora(const ParallelPlan& plan, const ModelSpec& model, std::string_view source, std::string_view where);
+
 struct MemoryEstimate {
   double params_bytes = 0;      // bf16 weights
   double grads_bytes = 0;       // main gradients, in plan.grad_reduce's dtype
@@ -149,6 +163,7 @@ struct GpuParams {
   double dense = 0;
   double expert = 0;
   double embedding = 0;
+  double trainable = 0;  // what gets gradients and optimizer states: dense + expert, or with LoRA the adapters
 };
 GpuParams chunk_gpu_params(const ModelSpec& model, const ParallelPlan& plan, int virtual_stage);
 

@@ -273,18 +273,44 @@ void add_casts(const Ctx& c, LayerCost& lc, double m, double n, double k, double
   c.add(lc.b, c.mem(KernelKind::quantize, cast(m * n)));
 }
 
+// Which LoRA target a linear layer is (Megatron's module names).
+enum class LoraTarget : std::uint8_t { none, qkv, proj, fc1, fc2 };
+
+bool lora_targets(const ParallelPlan& p, LoraTarget t) {
+  if (!p.lora.enabled) return false;
+  switch (t) {
+    case LoraTarget::qkv: return p.lora.qkv;
+    case LoraTarget::proj: return p.lora.proj;
+    case LoraTarget::fc1: return p.lora.fc1;
+    case LoraTarget::fc2: return p.lora.fc2;
+    default: return false;
+  }
+}
+
 // A forward GEMM, and its backward: dgrad (B) and wgrad (W); a linear layer's runs in the plan's
-// precision (with its casts), the router's and the LM head's in bf16 (`quantized` false).
-void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw, bool quantized = true) {
+// precision (with its casts), the router's and the LM head's in bf16 (`quantized` false). With
+// LoRA the base weights are frozen (no wgrad) and a targeted layer adds its adapter in bf16: x A
+// (k -> rank) then B (rank -> n) forward; backward both dgrads (B) and both wgrads (W).
+void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw, bool quantized = true,
+              LoraTarget target = LoraTarget::none) {
   const DType t = quantized ? c.prec.gemm : DType::bf16;
   const Kernel f = Kernel::gemm(Ctx::n(g.m), g.n, g.k, t);
   const Kernel b = Kernel::gemm(Ctx::n(g.m), g.k, g.n, t);
   const Kernel w = Kernel::gemm(g.k, g.n, Ctx::n(g.m), t);
   c.add(lc.f, f);
   c.add(lc.b, b);
-  c.add(lc.w, w);
   *gemm_f += c.cost.time(f).to_seconds();
-  *gemm_bw += c.cost.time(b).to_seconds() + c.cost.time(w).to_seconds();
+  *gemm_bw += c.cost.time(b).to_seconds();
+  if (!c.p.lora.enabled) {
+    c.add(lc.w, w);
+    *gemm_bw += c.cost.time(w).to_seconds();
+  }
+  if (lora_targets(c.p, target)) {
+    const std::int64_t r = c.p.lora.rank, m = Ctx::n(g.m);
+    for (const Kernel& k : {Kernel::gemm(m, r, g.k, DType::bf16), Kernel::gemm(m, g.n, r, DType::bf16)}) c.add(lc.f, k);
+    for (const Kernel& k : {Kernel::gemm(m, r, g.n, DType::bf16), Kernel::gemm(m, g.k, r, DType::bf16)}) c.add(lc.b, k);
+    for (const Kernel& k : {Kernel::gemm(r, g.n, m, DType::bf16), Kernel::gemm(g.k, r, m, DType::bf16)}) c.add(lc.w, k);
+  }
   if (quantized && c.prec.low()) {
     add_casts(c, lc, g.m, static_cast<double>(g.n), static_cast<double>(g.k), 1.0 / std::max(1, c.p.micro_batches()));
   }
@@ -345,9 +371,9 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw);
     add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw);
   } else {
-    add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw);
+    add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw, true, LoraTarget::qkv);
   }
-  if (attention) add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw);
+  if (attention) add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw, true, LoraTarget::proj);
   // Core attention: the micro-batch's sequences (one document each), this GPU's heads; ring
   // context parallelism gives each rank 1/cp of the pairs, Ulysses 1/cp of the heads.
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
@@ -400,8 +426,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   if (kind.ffn == Ffn::none) {
   } else if (kind.ffn == Ffn::dense) {
     const std::int64_t f = m.ffn_hidden / p.tp;
-    add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw);
-    add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw);
+    add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, true, LoraTarget::fc1);
+    add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, true, LoraTarget::fc2);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
   } else {
@@ -435,9 +461,12 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       }
       c.add(lc.f, f);
       c.add(lc.b, b);
-      c.add(lc.w, w);
       gemm_f += c.cost.time(f).to_seconds();
-      gemm_bw += c.cost.time(b).to_seconds() + c.cost.time(w).to_seconds();
+      gemm_bw += c.cost.time(b).to_seconds();
+      if (!p.lora.enabled) {  // LoRA: the experts frozen, without adapters
+        c.add(lc.w, w);
+        gemm_bw += c.cost.time(w).to_seconds();
+      }
     }
     const double fe = static_cast<double>(e.expert_ffn);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
@@ -514,7 +543,7 @@ LayerCost embedding_cost(const Ctx& c) {
   LayerCost lc;
   const double h = static_cast<double>(c.m.hidden);
   c.add(lc.f, c.mem(KernelKind::embedding, 2 * c.seq_tokens * h * 2));
-  c.add(lc.w, c.mem(KernelKind::embedding, 3 * c.seq_tokens * h * 4));
+  if (!c.p.lora.enabled) c.add(lc.w, c.mem(KernelKind::embedding, 3 * c.seq_tokens * h * 4));  // frozen under LoRA
   if (c.p.tp > 1) {
     const double t = c.comm.collective(CollectiveOp::reduce_scatter, c.tokens * h * 2, c.p.tp, 1);
     lc.f.comm += t;
@@ -611,6 +640,8 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   return g.dense + g.expert;
 }
 
+double trainable_params(const ModelSpec& m, const ParallelPlan& p, int vs) { return chunk_gpu_params(m, p, vs).trainable; }
+
 
 CommModel closed_form_of(CommModel model) {
   if (model == CommModel::nccl) return CommModel::nccl_closed;
@@ -643,7 +674,8 @@ std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel
   std::vector<ChunkOpCosts> out;
   for (int vs = 0; vs < p.virtual_stages(); ++vs) {
     const LayerCost lc = chunk_cost(ctx, vs, layer);
-    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs)});
+    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs),
+                   trainable_params(m, p, vs)});
   }
   return out;
 }
@@ -1044,7 +1076,7 @@ void RankBuilder::add_step_start_gathers() {
   for (int c = 0; c < p.vp; ++c) {
     const int vs = c * p.pp + stage;
     const int n = std::max(1, layers_of(p, m, vs));
-    const double bytes = chunk_params(m, p, vs) / n * param_gather_bytes(p);
+    const double bytes = trainable_params(m, p, vs) / n * param_gather_bytes(p);
     for (int piece = 0; piece < n; ++piece) {
       gathers[static_cast<std::size_t>(c)].push_back(
           chain(dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, bytes)));
@@ -1088,7 +1120,7 @@ void RankBuilder::add_op(std::size_t i) {
   if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
   const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
   const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
-  const double bucket_params = chunk_params(m, p, vs) / pieces;
+  const double bucket_params = trainable_params(m, p, vs) / pieces;
   if (gathers_params(op) && !p.overlap_param_gather) add_unoverlapped_gather(op, tag, vs);
   std::optional<sim::TaskId> entry;
   sim::TaskId t{};
@@ -1116,7 +1148,7 @@ void RankBuilder::add_op(std::size_t i) {
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
     const sim::TaskId red =
-        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, chunk_params(m, p, vs) * grad_reduce_bytes(p)));
+        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs) * grad_reduce_bytes(p)));
     g.add_dependency(t, red);
     reduces.push_back(red);
     blocking = {red};
@@ -1168,13 +1200,13 @@ void RankBuilder::add_step_end() {
   rt.last_op = *prev;
   if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
     double params = 0;
-    for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+    for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage);
     const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * grad_reduce_bytes(p)));
     g.add_dependency(rt.last_op, red);
     reduces.push_back(red);
   }
   double params = 0;
-  for (int c = 0; c < p.vp; ++c) params += chunk_params(m, p, c * p.pp + stage);
+  for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage);
   const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
   rt.optimizer_s = s.cost.time(opt).to_seconds();
   rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));

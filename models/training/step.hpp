@@ -162,6 +162,7 @@ struct ChunkOpCosts {
   double flops = 0;  // F + B + W, executed by one GPU
   int layers = 0;
   double params = 0;
+  double trainable = 0;  // what gets gradients (params, or with LoRA the adapters)
 };
 
 // Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
@@ -189,6 +190,8 @@ std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& scenario, const Cos
 
 // Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
 double chunk_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
+// Of those, the ones trained: all of them, or with plan.lora the adapters.
+double trainable_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
 
 // Bytes of one micro-batch's activations (or their gradients) sent between pipeline stages.
 double pipeline_send_bytes(const ModelSpec& model, const ParallelPlan& plan);

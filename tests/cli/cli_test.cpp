@@ -657,6 +657,24 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
             .find("bad-step.json:/plan/precision: nvfp4 needs block-scaled tensor cores") != std::string::npos);
   CHECK(fails(R"({"model": {"name": "tiny", "base": "llama3-8b", "layers": 0}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
             .find("bad-step.json:/model/layers") != std::string::npos);
+  // Fine-tuning and layer kinds.
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "lora": {"rank": 8192}}})")
+            .find("bad-step.json:/plan/lora: rank: found 8192, expected 1 to llama3-8b's hidden size 4096") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "lora": {"targets": ["q_proj"]}}})")
+            .find("bad-step.json:/plan/lora/targets/0: found \"q_proj\", expected linear_qkv, linear_proj, linear_fc1 or linear_fc2") !=
+        std::string::npos);
+  CHECK(fails(R"({"model": {"name": "h", "base": "nemotron-3-nano", "layer_pattern": "MEM*EMQM"}, )" + cluster + R"(, "plan": {"global_batch": 16}})")
+            .find("bad-step.json:/model: model \"h\": layer_pattern: found \"Q\" at position 7, expected M (Mamba-2), * (attention)") !=
+        std::string::npos);
+  CHECK(fails(R"({"model": {"name": "w", "base": "gpt-oss-20b", "sliding_window": 8192}, )" + cluster +
+              R"(, "plan": {"ep": 16, "global_batch": 16, "seq_len": 4096}})")
+            .find("bad-step.json:/plan/seq_len: w's sliding window of 8192 tokens is longer than seq_len 4096") != std::string::npos);
+  // A LoRA scenario runs.
+  {
+    std::ofstream f("lora-step.json");
+    f << R"({"model": "llama3-8b", )" << cluster << R"(, "plan": {"global_batch": 16, "lora": {"rank": 16, "targets": ["linear_qkv", "linear_fc2"]}}})";
+  }
+  CHECK(run({"step", "lora-step.json"}).code == 0);
 }
 
 TEST_CASE("every example scenario runs, deterministically") {

@@ -332,6 +332,27 @@ TEST_CASE("layer kinds: Mamba-2 hybrids, sliding-window attention, MTP modules, 
   CHECK_THROWS_WITH_AS(step(fold), doctest::Contains("/plan/ep: ep=32 divides neither dp x cp = 8 nor tp x dp x cp = 16"), sim::InputError);
 }
 
+// LoRA: the base frozen (no weight gradients: about a third less compute), adapters trained.
+TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of the adapters only") {
+  StepScenario sc = small(2, 2, 2, 8);
+  const StepResult full = step(sc);
+  sc.plan.lora.enabled = true;
+  const StepResult lora = step(sc);
+  CHECK(lora.step_time < full.step_time);
+  CHECK(lora.hardware_flops < 0.75 * full.hardware_flops);
+  CHECK(lora.hardware_flops > 0.6 * full.hardware_flops);
+  CHECK(lora.model_flops == full.model_flops);  // the tables' model FLOPs: 6NT as for training
+  // Rank 32 on q/k/v, o, gate/up and down of 4 layers per stage at tp 2: r (in + out) each.
+  const double h = 4096, qkv = (32 + 16) * 128 / 2.0, o = 32 * 128 / 2.0, f = 14336 / 2.0;
+  const double per_layer = 32 * ((h + qkv) + (o + h) + (h + 2 * f) + (f + h));
+  CHECK(trainable_params(sc.model, sc.plan, 0) == orrery::testing::Approx(4 * per_layer));
+  CHECK(lora.memory.optimizer_bytes == orrery::testing::Approx(12 * 4 * per_layer / 2));  // ZeRO-1 over dp 2
+  CHECK(lora.memory.grads_bytes < full.memory.grads_bytes / 50);
+  CHECK(lora.stages[0].dp_bytes < full.stages[0].dp_bytes / 50);
+  sc.plan.lora.rank = 5000;
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/lora: rank: found 5000, expected 1 to llama3-8b's hidden size 4096"), sim::InputError);
+}
+
 TEST_CASE("hybrid, window and MTP shapes: bad input named") {
   ModelSpec m = model("nemotron-3-nano");
   m.layer_pattern[3] = 'X';
