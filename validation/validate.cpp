@@ -254,6 +254,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
       {"steps", [&] {
          validate_steps(o.data_dir, md, lines);
          validate_bridge(o.data_dir, md, lines);
+         validate_torchtitan(o.data_dir, md, lines);
        }},
       {"balance", [&] { validate_balance(md, lines); }},
       {"cluster", [&] { validate_cluster(o.data_dir, md, lines); }},

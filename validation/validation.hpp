@@ -5,6 +5,7 @@
 #pragma once
 
 #include "models/network/nccl.hpp"
+#include "models/training/parallel.hpp"
 
 #include <cstdint>
 #include <iosfwd>
@@ -74,6 +75,20 @@ struct BridgeValidationSummary {
   std::map<std::string, Model> by_model;  // catalog model -> its rows run and their MAPE
 };
 BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& markdown, std::ostream& out);
+
+// torchtitan's runs (../shared/data/torchtitan): tokens/s per GPU and peak memory per GPU.
+struct TorchtitanValidationSummary {
+  int rows = 0;
+  int run = 0;
+  double mape = 0;         // tokens/s per GPU
+  double worst = 0;
+  int memory_rows = 0;     // rows that print their peak memory
+  double memory_mape = 0;  // against the memory model plus the allocator's share (reserved_bytes)
+};
+TorchtitanValidationSummary validate_torchtitan(const std::string& data_dir, std::string& markdown, std::ostream& out);
+// PyTorch's reserved memory as the torchtitan validation models it: the memory model's peak plus
+// kMemoryReserveFraction of HBM (the caching allocator's fragmentation).
+double reserved_bytes(const models::MemoryEstimate& memory, const models::GpuSpec& gpu);
 
 // The NCCL cost model against the published nccl-tests sweeps (../shared/data/
 // nccl-tests-sweeps): fits its physical parameters and predicts each sweep leave-one-out;

@@ -124,7 +124,7 @@ std::string RooflineCostModel::summary() const { return fmt::format("roofline ({
 
 namespace {
 bool a100_class(const GpuSpec& gpu) { return gpu.name.rfind("A100", 0) == 0; }
-bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H200" || gpu.name == "H800" || gpu.name == "H20"; }
+bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H100-96GB-500W" || gpu.name == "H200" || gpu.name == "H800" || gpu.name == "H20"; }
 }  // namespace
 
 // Training-step pairs (step efficiency, per-kernel overhead), each solved so that the step

@@ -51,6 +51,11 @@ std::vector<GpuSpec> builtin_gpus() {
                "datasheet (the book rounds it to 2.0 TB/s)"});
   g.push_back({"H100", {"H100-SXM", "H100-SXM5", "H100-80GB"}, kH100Flops, 80 * GB, 3350 * GB, 132, "nvlink", 4, 450 * GB,
                "ml-engineering accelerator tables (H100 SXM): 80 GB HBM3 at 3.35 TB/s"});
+  // The H100s of Meta's Grand Teton hosts, where torchtitan's H100 figures were measured
+  // (torchtitan benchmarks/llama3_h100_202412_torchtitan.md): 96 GB HBM2e at 2.4 TB/s, run at a
+  // 500 W power limit. Peaks as H100 SXM (the power cap's lower sustained clock not modelled).
+  g.push_back({"H100-96GB-500W", {"H100-96GB"}, kH100Flops, 96 * GB, 2400 * GB, 132, "nvlink", 4, 450 * GB,
+               "torchtitan llama3_h100_202412 benchmark: H100 96 GB HBM2e at 2.4 TB/s, 500 W limit; H100 SXM peaks"});
   g.push_back({"H200", {"H200-SXM", "H200-141GB"}, kH100Flops, 141 * GB, 4800 * GB, 132, "nvlink", 4, 450 * GB,
                "ml-engineering accelerator tables (H200 SXM): 141 GB HBM3e at 4.8 TB/s"});
   // China-market Hopper parts (the GPUs of StreamRL's heterogeneous setting, arXiv 2504.15930):
