@@ -116,6 +116,11 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
     if (auto v = f.optional("nvlink_bandwidth")) {
       spec.nvlink_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 1e9 / 8, 1e15, kLinkRange);
     }
+    if (auto v = f.optional("host_memory")) spec.host_memory_bytes = within(*v, v->as_bytes().value(), "memory size", 0, 0x1p50, "0 to 1 PiB");
+    if (auto v = f.optional("host_memory_bandwidth")) {
+      spec.host_memory_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
+    }
+    if (auto v = f.optional("host_link_bandwidth")) spec.host_link_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
     if (auto v = f.optional("source")) spec.source = v->as_string();
     f.finish();
     if (!have_bf16) {

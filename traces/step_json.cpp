@@ -201,6 +201,10 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  if (auto v = plan.optional("optimizer_offload")) {
+    p.optimizer_offload = v->as_string();
+    if (p.optimizer_offload != "none" && p.optimizer_offload != "cpu") v->fail(fmt::format("found {}, expected none or cpu", sim::quote(p.optimizer_offload)));
+  }
   if (auto v = plan.optional("lora")) {
     // true (Megatron-Bridge's defaults) or {"rank": 16, "targets": ["linear_qkv", ...]}.
     if (v->json().is_boolean()) {

@@ -96,6 +96,22 @@ std::vector<GpuSpec> builtin_gpus() {
   g.push_back({"A40", {}, {37.4 * T, 74.8 * T, 149.7 * T, 149.7 * T, 0}, 48 * GB, 696 * GB, 84, "", 0, 0, "NVIDIA A40 datasheet"});
   g.push_back({"A10", {}, {31.2 * T, 62.5 * T, 125 * T, 125 * T, 0}, 24 * GB, 600 * GB, 72, "", 0, 0, "NVIDIA A10 datasheet"});
   g.push_back({"T4", {}, {8.1 * T, 0, 0, 65 * T, 0}, 16 * GB, 320 * GB, 40, "", 0, 0, "NVIDIA T4 datasheet"});
+  // Hosts, per GPU. DGX H100 / H200 (NVIDIA DGX H100 datasheet): 2 TB of DDR5 for 8 GPUs, two
+  // Xeon Platinum 8480C of 8 DDR5-4800 channels each (2 x 8 x 38.4 GB/s = 614 GB/s), each GPU on
+  // PCIe 5.0 x16 (64 GB/s per direction). DGX B200 (datasheet): 2 TB (to 4 TB), two Xeon Platinum
+  // 8570 of 8 DDR5-5600 channels (717 GB/s), PCIe 5.0 x16. DGX A100 (datasheet): 1 TB (to 2 TB),
+  // two EPYC 7742 of 8 DDR4-3200 channels (410 GB/s), PCIe 4.0 x16 (32 GB/s). GB200 / GB300 (NVIDIA
+  // GB200 NVL72 page, Grace CPU datasheet): one Grace per two GPUs with 480 GB LPDDR5X at up to 512
+  // GB/s, on NVLink-C2C of 900 GB/s (450 GB/s each way) shared by the two.
+  for (GpuSpec& x : g) {
+    const auto host = [&](double memory, double bandwidth, double link) {
+      x.host_memory_bytes = memory, x.host_memory_bandwidth = bandwidth, x.host_link_bandwidth = link;
+    };
+    if (x.name == "H100" || x.name == "H200" || x.name == "H800" || x.name == "H100-96GB-500W") host(2000 * GB / 8, 614.4 * GB / 8, 64 * GB);
+    if (x.name == "B200" || x.name == "B300") host(2000 * GB / 8, 716.8 * GB / 8, 64 * GB);
+    if (x.name == "A100-80GB" || x.name == "A100-40GB") host(1000 * GB / 8, 409.6 * GB / 8, 32 * GB);
+    if (x.name == "GB200" || x.name == "GB300") host(480 * GB / 2, 512 * GB / 2, 450 * GB / 2);
+  }
   return g;
 }
 }  // namespace

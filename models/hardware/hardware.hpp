@@ -43,6 +43,12 @@ struct GpuSpec {
   int nvlink_generation = 0;              // 0 when the GPU has no NVLink
   double nvlink_bandwidth = 0;            // per GPU, per direction, bytes/s
   std::string source;                     // where the numbers come from
+  // The host each GPU shares (optimizer and activation offload): its share of host memory, of the
+  // host's memory bandwidth, and its own host link (PCIe or NVLink-C2C) per direction, bytes and
+  // bytes/s; 0 = not known (offload then refused).
+  double host_memory_bytes = 0;
+  double host_memory_bandwidth = 0;
+  double host_link_bandwidth = 0;
 
   bool supports(DType t) const { return peak_flops[static_cast<std::size_t>(t)] > 0; }
   sim::FlopsPerSecond peak(DType t) const { return sim::FlopsPerSecond(peak_flops[static_cast<std::size_t>(t)]); }

@@ -25,6 +25,7 @@ MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedu
   validate_model(sc.model, sc.source, "/model");
   validate_plan(sc.plan, sc.model, cluster_gpus(sc.topology), sc.source, "/plan");
   validate_precision(sc.plan, sc.gpu, sc.source, "/plan");
+  validate_offload(sc.plan, sc.model, sc.gpu, sc.source, "/plan");
   const PipelinePlan order = schedule.plan({sc.plan.pp, sc.plan.micro_batches(), sc.plan.vp}, sc.source, "/plan/schedule");
   return estimate_memory(sc.plan, sc.model, order);
 }
@@ -301,7 +302,7 @@ struct StepEnd {
 // The end: the optimizer after the stage's reductions. Stage s runs its last op earlier than
 // stage 0 by the backward ops of the stages before it (the drain runs from the last stage to
 // the first).
-StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const CostModel& cost, const std::vector<double>& tail) {
+StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const CostModel& cost, const GpuSpec& gpu, const std::vector<double>& tail) {
   const ParallelPlan& p = x.p;
   const bool split = x.kind == "zb-h1";
   double end = 0, lead = 0;
@@ -309,7 +310,10 @@ StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const Cost
   for (int s = 0; s < p.pp; ++s) {
     const StageSums& sum = st[static_cast<std::size_t>(s)];
     const double params = p.zero >= 1 ? sum.params / x.dp_group : sum.params;
-    opt[static_cast<std::size_t>(s)] = seconds_of(cost, Kernel::optimizer(std::max<std::int64_t>(1, std::llround(params))));
+    int layers = 0;
+    for (int c = 0; c < p.vp; ++c) layers += x.chunk(c, s).layers;
+    opt[static_cast<std::size_t>(s)] = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, gpu, params, layers)
+                                                                    : seconds_of(cost, Kernel::optimizer(std::max<std::int64_t>(1, std::llround(params))));
     end = std::max(end, tail[static_cast<std::size_t>(s)] + opt[static_cast<std::size_t>(s)] - lead);
     const ChunkOpCosts& k0 = x.chunk(0, s);
     lead += split ? k0.b.seconds() : k0.b.seconds() + k0.w.seconds();
@@ -410,6 +414,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   validate_model(m, sc.source, "/model");
   validate_plan(p, m, cluster_gpus(sc.topology), sc.source, "/plan");
   validate_precision(p, sc.gpu, sc.source, "/plan");
+  validate_offload(p, sc.model, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
   const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
@@ -433,7 +438,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   const double pipe = pt.ideal + pt.ramp + e.pp_comm_s;
   const DpEdges dp = dp_edges(x, st, c);
   e.dp_head_s = dp.head;
-  const StepEnd end = step_end(x, st, cost, dp.tail);
+  const StepEnd end = step_end(x, st, cost, sc.gpu, dp.tail);
   e.dp_tail_s = dp.tail.front();
   e.optimizer_s = end.opt.front();
   e.step_time_s = dp.head + pipe + end.end;

@@ -1,5 +1,6 @@
 #include "models/training/parallel.hpp"
 
+#include "models/hardware/kernel.hpp"
 #include "sim/error.hpp"
 
 #include <algorithm>
@@ -265,6 +266,45 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
 }
 }  // namespace
 
+void validate_offload(const ParallelPlan& p, const ModelSpec& m, const GpuSpec& gpu, std::string_view source, std::string_view where) {
+  if (p.optimizer_offload == "none") return;
+  const std::string field = fmt::format("{}/optimizer_offload", where);
+  if (p.optimizer_offload != "cpu") {
+    throw sim::InputError(std::string(source), field, fmt::format("found {}, expected none or cpu", sim::quote(p.optimizer_offload)));
+  }
+  if (gpu.host_memory_bytes <= 0 || gpu.host_link_bandwidth <= 0 || gpu.host_memory_bandwidth <= 0) {
+    throw sim::InputError(std::string(source), field,
+                          fmt::format("cpu offload needs the {}'s host: its host memory, memory bandwidth and host link, which the catalog "
+                                      "does not state; expected a --gpus file giving host_memory, host_memory_bandwidth and "
+                                      "host_link_bandwidth", gpu.name));
+  }
+  // The optimizer states of the GPU's shard (fp32 master and two moments, 12 B per parameter).
+  double trainable = 0;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    double t = 0;
+    for (int c = 0; c < p.vp; ++c) t += chunk_gpu_params(m, p, c * p.pp + stage).trainable;
+    trainable = std::max(trainable, t);
+  }
+  const double states = 12 * trainable / (p.zero >= 1 ? static_cast<double>(p.dp) * p.cp : 1.0);
+  if (states > gpu.host_memory_bytes) {
+    throw sim::InputError(std::string(source), field,
+                          fmt::format("cpu offload of {:.1f} GiB of optimizer states per GPU does not fit the {:.1f} GiB of host memory each "
+                                      "{} has; expected ZeRO-1 over more data-parallel ranks or more pipeline stages",
+                                      states / 1073741824.0, gpu.host_memory_bytes / 1073741824.0, gpu.name));
+  }
+}
+
+double offloaded_optimizer_seconds(const ParallelPlan& p, const GpuSpec& gpu, double params, int buckets) {
+  // Per parameter of the shard: its gradient down (plan.grad_reduce's bytes), Adam on the host
+  // (kAdamBytesPerParam at the host's memory bandwidth, its sustained share assumed 70%, a
+  // STREAM-like fraction), the bf16 weight back up; the three pipelined over the buckets.
+  const double down = params * grad_reduce_bytes(p) / gpu.host_link_bandwidth;
+  const double cpu = params * kAdamBytesPerParam / (0.7 * gpu.host_memory_bandwidth);
+  const double up = params * 2 / gpu.host_link_bandwidth;
+  const double slowest = std::max({down, cpu, up});
+  return slowest + (down + cpu + up - slowest) / std::max(1, buckets);
+}
+
 void validate_lora(const ParallelPlan& p, const ModelSpec& m, std::string_view source, std::string_view where) {
   if (!p.lora.enabled) return;
   const auto bad = [&](const std::string& message) { throw sim::InputError(std::string(source), fmt::format("{}/lora", where), message); };
@@ -385,13 +425,14 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).
     e.grads_bytes = shard(grad_reduce_bytes(p), p.zero >= 2);
     e.optimizer_bytes = shard(12, p.zero >= 1);
+    if (p.optimizer_offload == "cpu") e.optimizer_bytes = 0;  // in host memory
     if (p.lora.enabled) {
       // A frozen base: gradients and optimizer states (fp32 master and moments) of the adapters
       // only, sharded over the whole data-parallel group as ZeRO says; the adapters' own bf16
       // weights beside the base's.
       const auto adapters = [&](double bytes, bool sharded) { return bytes * sp.trainable / (sharded ? dp_dense : 1.0); };
       e.grads_bytes = adapters(grad_reduce_bytes(p), p.zero >= 2);
-      e.optimizer_bytes = adapters(12, p.zero >= 1);
+      e.optimizer_bytes = p.optimizer_offload == "cpu" ? 0 : adapters(12, p.zero >= 1);
       e.params_bytes += 2 * sp.trainable;
     }
     // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one

@@ -76,6 +76,11 @@ struct ParallelPlan {
   // layer and the loss (the output layer) as the last, so the first and last stages hold fewer
   // transformer layers (as few as none).
   bool split_embedding_and_loss = false;
+  // Optimizer offload (Megatron's --optimizer-cpu-offload, DeepSpeed's ZeRO-Offload): "cpu"
+  // keeps the fp32 master weights and Adam moments in host memory and runs the Adam step on the
+  // CPU: the gradients of the GPU's shard go down its host link, the step reads and writes them
+  // at the host's memory bandwidth, the updated bf16 weights come back. "none": on the GPU.
+  std::string optimizer_offload = "none";
   // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
   // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
   // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
@@ -139,6 +144,15 @@ double expert_dp(const ParallelPlan& plan);
 // more when the layers do not divide.
 int layers_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
 int first_layer_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);
+
+// Rejects optimizer offload on a GPU whose host the catalog does not know (no host memory or
+// link), or whose offloaded states exceed its share of host memory; names the GPU and the sizes.
+void validate_offload(const ParallelPlan& plan, const ModelSpec& model, const GpuSpec& gpu, std::string_view source, std::string_view where);
+
+// The optimizer step of `params` parameters (the GPU's shard) offloaded to its host: gradients
+// down the host link, Adam at the host's memory bandwidth, bf16 weights back, pipelined over
+// `buckets`.
+double offloaded_optimizer_seconds(const ParallelPlan& plan, const GpuSpec& gpu, double params, int buckets);
 
 // Checks plan.lora against the model: a rank from 1 to the hidden size, at least one target.
 void validate_lora(const ParallelPlan& plan, const ModelSpec& model, std::string_view source, std::string_view where);

@@ -788,6 +788,7 @@ PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, c
   validate_model(m, sc.source, "/model");
   validate_plan(p, m, cluster_gpus, sc.source, "/plan");
   validate_precision(p, sc.gpu, sc.source, "/plan");
+  validate_offload(p, m, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
   return schedule.plan(shape, sc.source, "/plan/schedule");
@@ -1206,9 +1207,11 @@ void RankBuilder::add_step_end() {
     reduces.push_back(red);
   }
   double params = 0;
-  for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage);
+  int layers = 0;
+  for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage), layers += layers_of(p, m, c * p.pp + stage);
   const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
-  rt.optimizer_s = s.cost.time(opt).to_seconds();
+  rt.optimizer_s = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, s.sc.gpu, p.zero >= 1 ? params / dp_group : params, layers)
+                                                : s.cost.time(opt).to_seconds();
   rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
   g.add_dependency(rt.last_op, rt.optimizer);
   for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);

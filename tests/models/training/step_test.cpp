@@ -353,6 +353,32 @@ TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of
   CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/lora: rank: found 5000, expected 1 to llama3-8b's hidden size 4096"), sim::InputError);
 }
 
+// Optimizer offload: the states leave HBM; the step pays gradients down, Adam on the host at its
+// memory bandwidth and the weights back up.
+TEST_CASE("optimizer offload to the CPU: memory and time; hosts the catalog lacks refused") {
+  StepScenario sc = small(1, 1, 8, 2);
+  sc.plan.zero = 0;
+  const StepResult gpu = step(sc);
+  sc.plan.optimizer_offload = "cpu";
+  const StepResult cpu = step(sc);
+  CHECK(gpu.memory.optimizer_bytes > 0);
+  CHECK(cpu.memory.optimizer_bytes == 0);
+  CHECK(cpu.memory.total() == orrery::testing::Approx(gpu.memory.total() - gpu.memory.optimizer_bytes));
+  // The 8-layer model's 2.1B parameters: 4 B gradients down and 2 B weights up over PCIe 5.0
+  // (64 GB/s), 30 B of Adam traffic at 70% of the host's 76.8 GB/s share: the host is the bottleneck.
+  const double n = chunk_params(sc.model, sc.plan, 0);
+  const double down = n * 4 / 64e9, host = n * 30 / (0.7 * 614.4e9 / 8), up = n * 2 / 64e9;
+  CHECK(offloaded_optimizer_seconds(sc.plan, sc.gpu, n, 8) == orrery::testing::Approx(host + (down + up) / 8));
+  CHECK(cpu.stages[0].optimizer_s == orrery::testing::Approx(host + (down + up) / 8).epsilon(1e-6));
+  CHECK(cpu.step_time > gpu.step_time);
+  sc.gpu = HardwareCatalog::builtin().gpu("MI300X");
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/optimizer_offload: cpu offload needs the MI300X's host"), sim::InputError);
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.gpu.host_memory_bytes = 4 * 1073741824.0;
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("cpu offload of 31.2 GiB of optimizer states per GPU does not fit the 4.0 GiB of host memory each H100 has"),
+                       sim::InputError);
+}
+
 TEST_CASE("hybrid, window and MTP shapes: bad input named") {
   ModelSpec m = model("nemotron-3-nano");
   m.layer_pattern[3] = 'X';
