@@ -49,6 +49,19 @@ StepScenario small(int tp, int pp, int dp, int m_per_dp, const char* schedule = 
   return sc;
 }
 
+// A catalog model on H100s: dp x ep (carved out of dp) with the given batch and sequence.
+StepScenario on_h100(const char* name, int dp, int ep, int global_batch, std::int64_t seq_len, const char* topology) {
+  StepScenario sc;
+  sc.model = model(name);
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.plan.dp = dp;
+  sc.plan.ep = ep;
+  sc.plan.global_batch = global_batch;
+  sc.plan.seq_len = seq_len;
+  sc.topology = topology;
+  return sc;
+}
+
 }  // namespace
 
 TEST_CASE("catalog models have their published parameter counts") {
@@ -283,28 +296,15 @@ TEST_CASE("layer kinds: Mamba-2 hybrids, sliding-window attention, MTP modules, 
   CHECK(cost.time(win) < cost.time(full) / 4);
 
   // A step of each runs; the hybrid on one server.
-  StepScenario sc;
-  sc.model = nano;
-  sc.gpu = HardwareCatalog::builtin().gpu("H100");
-  sc.plan.dp = 8;
-  sc.plan.ep = 8;
-  sc.plan.global_batch = 16;
-  sc.plan.seq_len = 8192;
-  sc.topology = "dgx-h100:nodes=1";
+  StepScenario sc = on_h100("nemotron-3-nano", 8, 8, 16, 8192, "dgx-h100:nodes=1");
   const StepResult hybrid = step(sc);
   CHECK(hybrid.tflops_per_gpu > 0);
   CHECK(hybrid.step_time == step(sc, false).step_time);  // reuse over kinds equals every op afresh
 
   // MTP: the same model with one MTP module is slower, holds more on its last stage.
-  StepScenario ds;
-  ds.model = model("deepseek-v3");
+  StepScenario ds = on_h100("deepseek-v3", 8, 8, 16, 4096, "dgx-h100:nodes=2");
   ds.model.layers = 8;
-  ds.gpu = HardwareCatalog::builtin().gpu("H100");
   ds.plan.pp = 2;
-  ds.plan.dp = 8;
-  ds.plan.ep = 8;
-  ds.plan.global_batch = 16;
-  ds.topology = "dgx-h100:nodes=2";
   const StepResult plain = step(ds);
   const ModelSpec no_mtp = ds.model;
   ds.model.mtp_layers = 1;
@@ -316,14 +316,8 @@ TEST_CASE("layer kinds: Mamba-2 hybrids, sliding-window attention, MTP modules, 
 
   // Expert parallelism folded over tensor-parallel ranks (Megatron's MoE parallel folding):
   // ep 16 over tp 2 x dp 8.
-  StepScenario fold;
-  fold.model = model("qwen3-30b-a3b");
-  fold.gpu = HardwareCatalog::builtin().gpu("H100");
+  StepScenario fold = on_h100("qwen3-30b-a3b", 8, 16, 16, 4096, "dgx-h100:nodes=2");
   fold.plan.tp = 2;
-  fold.plan.dp = 8;
-  fold.plan.ep = 16;
-  fold.plan.global_batch = 16;
-  fold.topology = "dgx-h100:nodes=2";
   CHECK(ep_folded(fold.plan));
   CHECK(ep_stride(fold.plan) == 1);
   CHECK(expert_dp(fold.plan) == 1);
@@ -395,26 +389,13 @@ TEST_CASE("hybrid, window and MTP shapes: bad input named") {
   CHECK_THROWS_WITH_AS(validate_model(m, "m.json", "/model"), doctest::Contains("found M at position 1, but the model has no mamba section"),
                        sim::InputError);
   // A window longer than the sequence.
-  StepScenario sc;
-  sc.model = model("gpt-oss-20b");
+  StepScenario sc = on_h100("gpt-oss-20b", 8, 8, 8, 4096, "dgx-h100:nodes=1");
   sc.model.sliding_window = 8192;
-  sc.gpu = HardwareCatalog::builtin().gpu("H100");
-  sc.plan.dp = 8;
-  sc.plan.ep = 8;
-  sc.plan.global_batch = 8;
-  sc.plan.seq_len = 4096;
-  sc.topology = "dgx-h100:nodes=1";
   CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/seq_len: gpt-oss-20b's sliding window of 8192 tokens is longer than seq_len 4096"),
                        sim::InputError);
   // Context parallelism over Mamba-2 layers.
-  StepScenario h;
-  h.model = model("nemotron-3-nano");
-  h.gpu = HardwareCatalog::builtin().gpu("H100");
+  StepScenario h = on_h100("nemotron-3-nano", 4, 1, 8, 8192, "dgx-h100:nodes=1");
   h.plan.cp = 2;
-  h.plan.dp = 4;
-  h.plan.global_batch = 8;
-  h.plan.seq_len = 8192;
-  h.topology = "dgx-h100:nodes=1";
   CHECK_THROWS_WITH_AS(step(h), doctest::Contains("/plan/cp: cp=2: context parallelism over nemotron-3-nano's Mamba-2 layers is not modelled"),
                        sim::InputError);
 }
