@@ -15,6 +15,7 @@ std::string_view to_string(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+    case Recompute::op_selective: return "op-selective";
   }
   return "?";
 }
@@ -107,6 +108,13 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     bad("fp8_param_gather", fmt::format("fp8_param_gather needs a low precision; the plan's is {}", p.precision));
   }
   if (const std::string why = check_grad_reduce(p.grad_reduce); !why.empty()) bad("grad_reduce", why);
+  if (p.sharding != "megatron" && p.sharding != "fsdp2") bad("sharding", fmt::format("found {}, expected megatron or fsdp2", sim::quote(p.sharding)));
+  if (p.sharding == "fsdp2" && p.zero != 3) {
+    bad("sharding", fmt::format("fsdp2 shards parameters, gradients and optimizer states (ZeRO-3); found zero={}, expected 3", p.zero));
+  }
+  if (p.cross_entropy != "fused" && p.cross_entropy != "eager" && p.cross_entropy != "compiled") {
+    bad("cross_entropy", fmt::format("found {}, expected fused, eager or compiled", sim::quote(p.cross_entropy)));
+  }
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),
                           fmt::format("tp={} x pp={} x dp={} x cp={} = {} GPUs, but the cluster has {}", p.tp, p.pp, p.dp, p.cp, p.gpus(),
@@ -197,10 +205,13 @@ int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
 }
 
 namespace {
-double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind);
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind, Recompute rc);
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) { return kind_activation_bytes(p, m, kind, p.recompute); }
+double kind_backward_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind);
 }  // namespace
 
 double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) { return kind_activation_bytes(p, m, m.layer_kind(layer)); }
+double layer_backward_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) { return kind_backward_bytes(p, m, m.layer_kind(layer)); }
 
 double mtp_activation_bytes(const ParallelPlan& p, const ModelSpec& m) {
   if (m.mtp_layers == 0) return 0;
@@ -214,18 +225,61 @@ double mtp_activation_bytes(const ParallelPlan& p, const ModelSpec& m) {
 }
 
 namespace {
-double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) {
+// torchtitan's per-op selective activation checkpointing (torchtitan/parallelisms/parallelize_llama.py
+// at 9dec370, December 2024, and models/llama3/parallelize_llama.py at e7c0cae, June 2025): in
+// each layer's checkpoint a policy marks MUST_SAVE the outputs of the ops in _save_list (aten.mm,
+// the flash and memory-efficient attention kernels, the functional reduce_scatter_tensor) except
+// every second aten.mm in forward order; the checkpoint also keeps the layer's input. Per token
+// of the rank's micro-batch, in bytes: the input (2h, sequence-parallel), the odd-numbered matmul
+// outputs in bf16 (Llama: wq, wk, wv, wo, w1, w3, w2 keep wq, wv, w1 and w2), the attention's
+// output in bf16 and its log-sum-exp in fp32 per head, and under sequence parallelism the
+// reduce-scattered outputs of the row-parallel layers (wo, w2). Matmuls run on the whole sequence
+// (DTensor gathers it for the column-parallel ones); a column-parallel output is split by tp, a
+// row-parallel one is the full hidden width before its reduce-scatter. Routed experts run grouped
+// GEMMs, not aten.mm: recomputed. In a low precision the linear layers' GEMMs are
+// torch._scaled_mm, outside the list, while the policy keeps the amax's max (Dec 2024: and abs)
+// outputs: not modelled, the bf16 set is used.
+double op_selective_kept(const ParallelPlan& p, const ModelSpec& m, LayerKind kind, double hq, double hk, double hv, double ho) {
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sp = p.sequence_parallel && p.tp > 1 ? t : 1.0;
+  std::vector<double> mm;  // output elements per token of each aten.mm, in forward order
+  double kept = 2 * h / sp;
+  if (kind.mixer == Mixer::attention) {
+    mm.insert(mm.end(), {hq / t, hk / t, hv / t, h});
+    kept += 2 * ho / t + 4 * static_cast<double>(m.heads) / t;
+  } else if (kind.mixer == Mixer::mamba) {
+    const MambaSpec& s = m.mamba;
+    const auto inner = static_cast<double>(s.inner()), bc = static_cast<double>(2 * s.groups * s.state_dim);
+    mm.insert(mm.end(), {(2 * inner + bc + s.heads) / t, h});
+  }
+  const auto mlp = [&](double f) {
+    mm.push_back(f / t);
+    if (m.mlp == MlpKind::swiglu) mm.push_back(f / t);
+    mm.push_back(h);
+  };
+  if (kind.ffn == Ffn::dense) mlp(static_cast<double>(m.ffn_hidden));
+  if (kind.ffn == Ffn::moe) {
+    mm.push_back(static_cast<double>(m.moe.experts));  // the router, replicated
+    for (int e = 0; e < m.moe.shared_experts; ++e) mlp(static_cast<double>(m.moe.expert_ffn));
+  }
+  for (std::size_t i = 0; i < mm.size(); i += 2) kept += 2 * mm[i];  // the 1st, 3rd, 5th, ...
+  if (sp > 1) kept += (kind.mixer != Mixer::none ? 2 * h / sp : 0) + (kind.ffn != Ffn::none ? 2 * h / sp : 0);
+  return kept;
+}
+
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind, Recompute rc) {
   const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
   const double h = static_cast<double>(m.hidden), t = p.tp;
   const double sp = p.sequence_parallel && p.tp > 1 ? t : 1.0;
   // GPT-style models (GELU) train with dropout: a 1-byte mask after attention and after the MLP.
   const bool dropout = m.mlp == MlpKind::gelu;
-  if (p.recompute == Recompute::full) return tokens * 2 * h / sp;  // the layer's input only
+  if (rc == Recompute::full) return tokens * 2 * h / sp;  // the layer's input only
   const double heads = m.heads;
   const double hq = heads * static_cast<double>(m.qk_head_dim());
   const double hk = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.qk_head_dim());
   const double hv = (m.mla.enabled() ? heads : m.kv_heads) * static_cast<double>(m.v_head_dim());
   const double ho = heads * static_cast<double>(m.v_head_dim());
+  if (rc == Recompute::op_selective) return tokens * op_selective_kept(p, m, kind, hq, hk, hv, ho);
   // A linear layer's input is kept for its wgrad as its GEMM reads it: in a low precision, the
   // quantized copy (Transformer Engine saves the cast input), `lin` of the bf16 bytes.
   const double lin = p.precision == "bf16" ? 1.0 : precision_spec(p.precision).bytes / 2;  // called per layer: bf16 without the lookup
@@ -240,7 +294,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   // B, C, dt), the conv1d's, the scan's output and out_proj's input.
   double tpr = attention ? 2 * (hq + hk) + 2 * hv + 2 * ho * lin : 0;
   double scores = 0;
-  if (attention && !p.flash_attention && p.recompute == Recompute::none) {
+  if (attention && !p.flash_attention && rc == Recompute::none) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
   }
   if (kind.mixer == Mixer::mamba) {
@@ -263,6 +317,36 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
     tpr += (m.mlp == MlpKind::swiglu ? 4 * f : 2 * f) + 2 * f * lin;
   }
   return tokens * ((seq + routed) / sp + tpr / t + scores / t);
+}
+
+// One layer's backward beside the kept activations (per token of the micro-batch on this GPU).
+// With recompute, the forward it reruns rebuilds the activations it did not keep: those of no
+// recompute less the kept ones (full recompute: everything but the input). The gradients in
+// flight: of the layer's output and of its input (2h each, sequence-parallel), and of the largest
+// sublayer's first GEMM's outputs, as large as those outputs (Q, K and V; Mamba-2's in_proj; the
+// MLP's fc1 and, SwiGLU, its gate; MoE: the routed copies' and shared experts').
+double kind_backward_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) {
+  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
+  const double h = static_cast<double>(m.hidden), t = p.tp;
+  const double sp = p.sequence_parallel && p.tp > 1 ? t : 1.0;
+  const double rebuilt =
+      p.recompute == Recompute::none ? 0.0 : std::max(0.0, kind_activation_bytes(p, m, kind, Recompute::none) - kind_activation_bytes(p, m, kind));
+  const double heads = m.heads, kv = m.mla.enabled() ? heads : m.kv_heads;
+  double mixer = 0;
+  if (kind.mixer == Mixer::attention) {
+    mixer = 2 * (heads * static_cast<double>(m.qk_head_dim()) + kv * static_cast<double>(m.qk_head_dim() + m.v_head_dim())) / t;
+  } else if (kind.mixer == Mixer::mamba) {
+    const MambaSpec& s = m.mamba;
+    mixer = 2 * (2 * static_cast<double>(s.inner()) + static_cast<double>(2 * s.groups * s.state_dim) + s.heads) / t;
+  }
+  const double gate = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;
+  double ffn = 0;
+  if (kind.ffn == Ffn::dense) ffn = 2 * gate * static_cast<double>(m.ffn_hidden) / t;
+  if (kind.ffn == Ffn::moe) {
+    const double fe = static_cast<double>(m.moe.expert_ffn);
+    ffn = m.moe.top_k * p.expert_imbalance * 2 * gate * fe / sp + m.moe.shared_experts * 2 * gate * fe / t;
+  }
+  return rebuilt + tokens * (2 * 2 * h / sp + std::max(mixer, ffn));
 }
 }  // namespace
 
@@ -377,6 +461,7 @@ struct StageParams {
   double expert = 0;  // routed-expert parameters (sharded by ep, ZeRO over dp x cp / ep)
   double largest_chunk = 0;  // of the stage's chunks (dense + expert)
   double largest_layer = 0;  // a chunk's parameters over its layers, the largest (run_step's gather piece)
+  double largest_block = 0;  // a chunk's parameters without its embedding and output layer, over its layers, the largest
   double embedding = 0;      // of dense: the input embedding and the output layer (bf16 GEMMs)
 };
 
@@ -392,6 +477,7 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
     const double chunk = g.dense + g.expert;
     s.largest_chunk = std::max(s.largest_chunk, chunk);
     s.largest_layer = std::max(s.largest_layer, chunk / std::max(1, layers_of(p, m, vs)));
+    s.largest_block = std::max(s.largest_block, (chunk - g.embedding) / std::max(1, layers_of(p, m, vs)));
   }
   return s;
 }
@@ -402,6 +488,16 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
   MemoryEstimate best;
   const double dp_dense = static_cast<double>(p.dp) * p.cp;
   const double dp_expert = expert_dp(p);
+  const bool fsdp2 = p.sharding == "fsdp2";
+  const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp;
+  const double sp_split = p.sequence_parallel && p.tp > 1 ? p.tp : 1.0;
+  // One layer's backward, per layer kind (the stage's largest is what it adds at its peak).
+  std::map<int, double> backward_of_kind;
+  const auto layer_backward = [&](int layer) {
+    const LayerKind k = m.layer_kind(layer);
+    const auto it = backward_of_kind.find(k.key());
+    return it != backward_of_kind.end() ? it->second : backward_of_kind[k.key()] = kind_backward_bytes(p, m, k);
+  };
   for (int stage = 0; stage < p.pp; ++stage) {
     const StageParams sp = stage_params(p, m, stage);
     MemoryEstimate e;
@@ -425,6 +521,15 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).
     e.grads_bytes = shard(grad_reduce_bytes(p), p.zero >= 2);
     e.optimizer_bytes = shard(12, p.zero >= 1);
+    if (fsdp2) {
+      // FSDP2's mixed precision (torch.distributed.fsdp MixedPrecisionPolicy, param_dtype bf16):
+      // the sharded parameters stay fp32 and are the optimizer's master weights, cast to bf16 (or
+      // float8) as they are all-gathered; the optimizer keeps the two moments. The sharded fp32
+      // gradients count though the step's zero_grad (set_to_none) frees them: their blocks stay
+      // in the caching allocator, which PyTorch reports as reserved.
+      e.params_bytes = shard(4, true);
+      e.optimizer_bytes = shard(8, true);
+    }
     if (p.optimizer_offload == "cpu") e.optimizer_bytes = 0;  // in host memory
     if (p.lora.enabled) {
       // A frozen base: gradients and optimizer states (fp32 master and moments) of the adapters
@@ -435,21 +540,36 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       e.optimizer_bytes = p.optimizer_offload == "cpu" ? 0 : adapters(12, p.zero >= 1);
       e.params_bytes += 2 * sp.trainable;
     }
-    // ZeRO-3 gathers full bf16 parameters for the ops it runs: as run_step gathers them, one
-    // layer piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`:
-    // "only two consecutive FSDP instances (the current instance running computation and the
-    // next instance whose all-gather is prefetched)", torch.distributed.fsdp API docs), or a
-    // whole chunk at a time without overlap. Gradients of a layer before its reduce-scatter
-    // are left out (transient, one layer).
-    if (p.zero >= 3 && dp_dense > 1) {
+    // ZeRO-3 gathers full parameters for the ops it runs: as run_step gathers them, one layer
+    // piece for the op running and one prefetched (PyTorch FSDP's `limit_all_gathers`: "only two
+    // consecutive FSDP instances (the current instance running computation and the next instance
+    // whose all-gather is prefetched)", torch.distributed.fsdp API docs), or a whole chunk at a
+    // time without overlap. FSDP2 gathers per transformer layer; under pipeline parallelism
+    // torchtitan does not reshard after the forward (apply_fsdp: reshard_after_forward=False
+    // "to avoid per-microbatch all-gathers") and torch.distributed.pipelining does not reshard
+    // after the backward (PipelineStage.backward_maybe_with_nosync: set_reshard_after_backward(False)
+    // until the last micro-batch): the stage's parameters stay gathered, bf16 (the linear layers'
+    // in float8 with fp8_param_gather), and its gradients are not reduced but accumulated
+    // unsharded in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed: fp32).
+    const bool gathering = p.zero >= 3 && dp_dense > 1;
+    if (gathering && fsdp2 && p.pp > 1) {
+      e.gathered_params_bytes = param_gather_bytes(p) * (sp.dense + sp.expert - sp.embedding) + 2 * sp.embedding;
+      e.grads_bytes += grad_reduce_bytes(p) * (sp.dense + sp.expert);
+    } else if (gathering && fsdp2) {
+      e.gathered_params_bytes = param_gather_bytes(p) * 2 * sp.largest_block;
+    } else if (gathering) {
       e.gathered_params_bytes = 2 * (p.overlap_param_gather ? 2 * sp.largest_layer : sp.largest_chunk);
     }
     // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
     std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vp), 0.0);
+    double layer_backward_peak = 0;
     for (int c = 0; c < p.vp; ++c) {
       const int vs = c * p.pp + stage;
       const int first = first_layer_of(p, m, vs);
-      for (int l = first; l < first + layers_of(p, m, vs); ++l) chunk_bytes[static_cast<std::size_t>(c)] += layer_activation_bytes(p, m, l);
+      for (int l = first; l < first + layers_of(p, m, vs); ++l) {
+        chunk_bytes[static_cast<std::size_t>(c)] += layer_activation_bytes(p, m, l);
+        layer_backward_peak = std::max(layer_backward_peak, layer_backward(l));
+      }
       if (vs == p.virtual_stages() - 1) chunk_bytes[static_cast<std::size_t>(c)] += mtp_activation_bytes(p, m);
     }
     double live = 0, peak = 0;
@@ -459,8 +579,26 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) live -= bytes;
     }
     e.activations_bytes = peak;
-    if (stage == p.pp - 1) {
-      e.logits_bytes = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp * static_cast<double>(m.vocab) / p.tp * 4;
+    // A layer's backward: beside what it rebuilds and its gradients, with ZeRO-2/3 the layer's
+    // unsharded gradients before their reduce-scatter, in the reduce dtype (FSDP2: autograd's
+    // bf16 ones and the reduce-scatter input it copies them to, in fp32: foreach_reduce); FSDP2
+    // without pipeline parallelism also gathers the root module (the embedding, final norm and
+    // output layer) from the start of the backward to its end, where the root's post-backward
+    // reshards it and reduce-scatters the output layer's gradient, held unsharded in bf16 until
+    // then.
+    const double table = static_cast<double>(m.vocab * m.hidden) / p.tp;
+    const bool last = stage == p.pp - 1;
+    e.backward_bytes = layer_backward_peak;
+    if (p.zero >= 2 && dp_dense > 1) {
+      const double piece = fsdp2 ? sp.largest_block : sp.largest_layer;
+      e.backward_bytes += piece * (fsdp2 && p.pp > 1 ? 2 : (fsdp2 ? 2 : 0) + grad_reduce_bytes(p));
+    }
+    if (gathering && fsdp2 && p.pp == 1) e.backward_bytes += 2 * (sp.embedding + static_cast<double>(m.hidden)) + 2 * table;
+    // The loss's backward on the last stage: the logits of one micro-batch as plan.cross_entropy
+    // holds them, and the inputs of the final norm and of the output layer kept for their backward.
+    if (last) {
+      const double per_logit = p.cross_entropy == "eager" ? (p.tp > 1 ? 16 : 12) : 4;
+      e.logits_bytes = tokens * static_cast<double>(m.vocab) / p.tp * per_logit + tokens * 2 * 2 * static_cast<double>(m.hidden) / sp_split;
     }
     if (stage == 0 || e.total() > best.total()) best = e;
   }

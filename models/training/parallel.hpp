@@ -10,6 +10,7 @@
 #include "models/training/llm.hpp"
 #include "models/training/pipeline.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,7 +18,12 @@
 
 namespace orrery::models {
 
-enum class Recompute : std::uint8_t { none, selective, full };
+// What each layer keeps for its backward. none: everything its backward reads; selective:
+// Megatron's selective recompute (the attention core recomputed, Korthikanti et al. 2022); full:
+// the layer's input only, the layer recomputed in its backward; op_selective: torchtitan's per-op
+// selective activation checkpointing (selective_ac_option "op"): the layer's input, the outputs of
+// every other matmul (aten.mm) in forward order and the attention's output, the rest recomputed.
+enum class Recompute : std::uint8_t { none, selective, full, op_selective };
 enum class CpKind : std::uint8_t { ring, ulysses };
 std::string_view to_string(Recompute);
 std::string_view to_string(CpKind);
@@ -81,6 +87,23 @@ struct ParallelPlan {
   // CPU: the gradients of the GPU's shard go down its host link, the step reads and writes them
   // at the host's memory bandwidth, the updated bf16 weights come back. "none": on the GPU.
   std::string optimizer_offload = "none";
+  // How ZeRO-3 is implemented, which sets what memory it holds beside the shards: "megatron"
+  // (bf16 weights, fp32 master weights and moments in the optimizer: 18 bytes per parameter; the
+  // layer computing and the one prefetched gathered) or "fsdp2" (PyTorch's fully_shard on every
+  // transformer layer and on the root module, as torchtitan applies it: the sharded fp32
+  // parameters are the master weights (16 bytes per parameter with their gradients and moments);
+  // the root's embedding and output layer gathered through the backward with the output layer's
+  // unsharded gradient; with pipeline parallelism the stage's parameters stay gathered and its
+  // gradients accumulate unsharded until the last micro-batch). estimate_memory says how.
+  std::string sharding = "megatron";
+  // How the loss reads the logits, which sets the loss's memory on the last stage: "fused"
+  // (Megatron's vocab-parallel cross entropy: an fp32 copy of the logits, its softmax kept and the
+  // gradient written in place: 4 bytes per logit), "eager" (PyTorch's F.cross_entropy on
+  // logits.float(): at its backward the fp32 log-probabilities, nll_loss's dense fp32 gradient and
+  // log_softmax's: 12 bytes per logit; 16 under tensor parallelism, loss_parallel's fused backward
+  // also holding exp(log-probabilities) and a sum) or "compiled" (torch.compile'd cross entropy:
+  // the bf16 logits kept and a bf16 gradient: 4 bytes per logit).
+  std::string cross_entropy = "fused";
   // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
   // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
   // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
@@ -157,14 +180,20 @@ double offloaded_optimizer_seconds(const ParallelPlan& plan, const GpuSpec& gpu,
 // Checks plan.lora against the model: a rank from 1 to the hidden size, at least one target.
 void validate_lora(const ParallelPlan& plan, const ModelSpec& model, std::string_view source, std::string_view where);
 
+// The peak is the persistent memory (states, gathered parameters, kept activations) plus the
+// larger of two moments' transient memory, which never coexist: the loss's backward on the last
+// stage (logits_bytes) and a layer's backward (backward_bytes).
 struct MemoryEstimate {
-  double params_bytes = 0;      // bf16 weights
-  double grads_bytes = 0;       // main gradients, in plan.grad_reduce's dtype
-  double optimizer_bytes = 0;   // fp32 master weights + two Adam moments
-  double activations_bytes = 0; // at the schedule's peak of micro-batches in flight
-  double logits_bytes = 0;      // fp32 logits of one micro-batch on the last stage
-  double gathered_params_bytes = 0;  // ZeRO-3: full bf16 parameters gathered for the ops in flight
-  double total() const { return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + logits_bytes + gathered_params_bytes; }
+  double params_bytes = 0;      // bf16 weights (fsdp2: the fp32 sharded parameters)
+  double grads_bytes = 0;       // main gradients, in plan.grad_reduce's dtype (fsdp2 under PP: and the stage's accumulated ones)
+  double optimizer_bytes = 0;   // fp32 master weights + two Adam moments (fsdp2: the moments)
+  double activations_bytes = 0; // kept for the backward, at the schedule's peak of micro-batches in flight
+  double logits_bytes = 0;      // the loss's backward on the last stage: the logits of one micro-batch as plan.cross_entropy holds them, the final norm's and output layer's inputs
+  double backward_bytes = 0;    // a layer's backward: what its recompute rebuilds, the gradients in flight, ZeRO's unsharded gradients of the layer, fsdp2's root gathered
+  double gathered_params_bytes = 0;  // ZeRO-3: full parameters gathered for the ops in flight (fsdp2 under PP: the stage's)
+  double total() const {
+    return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + gathered_params_bytes + std::max(logits_bytes, backward_bytes);
+  }
   int stage = 0;                // the pipeline stage with the peak
   double params_per_gpu = 0;    // parameters held (before ZeRO-3 sharding)
 };
@@ -185,6 +214,11 @@ GpuParams chunk_gpu_params(const ModelSpec& model, const ParallelPlan& plan, int
 // generalised to GQA, SwiGLU and MoE): with tensor parallelism t, sequence parallelism, the
 // recompute mode and flash attention as in the plan.
 double layer_activation_bytes(const ParallelPlan& plan, const ModelSpec& model, int layer);
+// What one layer's backward holds beside the kept activations, for one micro-batch on one GPU:
+// with recompute, what its recomputed forward rebuilds (the layer's activations without recompute
+// less those it kept), and the gradients in flight (of its input and output, and of its largest
+// sublayer's first GEMM's outputs).
+double layer_backward_bytes(const ParallelPlan& plan, const ModelSpec& model, int layer);
 // The same for all MTP modules of the last virtual stage (0 without MTP).
 double mtp_activation_bytes(const ParallelPlan& plan, const ModelSpec& model);
 

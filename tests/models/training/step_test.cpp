@@ -510,6 +510,143 @@ TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported")
 
 namespace {
 
+// Llama 3.1 8B on one pipeline stage, one micro-batch of `batch` sequences of 8192 tokens.
+ParallelPlan llama8b_plan(int tp, int dp, int batch) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.dp = dp;
+  p.micro_batch = batch;
+  p.global_batch = batch * dp;
+  p.seq_len = 8192;
+  p.sequence_parallel = tp > 1;
+  return p;
+}
+
+MemoryEstimate memory_of(const ParallelPlan& p, const ModelSpec& m) {
+  const auto schedule = policies::pipeline_schedules().create(p.vp > 1 ? "interleaved-1f1b" : "1f1b", {}, {"test", ""});
+  return estimate_memory(p, m, schedule->plan({p.pp, p.micro_batches(), p.vp}, "test", ""));
+}
+
+}  // namespace
+
+// torchtitan's per-op selective AC keeps, per layer and token: the input (2h), the outputs of the
+// 1st, 3rd, 5th and 7th matmuls in bf16 (Llama's wq: 4096, wv: 1024, w1: 14336, w2: 4096), the
+// flash attention's output (2 x 4096) and its fp32 log-sum-exp per head (4 x 32). Under tensor
+// parallelism with sequence parallelism the input and the two reduce-scattered outputs are split
+// by tp, the column-parallel outputs too, w2's output (row-parallel, before its reduce-scatter) not.
+TEST_CASE("memory: torchtitan's per-op selective recompute keeps every other matmul's output") {
+  const ModelSpec& m = model("llama3.1-8b");
+  ParallelPlan p = llama8b_plan(1, 8, 2);
+  p.recompute = Recompute::op_selective;
+  const double tokens = 2 * 8192.0;
+  CHECK(layer_activation_bytes(p, m, 0) == orrery::testing::Approx(tokens * (2 * 4096 + 2 * (4096 + 1024 + 14336 + 4096) + 2 * 4096 + 4 * 32)));
+  p = llama8b_plan(8, 8, 2);
+  p.recompute = Recompute::op_selective;
+  const double per_token = 2 * 4096 / 8.0 + 2 * ((4096 + 1024 + 14336) / 8.0 + 4096) + 2 * 4096 / 8.0 + 4 * 32 / 8.0 + 2 * (2 * 4096 / 8.0);
+  CHECK(layer_activation_bytes(p, m, 0) == orrery::testing::Approx(tokens * per_token));
+  // More than full recompute (the input only), less than none.
+  p.recompute = Recompute::full;
+  const double full = layer_activation_bytes(p, m, 0);
+  p.recompute = Recompute::none;
+  CHECK(tokens * per_token > full);
+  CHECK(tokens * per_token < layer_activation_bytes(p, m, 0));
+  CHECK(to_string(Recompute::op_selective) == "op-selective");
+}
+
+// A layer's backward holds, beside what it kept, what its recompute rebuilds (its activations
+// without recompute less the kept ones) and the gradients in flight: of its input and output (2h
+// each) and of its largest sublayer's first GEMM's outputs (Llama's SwiGLU: w1 and w3, 2 x 2f,
+// larger than Q, K and V's 2 x (4096 + 1024 + 1024)).
+TEST_CASE("memory: a layer's backward, its recompute and gradients in flight") {
+  const ModelSpec& m = model("llama3.1-8b");
+  ParallelPlan p = llama8b_plan(1, 8, 1);
+  const double tokens = 8192, grads = tokens * (2 * 2 * 4096 + 2 * 2 * 14336);
+  CHECK(layer_backward_bytes(p, m, 0) == orrery::testing::Approx(grads));  // no recompute: the gradients only
+  const double all = layer_activation_bytes(p, m, 0);
+  for (const Recompute rc : {Recompute::full, Recompute::op_selective}) {
+    p.recompute = rc;
+    CAPTURE(to_string(rc));
+    CHECK(layer_backward_bytes(p, m, 0) == orrery::testing::Approx(all - layer_activation_bytes(p, m, 0) + grads));
+  }
+  // Megatron's selective recompute with flash attention rebuilds nothing flash does not.
+  p.recompute = Recompute::selective;
+  CHECK(layer_backward_bytes(p, m, 0) == orrery::testing::Approx(grads));
+}
+
+// The loss's backward on the last stage, per logit of one micro-batch (tokens x vocab / tp):
+// Megatron's fused cross entropy 4 bytes (the fp32 softmax, gradient in place); PyTorch's eager
+// F.cross_entropy on logits.float() 12 (log-probabilities, nll_loss's dense gradient, log_softmax's),
+// 16 with loss_parallel under TP (also exp() and a sum); compiled 4 (bf16 logits and gradient).
+// With them the final norm's and output layer's inputs (2h each, sequence-parallel). The peak
+// takes the larger of the loss's backward and a layer's, never both.
+TEST_CASE("memory: the loss's working set by cross entropy implementation") {
+  const ModelSpec& m = model("llama3.1-8b");
+  const double V = 128256, h = 4096;
+  for (const int tp : {1, 8}) {
+    ParallelPlan p = llama8b_plan(tp, 8, 2);
+    const double tokens = 2 * 8192.0, inputs = tokens * 2 * 2 * h / tp;
+    const std::vector<std::pair<std::string, double>> kinds = {{"fused", 4}, {"eager", tp > 1 ? 16 : 12}, {"compiled", 4}};
+    for (const auto& [kind, bytes] : kinds) {
+      p.cross_entropy = kind;
+      CAPTURE(kind);
+      CAPTURE(tp);
+      const MemoryEstimate e = memory_of(p, m);
+      CHECK(e.logits_bytes == orrery::testing::Approx(tokens * V / tp * bytes + inputs));
+      CHECK(e.total() == orrery::testing::Approx(e.params_bytes + e.grads_bytes + e.optimizer_bytes + e.gathered_params_bytes +
+                                                 e.activations_bytes + std::max(e.logits_bytes, e.backward_bytes)));
+    }
+  }
+  ParallelPlan bad = llama8b_plan(1, 8, 2);
+  bad.cross_entropy = "chunked";
+  CHECK(orrery::testing::error_of([&] { validate_plan(bad, m, 8, "s.json", "/plan"); })
+            .find("s.json:/plan/cross_entropy: found \"chunked\", expected fused, eager or compiled") != std::string::npos);
+}
+
+// FSDP2 as torchtitan applies it: the sharded parameters are the fp32 master weights, so 16 bytes
+// per parameter over the data-parallel group (4 weights, 4 gradients, 8 moments) where Megatron
+// holds 18 (2 + 4 + 12). Without PP two transformer layers gathered in bf16 (the running and the
+// prefetched), and in the backward the root gathered (the embedding, final norm and output
+// layer: 2 bytes each) with the output layer's bf16 gradient, and one layer's gradients in bf16
+// and their fp32 reduce-scatter copy (6 bytes per parameter). Under PP the stage's parameters
+// stay gathered (2 bytes each) and its gradients accumulate unsharded in fp32 (4 bytes each).
+TEST_CASE("memory: FSDP2's states, gathered parameters and unsharded gradients") {
+  const ModelSpec& m = model("llama3.1-8b");
+  ParallelPlan p = llama8b_plan(1, 8, 1);
+  p.zero = 3;
+  p.recompute = Recompute::full;
+  const MemoryEstimate megatron = memory_of(p, m);
+  p.sharding = "fsdp2";
+  const MemoryEstimate fsdp = memory_of(p, m);
+  const double n = static_cast<double>(m.params()), table = 128256.0 * 4096, block = (n - 2 * table - 4096) / 32;
+  CHECK(megatron.params_bytes + megatron.grads_bytes + megatron.optimizer_bytes == orrery::testing::Approx(18 * n / 8));
+  CHECK(fsdp.params_bytes == orrery::testing::Approx(4 * n / 8));
+  CHECK(fsdp.grads_bytes == orrery::testing::Approx(4 * n / 8));
+  CHECK(fsdp.optimizer_bytes == orrery::testing::Approx(8 * n / 8));
+  CHECK(fsdp.gathered_params_bytes == orrery::testing::Approx(2 * 2 * block));
+  CHECK(fsdp.backward_bytes == orrery::testing::Approx(layer_backward_bytes(p, m, 0) + 6 * block + 2 * (2 * table + 4096) + 2 * table));
+  CHECK(megatron.backward_bytes == orrery::testing::Approx(layer_backward_bytes(p, m, 0) + 4 * n / 32));  // a layer piece's fp32 gradients
+  // Under PP (2 stages, 16 layers each) the peak is the last stage's (the loss): its output layer,
+  // final norm and 16 layers.
+  p.pp = 2;
+  p.dp = 4;
+  p.global_batch = 8;
+  const MemoryEstimate staged = memory_of(p, m);
+  const double stage = table + 4096 + 16 * block;
+  CHECK(staged.stage == 1);
+  CHECK(staged.gathered_params_bytes == orrery::testing::Approx(2 * stage));
+  CHECK(staged.grads_bytes == orrery::testing::Approx(4 * stage / 4 + 4 * stage));
+  // FSDP2 is ZeRO-3; a misspelt sharding names its field.
+  p.zero = 1;
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 8, "s.json", "/plan"); })
+            .find("s.json:/plan/sharding: fsdp2 shards parameters, gradients and optimizer states (ZeRO-3); found zero=1") != std::string::npos);
+  p.zero = 3;
+  p.sharding = "fsdp";
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 8, "s.json", "/plan"); })
+            .find("s.json:/plan/sharding: found \"fsdp\", expected megatron or fsdp2") != std::string::npos);
+}
+
+namespace {
+
 // Llama 3 8B (8 layers) on dp GPUs, m micro-batches per rank, at a ZeRO stage.
 StepScenario zero_case(int zero, int dp, int m, std::int64_t seq, const std::string& topology, int pp = 1, const char* schedule = "1f1b") {
   StepScenario sc = small(1, pp, dp, m, schedule);
@@ -811,11 +948,11 @@ TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline laye
   p.global_batch = 16;
   p.schedule = "interleaved-1f1b";
   const ModelSpec m = model("llama3-405b");
-  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 16, "s.json", "/plan"); })
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 8, "s.json", "/plan"); })
             .find("s.json:/plan/vp: pp=16 x vp=8 = 128 virtual stages for 126 layers; expected at most one stage per layer "
                   "(or split_embedding_and_loss") != std::string::npos);
   p.split_embedding_and_loss = true;
-  validate_plan(p, m, 16, "s.json", "/plan");
+  validate_plan(p, m, 8, "s.json", "/plan");
   int total = 0;
   for (int vs = 0; vs < p.virtual_stages(); ++vs) {
     CAPTURE(vs);
