@@ -3,6 +3,7 @@
 // maximum 1M) under each of packing, wlb-llm, libra and global-pool, every step placed by the
 // policy and run through the step balancer. Target: 60 s for all four.
 #include "bench.hpp"
+#include "models/hardware/step_params.hpp"
 
 #include "models/training/balance.hpp"
 #include "models/training/doc_lengths.hpp"
@@ -28,7 +29,7 @@ void bench_balance(Figures& out, bool quick) {
   sc.plan.zero = 2;
   sc.topology = "dgx-h100:nodes=32";
   const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"bench", ""});
-  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
   models::BalanceOptions bo;
   bo.jitter = 0.02;
   const models::StepBalancer balancer(sc, cost, *schedule, bo);

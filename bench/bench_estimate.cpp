@@ -6,6 +6,7 @@
 #include "bench.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/estimate.hpp"
 #include "policies/pipeline.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 
 void run(Figures& out, const std::string& name, const models::StepScenario& sc, bool quick) {
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
   const int repeats = quick ? 1 : 5;
   models::StepEstimate e;
   const double cold = best_seconds(repeats, [&] { e = models::estimate_step(sc, cost, *schedule); });

@@ -1,6 +1,7 @@
 // Multimodal pipelines: PipeWeaver's schedule search for one 64-GPU VLM batch (target 1 s; the
 // paper searches in under 10 s), and 100 steps x 3 policies on 64 GPUs (target 60 s).
 #include "bench.hpp"
+#include "models/hardware/step_params.hpp"
 
 #include "models/hardware/hardware.hpp"
 #include "models/multimodal/multimodal_pipeline.hpp"

@@ -7,6 +7,7 @@
 #include "bench.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 
@@ -17,7 +18,7 @@ namespace orrery::bench {
 namespace {
 void run(Figures& out, const std::string& name, models::StepScenario sc, double target, bool baseline) {
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
   models::StepResult r;
   const double wall = best_seconds(3, [&] { r = models::run_step(sc, cost, *schedule); });
   if (baseline) {

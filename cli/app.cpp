@@ -211,6 +211,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
   validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, rl or estimate (default: all)");
   validate_cmd->add_flag("--print-fit", validate_options.print_fit, "nccl: print the fitted NCCL model parameters in full (for CommParams::fitted())");
+  validate_cmd->add_flag("--refit", validate_options.refit,
+                         "steps: fit the step parameters afresh on every training row (else the built-in models/hardware/step_params.json's)");
+  validate_cmd->add_option("--params-out", validate_options.params_out, "steps: write the step parameters used (step_params.json's format) to this file");
 
   CLI::App* policies_cmd = app.add_subcommand("policies", "List every policy family (sequence, pipeline, cluster, multimodal, RL) with its parameters");
 

@@ -1,4 +1,5 @@
 #include "policies/rl.hpp"
+#include "models/hardware/step_params.hpp"
 
 #include "policies/pipeline.hpp"
 #include "policies/sequence.hpp"

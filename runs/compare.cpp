@@ -1,5 +1,6 @@
 // `orrery compare` (sequence policies on one workload) and `orrery doclens` (length traces).
 #include "runs/runs.hpp"
+#include "models/hardware/step_params.hpp"
 #include "runs/options.hpp"
 #include "runs/cluster_run.hpp"
 #include "reports/html_pages.hpp"

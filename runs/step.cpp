@@ -8,6 +8,7 @@
 #include "runs/step_cost.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
@@ -25,8 +26,8 @@
 namespace orrery::runs {
 
 std::unique_ptr<models::CostModel> step_cost_model(const traces::StepScenarioFile& file) {
-  if (file.calibration_path.empty()) return models::training_cost_model(file.scenario.gpu);
-  return models::training_cost_model(file.scenario.gpu, traces::load_curves(file.calibration_path));
+  if (file.calibration_path.empty()) return models::training_cost_model(file.scenario.gpu, models::step_context(file.scenario.plan));
+  return models::training_cost_model(file.scenario.gpu, models::step_context(file.scenario.plan), traces::load_curves(file.calibration_path));
 }
 
 void check_fail_on_oom(const traces::StepScenarioFile& file, const std::string& source, const models::MemoryEstimate& memory, bool oom) {

@@ -1,6 +1,7 @@
 // `orrery step --estimate`: the closed-form step time of a scenario (models/training/estimate.hpp); and
 // what step's two paths (and plan) print alike: the cost model, layers per stage, time to train.
 #include "runs/step_cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "runs/report_out.hpp"
 #include "runs/step_cost.hpp"
 
@@ -27,7 +28,7 @@ const models::RooflineCostModel* roofline_of(const models::CostModel& cost) {
 
 bool training_calibration_assumed(const models::CostModel& cost, const models::GpuSpec& gpu) {
   const models::RooflineCostModel* roofline = roofline_of(cost);
-  if (roofline == nullptr || models::has_training_calibration(gpu) || roofline->params().step_efficiency == 1) return false;
+  if (roofline == nullptr || models::has_training_calibration(gpu) || roofline->params().source.empty()) return false;
   const auto* c = dynamic_cast<const models::CalibratedCostModel*>(&cost);
   return c == nullptr || c->fallbacks() > 0;
 }
@@ -99,7 +100,7 @@ void set_capacity_report(reports::Report& rep, const models::StepScenario& sc, d
 
 std::string cost_model_line(const models::CostModel& cost, const models::GpuSpec& gpu) {
   return cost.summary() +
-         (training_calibration_assumed(cost, gpu) ? fmt::format(" (no training calibration for {}: the H100's step efficiency is assumed)", gpu.name) : "");
+         (training_calibration_assumed(cost, gpu) ? fmt::format(" (no training calibration for {}: the Hopper parameters are assumed)", gpu.name) : "");
 }
 
 void set_cost_model_report(reports::Report& rep, const models::CostModel& cost, const models::GpuSpec& gpu) {
@@ -108,6 +109,11 @@ void set_cost_model_report(reports::Report& rep, const models::CostModel& cost, 
   if (const models::RooflineCostModel* roofline = roofline_of(cost)) {
     rep.set("/cost_model/step_efficiency", roofline->params().step_efficiency);
     rep.set("/cost_model/kernel_overhead_s", roofline->params().kernel_overhead.to_seconds());
+    rep.set("/cost_model/gemm_efficiency", roofline->params().gemm_efficiency);
+    rep.set("/cost_model/gemm_efficiency_low_precision", roofline->params().gemm_efficiency_fp8);
+    rep.set("/cost_model/memory_efficiency", roofline->params().memory_efficiency);
+    rep.set("/cost_model/overlap_efficiency", roofline->params().overlap_efficiency);
+    rep.set("/cost_model/step_parameters", roofline->params().source);
   }
   if (const auto* c = dynamic_cast<const models::CalibratedCostModel*>(&cost)) {
     rep.set("/cost_model/kernels_calibrated", static_cast<std::int64_t>(c->calibrated()));

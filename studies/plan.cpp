@@ -8,6 +8,7 @@
 #include "runs/step_cost.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
@@ -156,7 +157,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   PlanSearchResult result;
   const int per_unit = models::link_rates(s.topology).gpus_per_unit;
   const int max_tp = s.max_tp > 0 ? s.max_tp : per_unit;
-  const models::RooflineCostModel cost(s.gpu, models::training_roofline_params(s.gpu));
+  const models::RooflineCostModel cost(s.gpu, models::training_roofline_params(s.gpu, models::StepContext{"megatron", s.precision}));
   models::FabricCosts fabric(s.topology, models::CommModel::nccl_closed);
   std::map<std::string, std::unique_ptr<models::PipelineSchedule>> schedules;
   for (const std::string& name : s.schedules) schedules[name] = policies::pipeline_schedules().create(name, {}, {s.source, "/constraints/schedules"});

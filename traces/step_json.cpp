@@ -4,10 +4,12 @@
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace orrery::traces {
 
@@ -201,6 +203,13 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  if (auto v = plan.optional("framework")) {
+    p.framework = v->as_string();
+    const auto names = models::step_framework_names();
+    if (std::find(names.begin(), names.end(), p.framework) == names.end()) {
+      v->fail(fmt::format("found {}{}, expected {}", sim::quote(p.framework), sim::did_you_mean(p.framework, names), fmt::join(names, ", ")));
+    }
+  }
   if (auto v = plan.optional("optimizer_offload")) {
     p.optimizer_offload = v->as_string();
     if (p.optimizer_offload != "none" && p.optimizer_offload != "cpu") v->fail(fmt::format("found {}, expected none or cpu", sim::quote(p.optimizer_offload)));

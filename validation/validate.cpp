@@ -1,4 +1,5 @@
 #include "runs/runs.hpp"
+#include "validation/step_fit.hpp"
 #include "validation/validation.hpp"
 #include "runs/progress.hpp"
 #include "runs/options.hpp"
@@ -252,9 +253,11 @@ void validate(const ValidateOptions& o, std::ostream& out) {
       {"nccl", [&] { validate_nccl(o.data_dir, md, lines, o.print_fit); }},
       {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
       {"steps", [&] {
-         validate_steps(o.data_dir, md, lines);
-         validate_bridge(o.data_dir, md, lines);
-         validate_torchtitan(o.data_dir, md, lines);
+         const StepFit fit = fit_steps(o.data_dir, lines, o.refit);
+         if (!o.params_out.empty()) write_step_parameters(fit.params, o.params_out);
+         validate_steps(fit, md, lines);
+         validate_bridge(fit, md, lines);
+         validate_torchtitan(fit, md, lines);
        }},
       {"balance", [&] { validate_balance(md, lines); }},
       {"cluster", [&] { validate_cluster(o.data_dir, md, lines); }},

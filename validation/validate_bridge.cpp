@@ -1,11 +1,12 @@
 // Megatron-Bridge's published training runs (../shared/data/megatron-bridge: NVIDIA's NeMo
 // performance tables, H100, B200 and GB200 in BF16, FP8, MXFP8 and NVFP4) against the step
 // emulator: every row that Orrery can express runs as a scenario; the others are listed with
-// what is missing. No parameter is fitted on these rows: each is a prediction with the training
-// parameters of models::training_roofline_params (set on the Megatron-LM tables).
+// what is missing. Each row is predicted leave-one-out (step_fit.hpp).
+#include "validation/step_fit.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -22,18 +24,6 @@ namespace orrery::validation {
 
 namespace {
 
-struct BridgeRow {
-  std::string source;
-  std::string what;
-  std::string model;      // the catalog's
-  std::string group;      // "DGX-H100 FP8"
-  std::string plan;
-  double measured = 0;    // tokens/s per GPU
-  double simulated = 0;
-  double mfu = 0;
-  bool oom = false;
-  std::string note;
-};
 
 // The catalog model of a printed name, or why there is none.
 std::string model_of(const std::string& printed, std::string& missing) {
@@ -71,20 +61,30 @@ std::string topology_of(const std::string& system, int gpus) {
 
 int count_or(const std::string& v, int fallback) { return v.empty() || v == "n/a" ? fallback : std::stoi(v); }
 
+// The precision as the errors are grouped: the tables print FP8 and FP8-CS (both per-tensor
+// current scaling), FP8-MX and MXFP8.
+std::string printed_precision(const std::string& printed) {
+  if (printed == "FP8-CS") return "FP8";
+  if (printed == "FP8-MX") return "MXFP8";
+  return printed;
+}
+
 }  // namespace
 
-BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& md, std::ostream& out) {
+void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
   const std::string path = data_dir + "/megatron-bridge/megatron_bridge_pretrain_h100_b200_gb200.csv";
   if (!std::filesystem::exists(path)) {
     throw sim::InputError(data_dir, "", "expected the shared data folder with megatron-bridge/ (see ../shared/data)");
   }
   const auto t = traces::read_csv_file(path);
-  std::vector<BridgeRow> rows;
-  std::vector<std::string> missing_rows;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const std::string where = fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[r]);
     const std::string what = fmt::format("{} {} {} on {} {}", t.at(r, "task"), t.at(r, "model"), t.at(r, "precision"), t.at(r, "gpus"),
                                          t.at(r, "system"));
+    const auto skip = [&](const std::string& why) {
+      fit.missing.push_back(fmt::format("{} ({}): {}", where, what, why));
+      fit.missing_tables.push_back("Megatron-Bridge");
+    };
     std::string missing;
     const std::string model = model_of(t.at(r, "model"), missing);
     const std::string precision = precision_of(t.at(r, "precision"));
@@ -95,10 +95,11 @@ BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string
       missing = fmt::format("Megatron-FSDP over a sharding group of {} smaller than the data-parallel group is not modelled yet", fsdp);
     }
     if (!missing.empty()) {
-      missing_rows.push_back(fmt::format("{} ({}): {}", where, what, missing));
+      skip(missing);
       continue;
     }
-    models::StepScenario sc;
+    StepFitRow row;
+    models::StepScenario& sc = row.sc;
     sc.model = models::ModelCatalog::builtin().model(model);
     const std::string system = t.at(r, "system");
     sc.gpu = models::HardwareCatalog::builtin().gpu(system.substr(4));
@@ -128,74 +129,101 @@ BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string
     p.overlap_tp_comm = true;
     p.recompute = models::Recompute::none;
     p.precision = precision;
+    p.framework = "megatron";
     // LoRA rows: Megatron-Bridge's LoRA defaults (rank 32 on linear_qkv, linear_proj, linear_fc1,
     // linear_fc2; the recipes' rank is not printed).
     p.lora.enabled = t.at(r, "task") == "lora";
-    BridgeRow row;
     row.source = where;
+    row.table = "Megatron-Bridge";
     row.what = what;
-    row.model = model;
-    row.group = fmt::format("{} {}", system, t.at(r, "precision"));
+    row.group = fmt::format("{}|{}|{}", system.substr(4), printed_precision(t.at(r, "precision")), t.at(r, "task"));
     row.measured = t.number(r, "tokens_per_s_per_gpu");
+    row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
     row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "");
-    if (t.at(r, "task") == "sft") row.note = "full SFT run as pre-training (packed documents' lengths not printed)";
-    if (t.at(r, "task") == "lora") row.note = "LoRA rank 32 on the four linear layers (Megatron-Bridge's defaults; the recipe's rank not printed)";
+    row.note = model;  // the catalog's name, for the per-model table
     try {
       const auto schedule = policies::pipeline_schedules().create(p.schedule, {}, {where, "/plan/schedule"});
-      const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
-      const models::StepResult s = models::run_step(sc, cost, *schedule);
-      row.simulated = s.tokens_per_s / gpus;
-      row.mfu = s.mfu;
-      row.oom = s.oom;
+      const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
+      (void)models::run_step(sc, cost, *schedule);  // what cannot run is listed, not fitted
     } catch (const sim::InputError& e) {
-      missing_rows.push_back(fmt::format("{} ({}): {}", where, what, e.what()));
+      skip(e.what());
       continue;
     }
-    rows.push_back(row);
+    fit.rows.push_back(std::move(row));
   }
+}
 
+BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std::ostream& out) {
+  std::vector<const StepFitRow*> rows;
+  for (const StepFitRow& row : fit.rows) {
+    if (row.table == "Megatron-Bridge") rows.push_back(&row);
+  }
+  std::vector<std::string> missing_rows;
+  for (std::size_t i = 0; i < fit.missing.size(); ++i) {
+    if (fit.missing_tables[i] == "Megatron-Bridge") missing_rows.push_back(fit.missing[i]);
+  }
   BridgeValidationSummary summary;
-  summary.rows = static_cast<int>(t.rows.size());
+  summary.rows = static_cast<int>(rows.size() + missing_rows.size());
   summary.run = static_cast<int>(rows.size());
-  std::map<std::string, std::pair<double, int>> groups;
-  for (const BridgeRow& row : rows) {
-    const double err = std::fabs(row.simulated / row.measured - 1);
-    auto& [sum, n] = groups[row.group];
-    sum += err, ++n;
+  // Leave-one-out errors by system, by precision, by task and by model.
+  std::array<std::map<std::string, std::pair<double, int>>, 3> by;  // system, precision, task
+  for (const StepFitRow* row : rows) {
+    const double err = std::fabs(row->loo / row->measured - 1);
+    const std::size_t a = row->group.find('|'), b = row->group.find('|', a + 1);
+    const std::array<std::string, 3> keys = {row->group.substr(0, a), row->group.substr(a + 1, b - a - 1), row->group.substr(b + 1)};
+    for (std::size_t k = 0; k < 3; ++k) {
+      auto& [sum, n] = by[k][keys[k]];
+      sum += err, ++n;
+      auto& g = summary.groups[keys[k]];
+      g.mape += err, ++g.rows, g.worst = std::max(g.worst, err);
+    }
     summary.mape += err;
     summary.worst = std::max(summary.worst, err);
-    auto& mm = summary.by_model[row.model];
+    summary.fitted_mape += std::fabs(row->fitted / row->measured - 1);
+    auto& mm = summary.by_model[row->note];
     ++mm.rows, mm.mape += err;
   }
-  if (!rows.empty()) summary.mape /= static_cast<double>(rows.size());
+  if (!rows.empty()) summary.mape /= static_cast<double>(rows.size()), summary.fitted_mape /= static_cast<double>(rows.size());
   for (auto& [name, mm] : summary.by_model) mm.mape /= mm.rows;
+  for (auto& [name, g] : summary.groups) g.mape /= g.rows;
 
-  md += "### Megatron-Bridge (NVIDIA's NeMo performance tables, 2025-2026): predictions\n\n";
+  md += "### Megatron-Bridge (NVIDIA's NeMo performance tables, 2025-2026)\n\n";
   md += fmt::format(
       "Each row of ../shared/data/megatron-bridge that Orrery can express runs as a step scenario ({} of {}): the row's model,\n"
       "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
       "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
-      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed). Nothing is fitted\n"
-      "on these rows: the step efficiency and per-kernel overhead are the steps section's (B200 and GB200 take the H100's),\n"
-      "so every row is a prediction. Errors are of tokens/s per GPU.\n\n",
-      rows.size(), t.rows.size());
-  md += "| system, precision | rows | MAPE |\n|---|---|---|\n";
-  for (const auto& [g, v] : groups) md += fmt::format("| {} | {} | {:.1f}% |\n", g, v.second, 100 * v.first / v.second);
-  md += fmt::format("| all | {} | {:.1f}% (worst {:.1f}%) |\n\n", rows.size(), 100 * summary.mape, 100 * summary.worst);
-  md += "| model | rows | MAPE |\n|---|---|---|\n";
+      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed; LoRA at\n"
+      "Megatron-Bridge's defaults, rank 32 on the four linear layers; SFT as pre-training on full sequences). Errors are of\n"
+      "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",
+      rows.size(), summary.rows);
+  const std::array<const char*, 3> heads = {"system", "precision", "task"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    md += fmt::format("| {} | rows | leave-one-out MAPE | worst |\n|---|---|---|---|\n", heads[k]);
+    for (const auto& [g, v] : by[k]) md += fmt::format("| {} | {} | {:.1f}% | {:.1f}% |\n", g, v.second, 100 * v.first / v.second, 100 * summary.groups.at(g).worst);
+    md += "\n";
+  }
+  md += fmt::format("All {} rows: leave-one-out MAPE {:.1f}% (worst {:.1f}%), fitted {:.1f}%.\n\n", rows.size(), 100 * summary.mape, 100 * summary.worst,
+                    100 * summary.fitted_mape);
+  md += "| model | rows | leave-one-out MAPE |\n|---|---|---|\n";
   for (const auto& [name, mm] : summary.by_model) md += fmt::format("| {} | {} | {:.1f}% |\n", name, mm.rows, 100 * mm.mape);
   md += "\n";
-  md += "| source | run | plan | measured tokens/s/GPU | simulated | error | MFU (bf16 peak) | note |\n|---|---|---|---|---|---|---|---|\n";
-  for (const BridgeRow& row : rows) {
-    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {:+.1f}% | {:.1f}%{} | {} |\n", row.source, row.what, row.plan, row.measured, row.simulated,
-                      100 * (row.simulated / row.measured - 1), 100 * row.mfu, row.oom ? " (OOM by our model)" : "", row.note);
+  md += "| source | run | plan | measured tokens/s/GPU | predicted (left out) | error | fitted | MFU (bf16 peak) |\n|---|---|---|---|---|---|---|---|\n";
+  for (const StepFitRow* row : rows) {
+    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {:+.1f}% | {:.0f} ({:+.1f}%) | {:.1f}%{} |\n", row->source, row->what, row->plan, row->measured,
+                      row->loo, 100 * (row->loo / row->measured - 1), row->fitted, 100 * (row->fitted / row->measured - 1), 100 * row->mfu,
+                      row->oom ? " (OOM by our model)" : "");
   }
   md += fmt::format("\nNot run ({} rows), each with what Orrery lacks for it:\n\n", missing_rows.size());
   for (const std::string& m : missing_rows) md += "- " + m + "\n";
   md += "\n";
-  out << fmt::format("bridge: {} of {} Megatron-Bridge rows run; tokens/s per GPU MAPE {:.1f}% (worst {:.1f}%), no parameter fitted on them\n",
-                     rows.size(), t.rows.size(), 100 * summary.mape, 100 * summary.worst);
+  out << fmt::format("bridge: {} of {} Megatron-Bridge rows run; tokens/s per GPU leave-one-out MAPE {:.1f}% (worst {:.1f}%; fitted {:.1f}%)\n", rows.size(),
+                     summary.rows, 100 * summary.mape, 100 * summary.worst, 100 * summary.fitted_mape);
+  for (std::size_t k = 0; k < 3; ++k) {
+    std::string line;
+    for (const auto& [g, v] : by[k]) line += fmt::format("  {} {:.1f}%", g, 100 * v.first / v.second);
+    out << fmt::format("  by {}:{}\n", heads[k], line);
+  }
   return summary;
 }
 

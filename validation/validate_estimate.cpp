@@ -5,6 +5,7 @@
 #include "studies/plan_search.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/estimate.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
@@ -161,7 +162,7 @@ EstimateValidationSummary validate_estimate(const std::string& data_dir, std::st
   double emu_s = 0, est_s = 0;
   for (const Case& c : cases()) {
     const auto schedule = policies::pipeline_schedules().create(c.sc.plan.schedule, {}, {"<validation>", "/plan/schedule"});
-    const models::RooflineCostModel cost(c.sc.gpu, models::training_roofline_params(c.sc.gpu));
+    const models::RooflineCostModel cost(c.sc.gpu, models::training_roofline_params(c.sc.gpu, models::step_context(c.sc.plan)));
     auto t0 = std::chrono::steady_clock::now();
     const models::StepResult r = models::run_step(c.sc, cost, *schedule);
     emu_s += seconds_since(t0);

@@ -2,6 +2,7 @@
 // T2V workload, its gain against the variance of the modality mix, the constant-mix case, and
 // 1F1B's closed form under uniform costs.
 #include "runs/runs.hpp"
+#include "models/hardware/step_params.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/hardware.hpp"

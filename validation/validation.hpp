@@ -20,6 +20,8 @@ struct ValidateOptions {
   std::string out_path;  // markdown tables; empty: summary only
   std::string only;      // "network", "kernels", or empty for both
   bool print_fit = false; // nccl: print the fitted parameters in full
+  bool refit = false;      // steps: fit the step parameters afresh (else the built-in file's)
+  std::string params_out;  // steps: write the parameters used to this file (step_params.json's format)
 };
 
 struct ValidationSummary {
@@ -52,17 +54,18 @@ KernelValidationSummary validate_kernels(const std::string& data_dir, std::strin
 struct StepValidationSummary {
   struct Table {
     std::string name;
-    int rows = 0;                   // predictions
-    double mape = 0;                // over the predictions
-    double worst_calibration = 0;   // the rows that set the GPU's training parameters
-    double line_rate_mape = 0;      // the same predictions with models::CommModel::flows (line rate)
+    int rows = 0;
+    double mape = 0;         // leave-one-out predictions
+    double worst = 0;        // ... their worst row
+    double fitted_mape = 0;  // the all-rows fit's (in-sample)
   };
   std::vector<Table> tables;
 };
+struct StepFit;  // step_fit.hpp
 
 // Megatron-Bridge's published runs (../shared/data/megatron-bridge): every row Orrery can
-// express runs as a scenario, the others are listed with what is missing; no parameter is
-// fitted on them. Appends a markdown section (after validate_steps', in the same run).
+// express runs as a scenario, the others are listed with what is missing; errors are of
+// leave-one-out predictions. Appends a markdown section (after validate_steps', in the same run).
 struct BridgeValidationSummary {
   int rows = 0;        // in the table
   int run = 0;         // run as scenarios
@@ -73,8 +76,14 @@ struct BridgeValidationSummary {
     double mape = 0;
   };
   std::map<std::string, Model> by_model;  // catalog model -> its rows run and their MAPE
+  double fitted_mape = 0;  // the all-rows fit's (in-sample)
+  struct Group {
+    int rows = 0;
+    double mape = 0, worst = 0;
+  };
+  std::map<std::string, Group> groups;  // "H100", "FP8", "lora", ...: leave-one-out
 };
-BridgeValidationSummary validate_bridge(const std::string& data_dir, std::string& markdown, std::ostream& out);
+BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& markdown, std::ostream& out);
 
 // torchtitan's runs (../shared/data/torchtitan): tokens/s per GPU and peak memory per GPU.
 struct TorchtitanValidationSummary {
@@ -84,8 +93,9 @@ struct TorchtitanValidationSummary {
   double worst = 0;
   int memory_rows = 0;     // rows that print their peak memory
   double memory_mape = 0;  // against the memory model plus the allocator's share (reserved_bytes)
+  double fitted_mape = 0;  // tokens/s, the all-rows fit's (in-sample)
 };
-TorchtitanValidationSummary validate_torchtitan(const std::string& data_dir, std::string& markdown, std::ostream& out);
+TorchtitanValidationSummary validate_torchtitan(const StepFit& fit, std::string& markdown, std::ostream& out);
 // PyTorch's reserved memory as the torchtitan validation models it: the memory model's peak plus
 // kMemoryReserveFraction of HBM (the caching allocator's fragmentation).
 double reserved_bytes(const models::MemoryEstimate& memory, const models::GpuSpec& gpu);
@@ -117,7 +127,8 @@ double monotone_floor(const std::vector<double>& measured);
 
 // Reproduces the Megatron-LM throughput tables (../shared/data/megatron-lm) with the step
 // emulator; appends a markdown section.
-StepValidationSummary validate_steps(const std::string& data_dir, std::string& markdown, std::ostream& out);
+// `fit`: validation::fit_steps's rows (step_fit.hpp).
+StepValidationSummary validate_steps(const StepFit& fit, std::string& markdown, std::ostream& out);
 
 // Reproduces the sequence-balancing claims (Libra's pool-sizing law, the papers' rankings);
 // appends a markdown section.

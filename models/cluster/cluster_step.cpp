@@ -1,6 +1,7 @@
 #include "models/cluster/cluster_step.hpp"
 
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/hardware/hardware.hpp"
 #include "models/training/llm.hpp"
 #include "models/training/parallel.hpp"

@@ -52,6 +52,10 @@ double ceil_rows(std::int64_t m, std::int64_t tile) {
                                     fmt::join(ok, ", ")));
 }
 
+double gemm_efficiency(const RooflineParams& p, DType t) {
+  return t == DType::fp4 ? p.gemm_efficiency_fp4 : t == DType::fp8 ? p.gemm_efficiency_fp8 : p.gemm_efficiency;
+}
+
 sim::Duration to_duration(double seconds) { return sim::ceil_duration_ns(seconds * 1e9); }
 
 }  // namespace
@@ -69,18 +73,17 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   if (is_memory_bound(k.kind)) return t;
   if (!gpu_.supports(k.dtype)) unsupported(gpu_, k);
   const double peak = gpu_.peak(k.dtype).value();
-  const bool low_precision = k.dtype == DType::fp8 || k.dtype == DType::fp4;
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (k.kind) {
     case KernelKind::gemm:
       t.executed_flops = 2 * ceil_rows(k.m, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k) * d(k.batch);
-      t.efficiency = low_precision ? params_.gemm_efficiency_fp8 : params_.gemm_efficiency;
+      t.efficiency = gemm_efficiency(params_, k.dtype);
       break;
     case KernelKind::grouped_gemm:
       for (const std::int64_t gm : k.group_m) {
         t.executed_flops += 2 * ceil_rows(gm, params_.gemm_tile) * ceil_to(k.n, params_.gemm_tile) * d(k.k);
       }
-      t.efficiency = low_precision ? params_.gemm_efficiency_fp8 : params_.gemm_efficiency;
+      t.efficiency = gemm_efficiency(params_, k.dtype) * params_.grouped_gemm_efficiency;
       break;
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: {
@@ -115,40 +118,16 @@ namespace {
 // "step efficiency 0.6772, 37.7 us per kernel" (or, for isolated kernels, "no step efficiency, ...").
 std::string roofline_terms(const RooflineParams& p) {
   const std::string overhead = fmt::format("{:g} us per kernel", p.kernel_overhead.to_seconds() * 1e6);
+  if (!p.source.empty()) {
+    return fmt::format("fitted step parameters for {}: GEMM {:.3g} of peak (low precision {:.3g}), HBM {:.3g}, {}", p.source, p.gemm_efficiency,
+                       p.gemm_efficiency_fp8, p.memory_efficiency, overhead);
+  }
   if (p.step_efficiency == 1) return fmt::format("isolated-kernel efficiencies, {}", overhead);
   return fmt::format("step efficiency {:g}, {}", p.step_efficiency, overhead);
 }
 }  // namespace
 
 std::string RooflineCostModel::summary() const { return fmt::format("roofline ({})", roofline_terms(params_)); }
-
-namespace {
-bool a100_class(const GpuSpec& gpu) { return gpu.name.rfind("A100", 0) == 0; }
-bool h100_class(const GpuSpec& gpu) { return gpu.name == "H100" || gpu.name == "H100-96GB-500W" || gpu.name == "H200" || gpu.name == "H800" || gpu.name == "H20"; }
-}  // namespace
-
-// Training-step pairs (step efficiency, per-kernel overhead), each solved so that the step
-// emulator, with NCCL's communication model (the default), reproduces two rows of a Megatron-LM
-// table (the first and the last: the smallest model, pure data parallelism, and the largest,
-// deepest pipeline) within 0.1%; the other rows are predictions (docs/validation.md):
-//  - H100 (and H200, the same chip): 0.6772 and 37.7 us, from
-//    ../shared/data/megatron-lm/megatron_core_h100_weak_scaling_2024.csv rows GPT 1.7B / 462B;
-//  - A100: 0.8377 and 7.7 us, from megatron_lm_a100_weak_scaling_2021.csv rows GPT 1.7B / 1T
-//    (the 2021 software: no flash attention; the unfused attention's s x s scores through HBM
-//    are costed as kernels of their own, models/training/step.cpp).
-RooflineParams training_roofline_params(const GpuSpec& gpu) {
-  RooflineParams p;
-  if (a100_class(gpu)) {
-    p.step_efficiency = 0.8377;
-    p.kernel_overhead = sim::Duration::nanoseconds(7700);
-  } else {
-    p.step_efficiency = 0.6772;
-    p.kernel_overhead = sim::Duration::nanoseconds(37700);
-  }
-  return p;
-}
-
-bool has_training_calibration(const GpuSpec& gpu) { return a100_class(gpu) || h100_class(gpu); }
 
 // ---------------------------------------------------------------------------------------
 // Calibrated curves
@@ -278,11 +257,6 @@ std::uint64_t CalibratedCostModel::calibrated() const {
 std::string CalibratedCostModel::summary() const {
   return fmt::format("calibrated: {} kernels from the curves (measured times, no step efficiency), {} from the roofline ({})", calibrated(),
                      fallbacks(), roofline_terms(roofline_.params()));
-}
-
-std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, std::optional<CostCurves> curves) {
-  if (curves) return std::make_unique<CalibratedCostModel>(std::move(*curves), gpu, training_roofline_params(gpu));
-  return std::make_unique<RooflineCostModel>(gpu, training_roofline_params(gpu));
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> CalibratedCostModel::counters() const {

@@ -30,6 +30,9 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual sim::Duration time(const Kernel&) const = 0;
   virtual std::string_view name() const = 0;
+  // The fraction of overlapped tensor- or context-parallel communication that hides behind
+  // compute (RooflineParams::overlap_efficiency).
+  virtual double overlap_efficiency() const { return 1.0; }
   // Counters for the run report, e.g. {"fallback.attention_fwd", 3}; sorted by name.
   virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
   // One line for the console: the model and what each kernel's time comes from, e.g.
@@ -44,6 +47,9 @@ struct RooflineParams {
   // reach a smaller fraction of their (twice as high) peak, and FP4's is taken as FP8's.
   double gemm_efficiency = 0.8149;
   double gemm_efficiency_fp8 = 0.7162;
+  double gemm_efficiency_fp4 = 0.7162;
+  // Grouped GEMMs (MoE experts) reach this fraction of a plain GEMM's efficiency.
+  double grouped_gemm_efficiency = 1.0;
   std::int64_t gemm_tile = 128;
   // Attention (FlashAttention-style): each document's length rounds up to attention_tile, the
   // executed FLOPs are those of the whole tiles (for a causal mask, the tiles on and below the
@@ -60,19 +66,16 @@ struct RooflineParams {
   // Fixed time every kernel pays (launch and tail).
   sim::Duration kernel_overhead = sim::Duration::microseconds(2);
   // The fraction of this roofline's speed a kernel reaches inside a training step (1 for the
-  // isolated kernels of published benchmarks; see training_roofline_params()).
+  // isolated kernels of published benchmarks; the fitted training parameters of step_params.hpp
+  // set each efficiency directly and leave it 1).
   double step_efficiency = 1.0;
+  // The fraction of a tensor- or context-parallel transfer that hides behind the compute it is
+  // overlapped with (the rest slows the kernels: SMs and memory bandwidth are shared); 1 for
+  // isolated kernels. Used by the step emulator, not by time().
+  double overlap_efficiency = 1.0;
+  // Where these values come from, for summaries ("hopper megatron fp8"); empty for the defaults.
+  std::string source;
 };
-
-// Roofline parameters for kernels inside a training step on `gpu`: the kernel benchmarks'
-// parameters plus, per GPU type, a step efficiency and a per-kernel overhead that stand for
-// what isolated kernel benchmarks do not see (framework dispatch, kernels too small to model,
-// shapes less friendly than the best ones). Each pair is set by two rows of a published
-// Megatron-LM table (validation/validate_step.cpp, docs/validation.md); GPUs without such a table use
-// the H100's pair, an assumption the scenario's report states.
-RooflineParams training_roofline_params(const GpuSpec& gpu);
-// True when training_roofline_params() has a measured pair for this GPU type.
-bool has_training_calibration(const GpuSpec& gpu);
 
 class RooflineCostModel final : public CostModel {
  public:
@@ -80,6 +83,7 @@ class RooflineCostModel final : public CostModel {
   sim::Duration time(const Kernel&) const override;
   std::string_view name() const override { return "roofline"; }
   std::string summary() const override;
+  double overlap_efficiency() const override { return params_.overlap_efficiency; }
 
   struct Terms {
     double executed_flops = 0;  // after tile padding
@@ -145,6 +149,7 @@ class CalibratedCostModel final : public CostModel {
   // "calibrated: 12 kernels from the curves (measured times, no step efficiency), 37 from the
   // roofline (step efficiency 0.6772, 37.7 us per kernel)": the counts so far.
   std::string summary() const override;
+  double overlap_efficiency() const override { return roofline_.overlap_efficiency(); }
   std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t calibrated(KernelKind k) const { return calibrated_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t fallbacks() const;   // over all kinds
@@ -159,13 +164,5 @@ class CalibratedCostModel final : public CostModel {
   mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> calibrated_{};
   mutable std::array<std::atomic<std::uint64_t>, kKernelKindCount> fallback_{};
 };
-
-// The cost model of kernels inside a training step on `gpu` (`orrery step`, `compare`): the
-// roofline with training_roofline_params(gpu); with `curves`, the curves for the kernels they
-// cover (their measured times stand as they are: the curves were measured on the user's GPU, at
-// the kernel's own shape, so no step efficiency is applied to them) and that same training
-// roofline for every kernel they do not cover. A curves file that covers nothing therefore gives
-// the roofline's step exactly.
-std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, std::optional<CostCurves> curves = std::nullopt);
 
 }  // namespace orrery::models

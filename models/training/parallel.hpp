@@ -7,6 +7,7 @@
 #pragma once
 
 #include "models/hardware/hardware.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/llm.hpp"
 #include "models/training/pipeline.hpp"
 
@@ -104,6 +105,10 @@ struct ParallelPlan {
   // also holding exp(log-probabilities) and a sum) or "compiled" (torch.compile'd cross entropy:
   // the bf16 logits kept and a bf16 gradient: 4 bytes per logit).
   std::string cross_entropy = "fused";
+  // The software that runs the step, which sets its kernels' fitted speed (step_params.hpp):
+  // "megatron" (Megatron-Core with Transformer Engine), "pytorch" (PyTorch eager, FSDP2 as
+  // torchtitan runs it) or "pytorch-compile" (the same with torch.compile).
+  std::string framework = "megatron";
   // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
   // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
   // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
@@ -123,6 +128,9 @@ struct ParallelPlan {
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   int virtual_stages() const { return pp * vp; }
 };
+
+// The plan's framework and precision, which select its fitted step parameters.
+inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision}; }
 
 // Bytes per parameter of the gradients data parallelism accumulates and reduces (4 or 2).
 double grad_reduce_bytes(const ParallelPlan& plan);

@@ -246,6 +246,7 @@ struct Ctx {
   double seq_tokens;  // per GPU in the sequence region (split by sequence parallelism)
   std::int64_t heads_l, kv_l;
   PrecisionSpec prec;  // the linear layers' GEMMs and their casts
+  double overlap;      // the cost model's overlap efficiency
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
@@ -254,6 +255,11 @@ struct Ctx {
   static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
   Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
 };
+
+// The exposed part of `comm` seconds of communication overlapped with `compute` seconds of
+// kernels: what the compute does not cover, and at least the share (1 - overlap) that does not
+// hide (the transfers' SMs and memory traffic slow the kernels they run beside).
+double overlapped(double comm, double compute, double overlap) { return std::max(comm - compute, (1 - overlap) * comm); }
 
 struct Gemm {
   double m;
@@ -510,8 +516,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       tf = sub * ar;
       tb = sub * ar;
     }
-    lc.f.comm += p.overlap_tp_comm ? std::max(0.0, tf - gemm_f) : tf;
-    lc.b.comm += p.overlap_tp_comm ? std::max(0.0, tb - gemm_bw) : tb;
+    lc.f.comm += p.overlap_tp_comm ? overlapped(tf, gemm_f, c.overlap) : tf;
+    lc.b.comm += p.overlap_tp_comm ? overlapped(tb, gemm_bw, c.overlap) : tb;
   }
   // Context parallelism: ring passes K and V around (cp - 1 steps, overlapped with the
   // attention steps), and K, V and their gradients backward; Ulysses re-shards heads and
@@ -520,8 +526,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     const double kv_bytes = T * static_cast<double>(c.kv_l) * static_cast<double>(qk + hv) * 2;
     if (!ulysses) {
       const double step = c.comm.p2p(kv_bytes, p.tp), step_b = c.comm.p2p(2 * kv_bytes, p.tp);
-      lc.f.comm += std::max(0.0, (p.cp - 1) * step - att_f);
-      lc.b.comm += std::max(0.0, (p.cp - 1) * step_b - att_b);
+      lc.f.comm += overlapped((p.cp - 1) * step, att_f, c.overlap);
+      lc.b.comm += overlapped((p.cp - 1) * step_b, att_b, c.overlap);
     } else {
       const double a2a = c.comm.collective(CollectiveOp::all_to_all, T * static_cast<double>(c.heads_l * qk) * 2, p.cp, p.tp);
       lc.f.comm += 4 * a2a;
@@ -601,7 +607,8 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
              m.heads / p.tp,
              std::max<std::int64_t>(1, m.kv_heads / p.tp),
-             precision_spec(p.precision)};
+             precision_spec(p.precision),
+             cost.overlap_efficiency()};
 }
 
 // One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(kind)`), plus the
@@ -704,7 +711,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }

@@ -59,18 +59,25 @@ TEST_CASE("capacity: calibration curves that cover no kernel give the uncalibrat
     const nlohmann::json ra = read_json("cap-plain-r.json"), rb = read_json("cap-cal-r.json");
     CHECK(ra["mfu"].get<double>() == rb["mfu"].get<double>());
     CHECK(ra["step_time_s"].get<double>() == rb["step_time_s"].get<double>());
-    CHECK(ra["mfu"].get<double>() < 0.6);  // the step efficiency (0.6772) is in both
-    // The report states what costed the kernels: all of them from the training roofline.
+    CHECK(ra["mfu"].get<double>() < 0.6);  // the fitted step parameters are in both
+    // The report states what costed the kernels: all of them from the training roofline, with the
+    // built-in step parameters (models/hardware/step_params.json) of an H100 under Megatron in bf16.
+    const nlohmann::json fitted = nlohmann::json::parse(slurp(std::string(ORRERY_SOURCE_DIR) + "/models/hardware/step_params.json"))["parameters"];
     CHECK(rb["cost_model"]["name"] == "calibrated");
     CHECK(rb["cost_model"]["kernels_calibrated"] == 0);
     CHECK(rb["cost_model"]["kernels_fallback"].get<std::int64_t>() > 0);
-    CHECK(rb["cost_model"]["step_efficiency"].get<double>() == orrery::testing::Approx(0.6772));
-    CHECK(ra["cost_model"]["step_efficiency"].get<double>() == orrery::testing::Approx(0.6772));
-    CHECK(ra["cost_model"]["kernel_overhead_s"].get<double>() == orrery::testing::Approx(37.7e-6));
+    for (const nlohmann::json* r : {&ra, &rb}) {
+      CHECK((*r)["cost_model"]["gemm_efficiency"].get<double>() == fitted["hopper.megatron.gemm.bf16"]["value"].get<double>());
+      CHECK((*r)["cost_model"]["memory_efficiency"].get<double>() == fitted["hopper.megatron.memory"]["value"].get<double>());
+      // Whole nanoseconds, rounded up.
+      CHECK((*r)["cost_model"]["kernel_overhead_s"].get<double>() ==
+            std::ceil(fitted["hopper.megatron.overhead"]["value"].get<double>() * 1e3) * 1e-9);
+      CHECK((*r)["cost_model"]["step_parameters"] == "hopper megatron bf16");
+    }
     // And so does the console: counts of each, and what stands for the calibrated ones.
     CHECK(b.out.find("model calibrated: 0 kernels from the curves (measured times, no step efficiency), ") != std::string::npos);
-    CHECK(b.out.find(" from the roofline (step efficiency 0.6772, 37.7 us per kernel)") != std::string::npos);
-    CHECK(a.out.find("model roofline (step efficiency 0.6772, 37.7 us per kernel)") != std::string::npos);
+    CHECK(b.out.find(" from the roofline (fitted step parameters for hopper megatron bf16: GEMM ") != std::string::npos);
+    CHECK(a.out.find("model roofline (fitted step parameters for hopper megatron bf16: GEMM ") != std::string::npos);
   }
 }
 

@@ -1,4 +1,5 @@
 #include "models/hardware/hardware.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 #include "sim/error.hpp"
@@ -80,13 +81,15 @@ TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, t
   // whose activations it does not fit, so under this 47 GB budget it loses on some batches).
   const double best_static = std::min({ra.at("megatron-1f1b"), ra.at("modality-static"), ra.at("pipeweaver-offline")});
   CHECK(ra.at("pipeweaver") <= best_static);
-  // With a constant mix and a budget that does not bind, the per-batch search makes the offline
-  // plan's choice on every batch: the same step time.
+  // With a near-constant mix (one image each, text 500-520 tokens) and a budget that does not
+  // bind, the per-batch search is never slower than the offline plan and at most finds a
+  // slightly better split for a batch: within 1%.
   Fixture roomy(m, 2, 4, 1, 2);
   roomy.setup = models::multimodal_setup(m, roomy.cost, roomy.gpu, 2, 4, 1, 2, 80e9);
   roomy.setup.nvlink = 360e9;
   const auto rr = mean_steps(m, a, 8, roomy);
-  CHECK(rr.at("pipeweaver") == orrery::testing::Approx(rr.at("pipeweaver-offline")).epsilon(1e-9));
+  CHECK(rr.at("pipeweaver") <= rr.at("pipeweaver-offline"));
+  CHECK(rr.at("pipeweaver") == orrery::testing::Approx(rr.at("pipeweaver-offline")).epsilon(0.01));
   CHECK(rr.at("pipeweaver") < rr.at("modality-static"));
 }
 

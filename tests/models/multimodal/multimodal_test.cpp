@@ -1,4 +1,5 @@
 #include "models/hardware/hardware.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/multimodal/multimodal.hpp"
 #include "sim/error.hpp"
 #include "approx.hpp"

@@ -1,0 +1,226 @@
+#include "models/hardware/step_params.hpp"
+
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace orrery::models {
+
+// The built-in file's text, generated from step_params.json at build time (step_params_data.cpp.in).
+extern const char* const kStepParamsJson;
+
+namespace {
+
+constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", "pytorch-compile"};
+
+// Priors: the isolated-kernel parameters of RooflineParams (cost.cpp cites each), no overhead
+// beyond the isolated kernels' 2 us, full overlap and grouped GEMMs as fast as plain ones; each
+// with the spread (a factor) within which the quantity is known before any training row:
+// efficiencies of GEMMs and attention within 2x of their best isolated shapes; a streaming
+// kernel's share of HBM bandwidth within 1.5x of 0.9 (STREAM-like kernels on H100 and A100 reach
+// 80-93% of the datasheet bandwidth); eager PyTorch's memory-bound share within 4x (it stands for
+// unfused kernels' extra passes too); per-kernel overhead, overlap and grouped GEMMs loosely (10x,
+// 4x, 4x).
+struct Prior {
+  std::string_view kind;
+  double value;
+  bool bounded;
+  double spread;
+};
+constexpr std::array<Prior, 11> kPriors = {{
+    {"gemm.bf16", 0.8149, true, 2},
+    {"gemm.fp8", 0.7162, true, 2},
+    {"gemm.fp8-block", 0.7162, true, 2},
+    {"gemm.mxfp8", 0.7162, true, 2},
+    {"gemm.nvfp4", 0.7162, true, 2},
+    {"attention", 1.0, true, 2},
+    {"memory", 0.90, true, 1.5},
+    {"memory.eager", 0.90, true, 4},
+    {"overhead", 2.0, false, 10},
+    {"overlap", 1.0, true, 4},
+    {"grouped_gemm", 1.0, true, 4},
+}};
+
+const Prior* find_prior(std::string_view kind) {
+  for (const Prior& p : kPriors) {
+    if (p.kind == kind) return &p;
+  }
+  return nullptr;
+}
+
+// The framework family a parameter name carries: pytorch-compile shares PyTorch's parameters but
+// for its memory-bound kernels (fused by torch.compile; eager's are memory.eager).
+std::string_view family(std::string_view framework) { return framework == "megatron" ? "megatron" : "pytorch"; }
+
+// fp8-delayed differs from fp8 only in where the scale comes from: the same GEMMs.
+std::string gemm_kind(std::string_view precision) {
+  return fmt::format("gemm.{}", precision == "fp8-delayed" ? std::string_view("fp8") : precision);
+}
+
+}  // namespace
+
+std::vector<std::string> step_framework_names() { return {kFrameworks.begin(), kFrameworks.end()}; }
+
+double step_parameter_prior(std::string_view kind) {
+  const Prior* p = find_prior(kind);
+  ORRERY_CHECK(p != nullptr, "no prior for step parameter kind {}", kind);
+  return p->value;
+}
+
+double step_parameter_prior_spread(std::string_view kind) {
+  const Prior* p = find_prior(kind);
+  ORRERY_CHECK(p != nullptr, "no prior for step parameter kind {}", kind);
+  return p->spread;
+}
+
+bool step_parameter_bounded(std::string_view kind) {
+  const Prior* p = find_prior(kind);
+  ORRERY_CHECK(p != nullptr, "no prior for step parameter kind {}", kind);
+  return p->bounded;
+}
+
+std::string gpu_architecture(const GpuSpec& gpu) {
+  const std::string& n = gpu.name;
+  if (n.rfind("A100", 0) == 0) return "ampere";
+  if (n.rfind("H100", 0) == 0 || n == "H200" || n == "H800" || n == "H20") return "hopper";
+  if (n == "B200" || n == "GB200" || n == "B300" || n == "GB300") return "blackwell";
+  return "";
+}
+
+std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const StepContext& ctx, const StepParameters& params) {
+  std::string arch = gpu_architecture(gpu);
+  if (arch.empty()) arch = "hopper";
+  const std::string_view fam = family(ctx.framework);
+  std::vector<std::string> kinds = {"gemm.bf16"};
+  if (ctx.precision != "bf16") kinds.push_back(gemm_kind(ctx.precision));
+  kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", "overhead", "overlap", "grouped_gemm"});
+  std::vector<StepParameterUse> out;
+  for (const std::string& kind : kinds) {
+    StepParameterUse u;
+    u.kind = kind;
+    u.name = fmt::format("{}.{}.{}", arch, fam, kind);
+    for (const std::string& name : {u.name, fmt::format("{}.megatron.{}", arch, kind), fmt::format("hopper.megatron.{}", kind)}) {
+      if (const auto it = params.values.find(name); it != params.values.end()) {
+        u.used = name;
+        u.value = it->second.value;
+        break;
+      }
+    }
+    if (u.used.empty()) u.value = step_parameter_prior(kind);
+    out.push_back(u);
+  }
+  return out;
+}
+
+RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& ctx, const StepParameters& params) {
+  RooflineParams p;
+  const double fwd = p.attention_fwd_efficiency, bwd = p.attention_bwd_efficiency;
+  for (const StepParameterUse& u : step_parameter_uses(gpu, ctx, params)) {
+    if (u.kind == "gemm.bf16") p.gemm_efficiency = u.value;
+    else if (u.kind == "gemm.nvfp4") p.gemm_efficiency_fp4 = u.value;
+    else if (u.kind.rfind("gemm.", 0) == 0) p.gemm_efficiency_fp8 = u.value;
+    else if (u.kind == "attention") p.attention_fwd_efficiency = fwd * u.value, p.attention_bwd_efficiency = bwd * u.value;
+    else if (u.kind == "memory" || u.kind == "memory.eager") p.memory_efficiency = u.value;
+    else if (u.kind == "overhead") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
+    else if (u.kind == "overlap") p.overlap_efficiency = u.value;
+    else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
+  }
+  p.step_efficiency = 1;
+  p.source = fmt::format("{} {} {}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
+                         ctx.precision);
+  return p;
+}
+
+RooflineParams training_roofline_params(const GpuSpec& gpu) { return training_roofline_params(gpu, StepContext{}); }
+
+bool has_training_calibration(const GpuSpec& gpu) { return !gpu_architecture(gpu).empty(); }
+
+std::unique_ptr<CostModel> training_cost_model(const GpuSpec& gpu, const StepContext& ctx, std::optional<CostCurves> curves) {
+  if (curves) return std::make_unique<CalibratedCostModel>(std::move(*curves), gpu, training_roofline_params(gpu, ctx));
+  return std::make_unique<RooflineCostModel>(gpu, training_roofline_params(gpu, ctx));
+}
+
+StepParameters parse_step_parameters(std::string_view text, std::string_view source) {
+  const std::string src(source);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw sim::InputError(src, "", fmt::format("malformed JSON: {}", e.what()));
+  }
+  const auto fail = [&](const std::string& pointer, const std::string& what) { throw sim::InputError(src, pointer, what); };
+  if (!j.is_object()) fail("", "expected an object with version, fitted_by and parameters");
+  for (const auto& [key, v] : j.items()) {
+    if (key != "version" && key != "fitted_by" && key != "parameters" && key != "description") {
+      fail("/" + key, "unknown key, expected version, fitted_by, description or parameters");
+    }
+  }
+  StepParameters out;
+  for (const char* key : {"version", "fitted_by"}) {
+    if (!j.contains(key) || !j[key].is_string()) fail(fmt::format("/{}", key), "expected a string");
+  }
+  out.version = j["version"].get<std::string>();
+  out.fitted_by = j["fitted_by"].get<std::string>();
+  if (!j.contains("parameters") || !j["parameters"].is_object()) fail("/parameters", "expected an object of named parameters");
+  for (const auto& [name, v] : j["parameters"].items()) {
+    const std::string at = "/parameters/" + name;
+    // "<arch>.<framework>.<kind>"
+    const std::size_t a = name.find('.'), b = a == std::string::npos ? a : name.find('.', a + 1);
+    const std::string arch = a == std::string::npos ? "" : name.substr(0, a);
+    const std::string fw = b == std::string::npos ? "" : name.substr(a + 1, b - a - 1);
+    const std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
+    if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
+      fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
+               "memory.eager, overhead, overlap, grouped_gemm)");
+    }
+    if (!v.is_object() || !v.contains("value") || !v["value"].is_number()) fail(at, "expected an object with a numeric value and its rows");
+    StepParameter p;
+    p.value = v["value"].get<double>();
+    if (!(p.value > 0) || !std::isfinite(p.value) || (step_parameter_bounded(kind) && p.value > 1) || p.value > 1e6) {
+      fail(at + "/value", fmt::format("found {}, expected a positive number{}", p.value, step_parameter_bounded(kind) ? " at most 1" : ""));
+    }
+    for (const auto& [key, x] : v.items()) {
+      if (key != "value" && key != "rows") fail(at + "/" + key, "unknown key, expected value or rows");
+    }
+    if (v.contains("rows")) {
+      if (!v["rows"].is_array()) fail(at + "/rows", "expected an array of row names");
+      for (const auto& r : v["rows"]) {
+        if (!r.is_string()) fail(at + "/rows", "expected strings");
+        p.rows.push_back(r.get<std::string>());
+      }
+    }
+    out.values.emplace(name, std::move(p));
+  }
+  return out;
+}
+
+std::string step_parameters_json(const StepParameters& params) {
+  nlohmann::ordered_json j;
+  j["version"] = params.version;
+  j["fitted_by"] = params.fitted_by;
+  j["description"] =
+      "Fitted parameters of kernels inside a training step (models/hardware/step_params.hpp says what each kind is). "
+      "Each value was fitted on the rows it lists; docs/validation.md reports leave-one-out errors.";
+  nlohmann::ordered_json ps = nlohmann::ordered_json::object();
+  for (const auto& [name, p] : params.values) {
+    nlohmann::ordered_json e;
+    // Eight significant digits: the file stays readable, a refit of the same rows writes the same bytes.
+    e["value"] = std::stod(fmt::format("{:.8g}", p.value));
+    e["rows"] = p.rows;
+    ps[name] = e;
+  }
+  j["parameters"] = ps;
+  return j.dump(2) + "\n";
+}
+
+const StepParameters& builtin_step_parameters() {
+  static const StepParameters params = parse_step_parameters(kStepParamsJson, "models/hardware/step_params.json");
+  return params;
+}
+
+}  // namespace orrery::models

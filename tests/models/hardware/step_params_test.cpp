@@ -1,0 +1,116 @@
+// The fitted step parameters: the built-in file, the lookup's fallbacks, what each kind sets in
+// the roofline, and the file's reader on bad input.
+#include "models/hardware/step_params.hpp"
+#include "models/training/parallel.hpp"
+#include "sim/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+const GpuSpec& gpu(const char* name) { return HardwareCatalog::builtin().gpu(name); }
+}  // namespace
+
+TEST_CASE("step parameters: the built-in file is the one in the source tree, every value cites its rows") {
+  std::ifstream f(std::string(ORRERY_SOURCE_DIR) + "/models/hardware/step_params.json");
+  std::stringstream text;
+  text << f.rdbuf();
+  const StepParameters& builtin = builtin_step_parameters();
+  const StepParameters read = parse_step_parameters(text.str(), "step_params.json");
+  REQUIRE(read.values.size() == builtin.values.size());
+  CHECK(!builtin.version.empty());
+  for (const auto& [name, p] : builtin.values) {
+    CAPTURE(name);
+    CHECK(read.values.at(name).value == p.value);
+    CHECK(!p.rows.empty());  // fitted on named rows
+  }
+  // Written and read back, the values are the same to the digits the file keeps.
+  const StepParameters again = parse_step_parameters(step_parameters_json(builtin), "again");
+  for (const auto& [name, p] : builtin.values) CHECK(again.values.at(name).value == doctest::Approx(p.value).epsilon(1e-7));
+}
+
+TEST_CASE("step parameters: each kind sets its part of the roofline, with fallbacks by architecture and framework") {
+  StepParameters p;
+  p.values["hopper.megatron.gemm.bf16"] = {0.5, {"a:1"}};
+  p.values["hopper.megatron.gemm.fp8"] = {0.6, {"a:1"}};
+  p.values["hopper.megatron.memory"] = {0.7, {"a:1"}};
+  p.values["hopper.megatron.overhead"] = {30, {"a:1"}};
+  p.values["hopper.megatron.overlap"] = {0.4, {"a:1"}};
+  p.values["hopper.megatron.attention"] = {0.5, {"a:1"}};
+  p.values["hopper.pytorch.memory.eager"] = {0.2, {"a:1"}};
+  p.values["blackwell.megatron.gemm.nvfp4"] = {0.9, {"a:1"}};
+  const RooflineParams isolated;
+  // Hopper under Megatron in FP8: the low-precision GEMMs take gemm.fp8, the bf16 ones gemm.bf16,
+  // attention is the isolated curve times the multiplier.
+  const RooflineParams h = training_roofline_params(gpu("H100"), {"megatron", "fp8"}, p);
+  CHECK(h.gemm_efficiency == 0.5);
+  CHECK(h.gemm_efficiency_fp8 == 0.6);
+  CHECK(h.memory_efficiency == 0.7);
+  CHECK(h.kernel_overhead == sim::Duration::microseconds(30));
+  CHECK(h.overlap_efficiency == 0.4);
+  CHECK(h.attention_fwd_efficiency == doctest::Approx(0.5 * isolated.attention_fwd_efficiency));
+  CHECK(h.step_efficiency == 1);
+  // fp8-delayed runs the same GEMMs as fp8.
+  CHECK(training_roofline_params(gpu("H100"), {"megatron", "fp8-delayed"}, p).gemm_efficiency_fp8 == 0.6);
+  // PyTorch eager on Hopper: its own memory.eager; what PyTorch has no value for comes from
+  // Megatron's on the same architecture; compiled PyTorch has no eager share.
+  CHECK(training_roofline_params(gpu("H100"), {"pytorch", "bf16"}, p).memory_efficiency == 0.2);
+  CHECK(training_roofline_params(gpu("H100"), {"pytorch", "bf16"}, p).gemm_efficiency == 0.5);
+  CHECK(training_roofline_params(gpu("H100"), {"pytorch-compile", "bf16"}, p).memory_efficiency == 0.7);
+  // Blackwell: its own NVFP4 value; the rest from Hopper's Megatron values. A GPU of no known
+  // architecture (MI300X) takes Hopper's. An unfitted kind keeps its prior.
+  const RooflineParams b = training_roofline_params(gpu("B200"), {"megatron", "nvfp4"}, p);
+  CHECK(b.gemm_efficiency_fp4 == 0.9);
+  CHECK(b.gemm_efficiency == 0.5);
+  CHECK(training_roofline_params(gpu("MI300X"), {"megatron", "bf16"}, p).gemm_efficiency == 0.5);
+  CHECK(training_roofline_params(gpu("H100"), {"megatron", "bf16"}, p).grouped_gemm_efficiency == step_parameter_prior("grouped_gemm"));
+  // The uses name what a fit of such a step would set.
+  const auto uses = step_parameter_uses(gpu("GB200"), {"pytorch", "mxfp8"}, p);
+  CHECK(uses[1].kind == "gemm.mxfp8");
+  CHECK(uses[1].name == "blackwell.pytorch.gemm.mxfp8");
+  CHECK(uses[1].used.empty());  // nobody has a value: the prior
+  CHECK(uses[1].value == step_parameter_prior("gemm.mxfp8"));
+}
+
+TEST_CASE("step parameters: overlap efficiency exposes the share of overlapped TP communication that does not hide") {
+  // One layer's TP communication overlapped with its GEMMs: with overlap 1 only what the GEMMs
+  // do not cover is exposed; with overlap 0 all of it.
+  const StepParameters& builtin = builtin_step_parameters();
+  StepParameters none = builtin, full = builtin;
+  for (StepParameters* p : {&none, &full}) p->values["hopper.megatron.overlap"] = {p == &none ? 1e-9 : 1.0, {"test"}};
+  CHECK(training_roofline_params(gpu("H100"), {}, none).overlap_efficiency < 1e-6);
+  CHECK(training_roofline_params(gpu("H100"), {}, full).overlap_efficiency == 1);
+}
+
+TEST_CASE("step parameters: a bad file gets one line naming the field") {
+  const auto bad = [](const char* text, const char* expected) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(parse_step_parameters(text, "p.json"), doctest::Contains(expected), sim::InputError);
+  };
+  bad("{", "malformed JSON");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.gemm.bf16": {"value": 1.5, "rows": []}}})",
+      "/parameters/hopper.megatron.gemm.bf16/value: found 1.5, expected a positive number at most 1");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"volta.megatron.gemm.bf16": {"value": 0.5}}})",
+      "/parameters/volta.megatron.gemm.bf16: expected a name <ampere|hopper|blackwell>");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.gemm.int4": {"value": 0.5}}})", "with a known kind");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": -3}}})", "found -3, expected a positive number");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": 3, "rowz": []}}})", "/rowz: unknown key");
+  bad(R"({"version": "1", "parameters": {}})", "/fitted_by: expected a string");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "extra": 1})", "/extra: unknown key");
+}
+
+TEST_CASE("plan.framework selects the step parameters, and an unknown one is refused") {
+  ParallelPlan plan;
+  plan.framework = "pytorch-compile";
+  plan.precision = "fp8";
+  const StepContext ctx = step_context(plan);
+  CHECK(ctx.framework == "pytorch-compile");
+  CHECK(ctx.precision == "fp8");
+  CHECK(step_framework_names() == std::vector<std::string>{"megatron", "pytorch", "pytorch-compile"});
+}

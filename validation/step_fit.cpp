@@ -1,0 +1,345 @@
+#include "validation/step_fit.hpp"
+
+#include "models/hardware/cost.hpp"
+#include "policies/pipeline.hpp"
+#include "runs/progress.hpp"
+#include "sim/error.hpp"
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <set>
+#include <thread>
+
+namespace orrery::validation {
+
+namespace {
+
+// The fit's settings, stated once:
+//  - residuals are ln(simulated / measured), so a row 10% off weighs the same on any table;
+//  - each parameter is fitted in ln, with a pull towards its prior (the isolated-kernel value of
+//    models::step_parameter_prior) weighted as a Gaussian of its stated spread against rows
+//    spread 10%: weight (0.1 / ln spread)^2, so a parameter the rows do not determine stays near
+//    what is known of it without them;
+//  - derivatives are forward differences of 5% in the parameter (the emulator rounds kernel
+//    times to whole nanoseconds and takes maxima, so smaller steps see its steps, not its slope).
+constexpr double kRowSpread = 0.1;
+constexpr double kStep = 0.05;
+constexpr int kMaxIterations = 8;
+
+std::string kind_of(const std::string& name) {
+  const std::size_t a = name.find('.');
+  return name.substr(name.find('.', a + 1) + 1);
+}
+
+struct Problem {
+  std::vector<StepFitRow>& rows;
+  std::vector<std::size_t> config_of;          // row -> configuration
+  std::vector<std::size_t> first_row;          // configuration -> a row
+  std::vector<std::string> names;              // fitted parameters
+  std::vector<std::vector<int>> uses;          // configuration -> parameter indices
+  Eigen::VectorXd prior;                       // ln prior per parameter
+  Eigen::VectorXd weight;                      // its pull
+  std::vector<bool> bounded;
+  models::StepParameters base;                 // the file (values the fit does not set)
+  runs::Progress* progress = nullptr;
+  int simulations = 0;
+
+  models::StepParameters with(const Eigen::VectorXd& phi) const {
+    models::StepParameters p = base;
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      auto& v = p.values[names[j]];
+      v.value = std::exp(phi[static_cast<Eigen::Index>(j)]);
+    }
+    return p;
+  }
+};
+
+struct Outcome {
+  double step_s = 0, mfu = 0;
+  bool oom = false;
+  models::MemoryEstimate memory;
+};
+
+Outcome simulate(const models::StepScenario& sc, const models::StepParameters& params) {
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {sc.source, "/plan/schedule"});
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan), params));
+  const models::StepResult r = models::run_step(sc, cost, *schedule);
+  return {r.step_time.to_seconds(), r.mfu, r.oom, r.memory};
+}
+
+// Runs `jobs` (index -> work) on every core, in a deterministic result order.
+template <typename Fn>
+void parallel(std::size_t jobs, Fn&& fn) {
+  const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(jobs, std::thread::hardware_concurrency()));
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < jobs;) {
+        try {
+          fn(i);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+// ln(step seconds) per configuration at phi, and (with `jacobian`) its derivative in each
+// parameter the configuration uses.
+struct Linearisation {
+  Eigen::VectorXd ln_step;  // per configuration
+  Eigen::MatrixXd d;        // configuration x parameter
+};
+
+Linearisation linearise(Problem& pb, const Eigen::VectorXd& phi, bool jacobian) {
+  const std::size_t configs = pb.first_row.size();
+  Linearisation out{Eigen::VectorXd::Zero(static_cast<Eigen::Index>(configs)),
+                    Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(configs), static_cast<Eigen::Index>(pb.names.size()))};
+  // Jobs: (configuration, -1) at phi, (configuration, j) with parameter j moved.
+  std::vector<std::pair<std::size_t, int>> jobs;
+  for (std::size_t c = 0; c < configs; ++c) {
+    jobs.emplace_back(c, -1);
+    if (jacobian) {
+      for (const int j : pb.uses[c]) jobs.emplace_back(c, j);
+    }
+  }
+  std::vector<double> result(jobs.size());
+  const models::StepParameters at = pb.with(phi);
+  parallel(jobs.size(), [&](std::size_t i) {
+    const auto [c, j] = jobs[i];
+    const models::StepScenario& sc = pb.rows[pb.first_row[c]].sc;
+    if (j < 0) {
+      result[i] = std::log(simulate(sc, at).step_s);
+    } else {
+      Eigen::VectorXd moved = phi;
+      moved[j] += kStep;
+      result[i] = std::log(simulate(sc, pb.with(moved)).step_s);
+    }
+  });
+  pb.simulations += static_cast<int>(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].second < 0) out.ln_step[static_cast<Eigen::Index>(jobs[i].first)] = result[i];
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto [c, j] = jobs[i];
+    if (j >= 0) out.d(static_cast<Eigen::Index>(c), j) = (result[i] - out.ln_step[static_cast<Eigen::Index>(c)]) / kStep;
+  }
+  if (pb.progress != nullptr) pb.progress->advance();
+  return out;
+}
+
+// Residuals per row: ln(simulated figure / measured) = ln(per_second / measured) - ln(step).
+Eigen::VectorXd residuals(const Problem& pb, const Linearisation& lin) {
+  Eigen::VectorXd r(static_cast<Eigen::Index>(pb.rows.size()));
+  for (std::size_t i = 0; i < pb.rows.size(); ++i) {
+    const StepFitRow& row = pb.rows[i];
+    r[static_cast<Eigen::Index>(i)] = std::log(row.per_second / row.measured) - lin.ln_step[static_cast<Eigen::Index>(pb.config_of[i])];
+  }
+  return r;
+}
+
+double cost_of(const Problem& pb, const Eigen::VectorXd& r, const Eigen::VectorXd& phi) {
+  return r.squaredNorm() + (pb.weight.array() * (phi - pb.prior).array().square()).sum();
+}
+
+// The normal equations of rows `keep` (1 = in) at a linearisation: A = J'J + prior, b = J'r + prior pull.
+void normal_equations(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r, const Eigen::VectorXd& phi,
+                      const std::vector<char>& keep, Eigen::MatrixXd& A, Eigen::VectorXd& b) {
+  const auto n = static_cast<Eigen::Index>(pb.names.size());
+  A = Eigen::MatrixXd(pb.weight.asDiagonal());
+  b = (pb.weight.array() * (phi - pb.prior).array()).matrix();
+  (void)n;
+  for (std::size_t i = 0; i < pb.rows.size(); ++i) {
+    if (!keep[i]) continue;
+    // d residual / d phi = - d ln(step) / d phi
+    const Eigen::RowVectorXd g = -lin.d.row(static_cast<Eigen::Index>(pb.config_of[i]));
+    A.noalias() += g.transpose() * g;
+    b.noalias() += g.transpose() * r[static_cast<Eigen::Index>(i)];
+  }
+}
+
+Eigen::VectorXd clamp_bounds(const Problem& pb, Eigen::VectorXd phi) {
+  for (std::size_t j = 0; j < pb.names.size(); ++j) {
+    if (pb.bounded[j]) phi[static_cast<Eigen::Index>(j)] = std::min(phi[static_cast<Eigen::Index>(j)], 0.0);
+  }
+  return phi;
+}
+
+}  // namespace
+
+StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
+  StepFit fit;
+  megatron_fit_rows(data_dir, fit);
+  bridge_fit_rows(data_dir, fit);
+  torchtitan_fit_rows(data_dir, fit);
+  fit.params = models::builtin_step_parameters();
+  if (fit.rows.empty()) return fit;
+
+  Problem pb{fit.rows, {}, {}, {}, {}, {}, {}, {}, fit.params};
+  // Configurations: rows of one scenario (a table printing the same run twice, for two
+  // releases) are left out together.
+  std::map<std::string, std::size_t> config_index;
+  for (std::size_t i = 0; i < fit.rows.size(); ++i) {
+    const auto [it, fresh] = config_index.emplace(fit.rows[i].key(), pb.first_row.size());
+    if (fresh) pb.first_row.push_back(i);
+    pb.config_of.push_back(it->second);
+  }
+  std::map<std::string, int> name_index;
+  std::vector<double> start;
+  pb.uses.resize(pb.first_row.size());
+  for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+    StepFitRow& row = fit.rows[pb.first_row[c]];
+    for (const models::StepParameterUse& u : models::step_parameter_uses(row.sc.gpu, models::step_context(row.sc.plan), fit.params)) {
+      const auto [it, fresh] = name_index.emplace(u.name, static_cast<int>(pb.names.size()));
+      if (fresh) {
+        pb.names.push_back(u.name);
+        start.push_back(u.value);
+      }
+      pb.uses[c].push_back(it->second);
+    }
+  }
+  for (std::size_t i = 0; i < fit.rows.size(); ++i) {
+    for (const int j : pb.uses[pb.config_of[i]]) fit.rows[i].params.push_back(pb.names[static_cast<std::size_t>(j)]);
+  }
+  const auto n = static_cast<Eigen::Index>(pb.names.size());
+  pb.prior.resize(n);
+  pb.weight.resize(n);
+  Eigen::VectorXd phi(n);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const std::string kind = kind_of(pb.names[static_cast<std::size_t>(j)]);
+    pb.prior[j] = std::log(models::step_parameter_prior(kind));
+    pb.weight[j] = std::pow(kRowSpread / std::log(models::step_parameter_prior_spread(kind)), 2);
+    pb.bounded.push_back(models::step_parameter_bounded(kind));
+    phi[j] = std::log(start[static_cast<std::size_t>(j)]);
+  }
+  fit.configurations = static_cast<int>(pb.first_row.size());
+  std::vector<char> all(fit.rows.size(), 1);
+
+  runs::Progress progress("fit steps", refit ? kMaxIterations + 3 : 3, "passes");
+  pb.progress = &progress;
+
+  // The refit: Levenberg-Marquardt from the file's values.
+  Linearisation lin = linearise(pb, phi, true);
+  Eigen::VectorXd r = residuals(pb, lin);
+  if (refit) {
+    double mu = 1e-3, cost = cost_of(pb, r, phi);
+    for (int it = 0; it < kMaxIterations; ++it) {
+      Eigen::MatrixXd A;
+      Eigen::VectorXd b;
+      normal_equations(pb, lin, r, phi, all, A, b);
+      const Eigen::VectorXd trial = clamp_bounds(pb, phi - (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b));
+      const Linearisation at = linearise(pb, trial, false);
+      const Eigen::VectorXd rt = residuals(pb, at);
+      const double ct = cost_of(pb, rt, trial);
+      progress.note(fmt::format("iteration {}: rms ln error {:.4f}", it + 1, std::sqrt(rt.squaredNorm() / static_cast<double>(rt.size()))));
+      if (ct < cost) {
+        const bool converged = (trial - phi).cwiseAbs().maxCoeff() < 1e-3;
+        phi = trial;
+        cost = ct;
+        mu = std::max(mu / 4, 1e-6);
+        lin = linearise(pb, phi, true);
+        r = residuals(pb, lin);
+        if (converged) break;
+      } else {
+        mu *= 8;
+      }
+    }
+    fit.params = pb.with(phi);
+    // The refit's file holds what the rows determine, nothing older.
+    std::erase_if(fit.params.values, [&](const auto& kv) { return std::find(pb.names.begin(), pb.names.end(), kv.first) == pb.names.end(); });
+    // Each parameter's fit rows: those whose step uses it.
+    for (std::size_t j = 0; j < pb.names.size(); ++j) {
+      auto& v = fit.params.values[pb.names[j]];
+      v.rows.clear();
+      for (const StepFitRow& row : fit.rows) {
+        if (std::find(row.params.begin(), row.params.end(), pb.names[j]) != row.params.end()) v.rows.push_back(row.source);
+      }
+    }
+    fit.params.fitted_by = "orrery validate --only steps --refit --params-out models/hardware/step_params.json";
+    fit.params.version = fmt::format("{} rows, {} configurations", fit.rows.size(), fit.configurations);
+    pb.base = fit.params;
+  }
+
+  // How far the values stand from the all-rows optimum (one Gauss-Newton step).
+  Eigen::MatrixXd A;
+  Eigen::VectorXd b;
+  normal_equations(pb, lin, r, phi, all, A, b);
+  fit.optimum_distance = (clamp_bounds(pb, phi - A.ldlt().solve(b)) - phi).cwiseAbs().maxCoeff();
+
+  // Leave one configuration out: the normal equations without its rows, one step from phi, and
+  // the configuration simulated in full at the parameters found.
+  std::vector<Eigen::VectorXd> loo_phi(pb.first_row.size());
+  for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+    std::vector<char> keep(fit.rows.size(), 1);
+    for (std::size_t i = 0; i < fit.rows.size(); ++i) keep[i] = pb.config_of[i] != c;
+    Eigen::MatrixXd Ac;
+    Eigen::VectorXd bc;
+    normal_equations(pb, lin, r, phi, keep, Ac, bc);
+    loo_phi[c] = clamp_bounds(pb, phi - Ac.ldlt().solve(bc));
+  }
+  std::vector<Outcome> fitted(pb.first_row.size()), loo(pb.first_row.size());
+  const models::StepParameters at = pb.with(phi);
+  parallel(2 * pb.first_row.size(), [&](std::size_t i) {
+    const std::size_t c = i / 2;
+    const models::StepScenario& sc = fit.rows[pb.first_row[c]].sc;
+    if (i % 2 == 0) fitted[c] = simulate(sc, at);
+    else loo[c] = simulate(sc, pb.with(loo_phi[c]));
+  });
+  pb.simulations += static_cast<int>(2 * pb.first_row.size());
+  progress.advance();
+  for (std::size_t i = 0; i < fit.rows.size(); ++i) {
+    StepFitRow& row = fit.rows[i];
+    const Outcome& f = fitted[pb.config_of[i]];
+    row.fitted = row.per_second / f.step_s;
+    row.loo = row.per_second / loo[pb.config_of[i]].step_s;
+    row.step_s = f.step_s;
+    row.mfu = f.mfu;
+    row.oom = f.oom;
+    row.memory = f.memory;
+  }
+  fit.fitted_names = pb.names;
+  fit.simulations = pb.simulations;
+  out << fmt::format("fit steps: {} rows, {} configurations, {} parameters, {} simulations{}\n", fit.rows.size(), fit.configurations, pb.names.size(),
+                     fit.simulations, refit ? " (refitted)" : "");
+  return fit;
+}
+
+void write_step_parameters(const models::StepParameters& params, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw sim::InputError(path, "", "cannot write the step parameters here");
+  f << models::step_parameters_json(params);
+  if (!f) throw sim::InputError(path, "", "writing the step parameters failed");
+}
+
+std::vector<StepFitTable> step_fit_tables(const std::vector<StepFitRow>& rows, bool by_group) {
+  std::vector<StepFitTable> out;
+  for (const StepFitRow& row : rows) {
+    const std::string group = by_group ? row.group : "";
+    auto it = std::find_if(out.begin(), out.end(), [&](const StepFitTable& t) { return t.table == row.table && t.group == group; });
+    if (it == out.end()) it = out.insert(out.end(), {row.table, group, 0, 0, 0, 0});
+    const double loo = std::fabs(row.loo / row.measured - 1);
+    ++it->rows;
+    it->loo_mape += loo;
+    it->fitted_mape += std::fabs(row.fitted / row.measured - 1);
+    it->worst_loo = std::max(it->worst_loo, loo);
+  }
+  for (StepFitTable& t : out) t.loo_mape /= t.rows, t.fitted_mape /= t.rows;
+  return out;
+}
+
+}  // namespace orrery::validation

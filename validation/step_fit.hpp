@@ -1,0 +1,74 @@
+// The step parameters' fit (models/hardware/step_params.hpp) on the public training
+// measurements, and leave-one-out predictions of every row: the Megatron-LM tables, Megatron-
+// Bridge's runs and torchtitan's as step scenarios, each row's figure simulated as the table
+// prints it.
+//   StepFit fit = fit_steps("../shared/data", std::cout, /*refit=*/false);
+//   fit.rows[0].loo  // predicted by parameters fitted without that row's configuration
+#pragma once
+
+#include "models/hardware/step_params.hpp"
+#include "models/training/step.hpp"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace orrery::validation {
+
+struct StepFitRow {
+  std::string source;  // "file.csv:12"
+  std::string table;   // "Megatron-Bridge", "torchtitan", "Megatron-Core 2024, H100 weak scaling", ...
+  std::string group;   // what the table's errors are printed per ("DGX-H100 FP8 pretrain")
+  std::string what, plan, note;
+  models::StepScenario sc;
+  double measured = 0;    // the table's figure (TFLOP/s or tokens/s per GPU)
+  double per_second = 0;  // the figure is per_second / (simulated step seconds)
+  double memory_gib = 0;  // torchtitan's printed peak memory (0: not printed)
+
+  // Filled by fit_steps.
+  double fitted = 0;  // simulated with the parameters fitted on every row
+  double loo = 0;     // simulated with the parameters fitted on every row of other configurations
+  double step_s = 0, mfu = 0, simulated_gib = 0;
+  bool oom = false;
+  models::MemoryEstimate memory;
+  std::vector<std::string> params;  // the parameters its step uses (the names a fit sets)
+  std::string key() const { return table + "|" + what + "|" + plan; }
+};
+
+struct StepFit {
+  std::vector<StepFitRow> rows;
+  std::vector<std::string> missing;   // rows not run: "source (what): why", per table
+  std::vector<std::string> missing_tables;  // their tables, parallel to missing
+  models::StepParameters params;      // the parameters predictions use (the file's, or the refit's)
+  std::vector<std::string> fitted_names;    // the parameters the rows identify
+  double optimum_distance = 0;        // largest |ln| step from params to the all-rows optimum
+  int configurations = 0;             // distinct scenarios (left out together)
+  int simulations = 0;
+};
+
+// Builds the rows of ../shared/data's training tables (each skipped, with a message on `out`,
+// when its folder is absent).
+void megatron_fit_rows(const std::string& data_dir, StepFit& fit);
+void bridge_fit_rows(const std::string& data_dir, StepFit& fit);
+void torchtitan_fit_rows(const std::string& data_dir, StepFit& fit);
+
+// Every table's rows, fitted and predicted leave-one-configuration-out. With `refit`, the
+// parameters are first fitted afresh (Levenberg-Marquardt on ln(simulated / measured), from the
+// built-in file's values); otherwise the built-in file's values stand and only the
+// leave-one-out fits are made (one Gauss-Newton step from them without the row's configuration,
+// its prediction then simulated in full).
+StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit);
+
+// Writes `params` as step_params.json's format to `path` (the version from the date of its
+// rows' fit is the caller's: params.version).
+void write_step_parameters(const models::StepParameters& params, const std::string& path);
+
+// The per-table, per-group mean absolute percentage errors of `rows`' leave-one-out predictions.
+struct StepFitTable {
+  std::string table, group;
+  int rows = 0;
+  double loo_mape = 0, fitted_mape = 0, worst_loo = 0;
+};
+std::vector<StepFitTable> step_fit_tables(const std::vector<StepFitRow>& rows, bool by_group);
+
+}  // namespace orrery::validation
