@@ -304,7 +304,7 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   CHECK(titan.memory_rows == 20);
   CHECK(titan.mape < 0.10);
   CHECK(titan.worst < 0.25);
-  CHECK(titan.memory_mape < 0.46);
+  CHECK(titan.memory_mape < 0.10);  // issue 20: within 10%
   check_committed(titan_md);
 }
 
