@@ -319,6 +319,22 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
   return fit;
 }
 
+std::vector<const StepFitRow*> StepFit::rows_of(std::string_view table) const {
+  std::vector<const StepFitRow*> out;
+  for (const StepFitRow& row : rows) {
+    if (row.table == table) out.push_back(&row);
+  }
+  return out;
+}
+
+std::vector<std::string> StepFit::missing_of(std::string_view table) const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (missing_tables[i] == table) out.push_back(missing[i]);
+  }
+  return out;
+}
+
 void write_step_parameters(const models::StepParameters& params, const std::string& path) {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw sim::InputError(path, "", "cannot write the step parameters here");

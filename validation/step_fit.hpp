@@ -11,6 +11,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace orrery::validation {
@@ -44,6 +45,10 @@ struct StepFit {
   double optimum_distance = 0;        // largest |ln| step from params to the all-rows optimum
   int configurations = 0;             // distinct scenarios (left out together)
   int simulations = 0;
+
+  // The rows of one table, and its rows not run.
+  std::vector<const StepFitRow*> rows_of(std::string_view table) const;
+  std::vector<std::string> missing_of(std::string_view table) const;
 };
 
 // Builds the rows of ../shared/data's training tables (each skipped, with a message on `out`,

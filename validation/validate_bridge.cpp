@@ -154,14 +154,8 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
 }
 
 BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std::ostream& out) {
-  std::vector<const StepFitRow*> rows;
-  for (const StepFitRow& row : fit.rows) {
-    if (row.table == "Megatron-Bridge") rows.push_back(&row);
-  }
-  std::vector<std::string> missing_rows;
-  for (std::size_t i = 0; i < fit.missing.size(); ++i) {
-    if (fit.missing_tables[i] == "Megatron-Bridge") missing_rows.push_back(fit.missing[i]);
-  }
+  const std::vector<const StepFitRow*> rows = fit.rows_of("Megatron-Bridge");
+  const std::vector<std::string> missing_rows = fit.missing_of("Megatron-Bridge");
   BridgeValidationSummary summary;
   summary.rows = static_cast<int>(rows.size() + missing_rows.size());
   summary.run = static_cast<int>(rows.size());
