@@ -185,7 +185,8 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     if (r == "none") p.recompute = models::Recompute::none;
     else if (r == "selective") p.recompute = models::Recompute::selective;
     else if (r == "full") p.recompute = models::Recompute::full;
-    else v->fail(fmt::format("found {}, expected none, selective or full", sim::quote(r)));
+    else if (r == "op-selective") p.recompute = models::Recompute::op_selective;
+    else v->fail(fmt::format("found {}, expected none, selective, full or op-selective", sim::quote(r)));
   }
   if (auto v = plan.optional("sequence_parallel")) p.sequence_parallel = v->as_bool();
   if (auto v = plan.optional("flash_attention")) p.flash_attention = v->as_bool();
@@ -203,6 +204,9 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  // Checked by validate_plan: megatron or fsdp2; fused, eager or compiled.
+  if (auto v = plan.optional("sharding")) p.sharding = v->as_string();
+  if (auto v = plan.optional("cross_entropy")) p.cross_entropy = v->as_string();
   if (auto v = plan.optional("framework")) {
     p.framework = v->as_string();
     const auto names = models::step_framework_names();

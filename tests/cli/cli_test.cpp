@@ -652,7 +652,9 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
   CHECK(fails(R"({"model": "llama3-70b", )" + cluster + R"(, "plan": {"global_batch": 16, "seq_len": 8192}, "fail_on_oom": true})")
             .find("bad-step.json:/plan: out of memory: stage 0 needs") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "some"}})")
-            .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective or full") != std::string::npos);
+            .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective, full or op-selective") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "sharding": "fsdp3"}})")
+            .find("bad-step.json:/plan/sharding: found \"fsdp3\", expected megatron or fsdp2") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "framework": "pytorch-compiled"}})")
             .find("bad-step.json:/plan/framework: found \"pytorch-compiled\"; did you mean \"pytorch-compile\"?, expected megatron, pytorch, pytorch-compile") !=
         std::string::npos);
