@@ -99,8 +99,8 @@ void torchtitan_fit_rows(const std::string& data_dir, StepFit& fit) {
     // Memory: FSDP2 as torchtitan applies it (fp32 sharded parameters as master weights, the root
     // gathered through the backward, PP stages kept gathered), and its loss: F.cross_entropy on
     // logits.float(), compiled with the model from June 2025 on (torchtitan/components/loss.py at
-    // e7c0cae compiles it with training.compile) but not in December 2024 (train.py at 9dec370:
-    // "TODO: compiling loss function causes CUDA errors, turning off for now").
+    // e7c0cae compiles it with training.compile) but not in December 2024 (train.py at 9dec370
+    // leaves the loss uncompiled, its comment citing CUDA errors when it was compiled).
     p.sharding = "fsdp2";
     const std::string file = t.at(r, "source");
     const bool june_2025 = file.find("202506") != std::string::npos || file.find("2025-06") != std::string::npos;
