@@ -40,6 +40,7 @@ std::string kind_of(const std::string& name) {
 }
 
 struct Problem {
+  Problem(std::vector<StepFitRow>& r, models::StepParameters file) : rows(r), base(std::move(file)) {}
   std::vector<StepFitRow>& rows;
   std::vector<std::size_t> config_of;          // row -> configuration
   std::vector<std::size_t> first_row;          // configuration -> a row
@@ -160,10 +161,8 @@ double cost_of(const Problem& pb, const Eigen::VectorXd& r, const Eigen::VectorX
 // The normal equations of rows `keep` (1 = in) at a linearisation: A = J'J + prior, b = J'r + prior pull.
 void normal_equations(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r, const Eigen::VectorXd& phi,
                       const std::vector<char>& keep, Eigen::MatrixXd& A, Eigen::VectorXd& b) {
-  const auto n = static_cast<Eigen::Index>(pb.names.size());
   A = Eigen::MatrixXd(pb.weight.asDiagonal());
   b = (pb.weight.array() * (phi - pb.prior).array()).matrix();
-  (void)n;
   for (std::size_t i = 0; i < pb.rows.size(); ++i) {
     if (!keep[i]) continue;
     // d residual / d phi = - d ln(step) / d phi
@@ -188,9 +187,30 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
   bridge_fit_rows(data_dir, fit);
   torchtitan_fit_rows(data_dir, fit);
   fit.params = models::builtin_step_parameters();
+  // A row whose step cannot run (a plan the emulator refuses) is listed with why, not fitted.
+  std::vector<std::string> refused(fit.rows.size());
+  parallel(fit.rows.size(), [&](std::size_t i) {
+    try {
+      models::validate_plan(fit.rows[i].sc.plan, fit.rows[i].sc.model, fit.rows[i].sc.plan.gpus(), fit.rows[i].source, "/plan");
+      models::validate_precision(fit.rows[i].sc.plan, fit.rows[i].sc.gpu, fit.rows[i].source, "/plan");
+      (void)policies::pipeline_schedules().create(fit.rows[i].sc.plan.schedule, {}, {fit.rows[i].source, "/plan/schedule"});
+    } catch (const sim::InputError& e) {
+      refused[i] = e.what();
+    }
+  });
+  std::vector<StepFitRow> runnable;
+  for (std::size_t i = 0; i < fit.rows.size(); ++i) {
+    if (refused[i].empty()) {
+      runnable.push_back(std::move(fit.rows[i]));
+    } else {
+      fit.missing.push_back(fmt::format("{} ({}): {}", fit.rows[i].source, fit.rows[i].what, refused[i]));
+      fit.missing_tables.push_back(fit.rows[i].table);
+    }
+  }
+  fit.rows = std::move(runnable);
   if (fit.rows.empty()) return fit;
 
-  Problem pb{fit.rows, {}, {}, {}, {}, {}, {}, {}, fit.params};
+  Problem pb(fit.rows, fit.params);
   // Configurations: rows of one scenario (a table printing the same run twice, for two
   // releases) are left out together.
   std::map<std::string, std::size_t> config_index;

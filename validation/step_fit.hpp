@@ -20,7 +20,8 @@ struct StepFitRow {
   std::string source;  // "file.csv:12"
   std::string table;   // "Megatron-Bridge", "torchtitan", "Megatron-Core 2024, H100 weak scaling", ...
   std::string group;   // what the table's errors are printed per ("DGX-H100 FP8 pretrain")
-  std::string what, plan, note;
+  std::string what, plan;
+  std::string model;  // the catalog's name
   models::StepScenario sc;
   double measured = 0;    // the table's figure (TFLOP/s or tokens/s per GPU)
   double per_second = 0;  // the figure is per_second / (simulated step seconds)
