@@ -155,7 +155,8 @@ void write_step_html(const std::string& path, const std::string& title, const mo
                      {"gradients", {r.memory.grads_bytes / g}, {}},
                      {"optimizer", {r.memory.optimizer_bytes / g}, {}},
                      {"activations", {r.memory.activations_bytes / g}, {}},
-                     {"logits", {r.memory.logits_bytes / g}, {}}};
+                     {"gathered weights", {r.memory.gathered_params_bytes / g}, {}},
+                     {"transient (loss or a layer's backward)", {std::max(r.memory.logits_bytes, r.memory.backward_bytes) / g}, {}}};
   page.figure(stacked_bar_chart(memory));
 
   page.section("Timeline");

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 
@@ -61,6 +62,8 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
   rep.set("/memory/optimizer_bytes", h.memory.optimizer_bytes);
   rep.set("/memory/activations_bytes", h.memory.activations_bytes);
   rep.set("/memory/logits_bytes", h.memory.logits_bytes);
+  rep.set("/memory/backward_bytes", h.memory.backward_bytes);
+  rep.set("/memory/gathered_params_bytes", h.memory.gathered_params_bytes);
   rep.set("/micro_batches", static_cast<std::int64_t>(h.micro_batches));
 }
 
@@ -124,10 +127,16 @@ void step(const StepOptions& o, std::ostream& out) {
                      p.precision == "bf16" ? "" : fmt::format(" of the dense bf16 peak ({} runs at {} TFLOP/s dense)", p.precision,
                                                               sc.gpu.peak(models::precision_spec(p.precision).gemm).value() / 1e12));
   out << fmt::format("bubble     {:.1f}% of the step; exposed communication {:.1f}%\n", 100 * r.bubble_fraction, 100 * r.exposed_comm_fraction);
-  out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, logits {:.1f}) "
+  // The parts add up to the peak: the transient term is the larger of the loss's backward and a
+  // layer's backward (they never coexist).
+  const bool loss_peak = r.memory.logits_bytes >= r.memory.backward_bytes;
+  out << fmt::format("memory     {:.1f} GiB peak per GPU (stage {}: weights {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}{}, {} {:.1f}) "
                      "of {}{}\n",
                      gib(r.memory.total()), r.memory.stage, gib(r.memory.params_bytes), gib(r.memory.grads_bytes), gib(r.memory.optimizer_bytes),
-                     gib(r.memory.activations_bytes), gib(r.memory.logits_bytes), models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
+                     gib(r.memory.activations_bytes),
+                     r.memory.gathered_params_bytes > 0 ? fmt::format(", gathered weights {:.1f}", gib(r.memory.gathered_params_bytes)) : "",
+                     loss_peak ? "loss's backward" : "a layer's backward", gib(std::max(r.memory.logits_bytes, r.memory.backward_bytes)),
+                     models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
   print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);
   out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost_model_line(cost, sc.gpu));
   out << (nccl ? "comm       as NCCL runs it: its algorithm, protocol and latency by size, NVLink and NIC shares fitted on nccl-tests sweeps\n"
