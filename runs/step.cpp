@@ -63,6 +63,7 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
   rep.set("/memory/activations_bytes", h.memory.activations_bytes);
   rep.set("/memory/logits_bytes", h.memory.logits_bytes);
   rep.set("/memory/backward_bytes", h.memory.backward_bytes);
+  rep.set("/memory/host_activation_bytes", h.memory.host_activation_bytes);
   rep.set("/memory/gathered_params_bytes", h.memory.gathered_params_bytes);
   rep.set("/micro_batches", static_cast<std::int64_t>(h.micro_batches));
 }
@@ -134,7 +135,8 @@ void step(const StepOptions& o, std::ostream& out) {
                      "of {}{}\n",
                      gib(r.memory.total()), r.memory.stage, gib(r.memory.params_bytes), gib(r.memory.grads_bytes), gib(r.memory.optimizer_bytes),
                      gib(r.memory.activations_bytes),
-                     r.memory.gathered_params_bytes > 0 ? fmt::format(", gathered weights {:.1f}", gib(r.memory.gathered_params_bytes)) : "",
+                     (r.memory.host_activation_bytes > 0 ? fmt::format(" (on the host at their peak: {:.1f})", gib(r.memory.host_activation_bytes)) : "") +
+                         (r.memory.gathered_params_bytes > 0 ? fmt::format(", gathered weights {:.1f}", gib(r.memory.gathered_params_bytes)) : ""),
                      loss_peak ? "loss's backward" : "a layer's backward", gib(std::max(r.memory.logits_bytes, r.memory.backward_bytes)),
                      models::memory_budget(sc.gpu).describe(), r.oom ? "  ** OUT OF MEMORY **" : "");
   print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);

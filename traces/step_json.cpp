@@ -214,6 +214,10 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
       v->fail(fmt::format("found {}{}, expected {}", sim::quote(p.framework), sim::did_you_mean(p.framework, names), fmt::join(names, ", ")));
     }
   }
+  if (auto v = plan.optional("activation_offload")) {
+    p.activation_offload = v->as_string();
+    if (p.activation_offload != "none" && p.activation_offload != "cpu") v->fail(fmt::format("found {}, expected none or cpu", sim::quote(p.activation_offload)));
+  }
   if (auto v = plan.optional("optimizer_offload")) {
     p.optimizer_offload = v->as_string();
     if (p.optimizer_offload != "none" && p.optimizer_offload != "cpu") v->fail(fmt::format("found {}, expected none or cpu", sim::quote(p.optimizer_offload)));

@@ -422,6 +422,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   StepEstimate e;
   e.micro_batches = mbs;
   e.memory = estimate_memory(p, m, order);
+  check_host_memory(e.memory, p, m, sc.gpu, sc.source, "/plan");
   e.oom = out_of_memory(e.memory, sc.gpu);
 
   // Per stage: one micro-batch through all its chunks.

@@ -206,9 +206,10 @@ int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
 
 namespace {
 double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind, Recompute rc);
-double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) { return kind_activation_bytes(p, m, kind, p.recompute); }
 double kind_backward_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind);
 }  // namespace
+
+double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind kind) { return kind_activation_bytes(p, m, kind, p.recompute); }
 
 double layer_activation_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) { return kind_activation_bytes(p, m, m.layer_kind(layer)); }
 double layer_backward_bytes(const ParallelPlan& p, const ModelSpec& m, int layer) { return kind_backward_bytes(p, m, m.layer_kind(layer)); }
@@ -350,7 +351,44 @@ double kind_backward_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind 
 }
 }  // namespace
 
+double offloaded_optimizer_bytes(const ParallelPlan& p, const ModelSpec& m) {
+  if (p.optimizer_offload != "cpu") return 0;
+  // The optimizer states of the GPU's shard (fp32 master and two moments, 12 B per parameter).
+  double trainable = 0;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    double t = 0;
+    for (int c = 0; c < p.vp; ++c) t += chunk_gpu_params(m, p, c * p.pp + stage).trainable;
+    trainable = std::max(trainable, t);
+  }
+  return 12 * trainable / (p.zero >= 1 ? static_cast<double>(p.dp) * p.cp : 1.0);
+}
+
+void check_host_memory(const MemoryEstimate& memory, const ParallelPlan& p, const ModelSpec& m, const GpuSpec& gpu, std::string_view source,
+                       std::string_view where) {
+  if (memory.host_activation_bytes <= 0) return;
+  const double states = offloaded_optimizer_bytes(p, m);
+  if (memory.host_activation_bytes + states <= gpu.host_memory_bytes) return;
+  constexpr double gib = 1073741824.0;
+  throw sim::InputError(std::string(source), fmt::format("{}/activation_offload", where),
+                        fmt::format("activation offload of {:.1f} GiB per GPU{} does not fit the {:.1f} GiB of host memory each {} has; expected "
+                                    "more recompute, more pipeline stages or smaller micro-batches",
+                                    memory.host_activation_bytes / gib,
+                                    states > 0 ? fmt::format(" beside {:.1f} GiB of offloaded optimizer states", states / gib) : "",
+                                    gpu.host_memory_bytes / gib, gpu.name));
+}
+
 void validate_offload(const ParallelPlan& p, const ModelSpec& m, const GpuSpec& gpu, std::string_view source, std::string_view where) {
+  if (p.activation_offload != "none") {
+    const std::string field = fmt::format("{}/activation_offload", where);
+    if (p.activation_offload != "cpu") {
+      throw sim::InputError(std::string(source), field, fmt::format("found {}, expected none or cpu", sim::quote(p.activation_offload)));
+    }
+    if (gpu.host_memory_bytes <= 0 || gpu.host_link_bandwidth <= 0) {
+      throw sim::InputError(std::string(source), field,
+                            fmt::format("activation offload needs the {}'s host: its host memory and host link, which the catalog does not "
+                                        "state; expected a --gpus file giving host_memory and host_link_bandwidth", gpu.name));
+    }
+  }
   if (p.optimizer_offload == "none") return;
   const std::string field = fmt::format("{}/optimizer_offload", where);
   if (p.optimizer_offload != "cpu") {
@@ -362,14 +400,7 @@ void validate_offload(const ParallelPlan& p, const ModelSpec& m, const GpuSpec& 
                                       "does not state; expected a --gpus file giving host_memory, host_memory_bandwidth and "
                                       "host_link_bandwidth", gpu.name));
   }
-  // The optimizer states of the GPU's shard (fp32 master and two moments, 12 B per parameter).
-  double trainable = 0;
-  for (int stage = 0; stage < p.pp; ++stage) {
-    double t = 0;
-    for (int c = 0; c < p.vp; ++c) t += chunk_gpu_params(m, p, c * p.pp + stage).trainable;
-    trainable = std::max(trainable, t);
-  }
-  const double states = 12 * trainable / (p.zero >= 1 ? static_cast<double>(p.dp) * p.cp : 1.0);
+  const double states = offloaded_optimizer_bytes(p, m);
   if (states > gpu.host_memory_bytes) {
     throw sim::InputError(std::string(source), field,
                           fmt::format("cpu offload of {:.1f} GiB of optimizer states per GPU does not fit the {:.1f} GiB of host memory each "
@@ -561,13 +592,16 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       e.gathered_params_bytes = 2 * (p.overlap_param_gather ? 2 * sp.largest_layer : sp.largest_chunk);
     }
     // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
+    double largest_layer_kept = 0;  // one micro-batch's, the stage's largest layer
     std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vp), 0.0);
     double layer_backward_peak = 0;
     for (int c = 0; c < p.vp; ++c) {
       const int vs = c * p.pp + stage;
       const int first = first_layer_of(p, m, vs);
       for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-        chunk_bytes[static_cast<std::size_t>(c)] += layer_activation_bytes(p, m, l);
+        const double kept = layer_activation_bytes(p, m, l);
+        chunk_bytes[static_cast<std::size_t>(c)] += kept;
+        largest_layer_kept = std::max(largest_layer_kept, kept);
         layer_backward_peak = std::max(layer_backward_peak, layer_backward(l));
       }
       if (vs == p.virtual_stages() - 1) chunk_bytes[static_cast<std::size_t>(c)] += mtp_activation_bytes(p, m);
@@ -579,6 +613,11 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
       if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) live -= bytes;
     }
     e.activations_bytes = peak;
+    if (p.activation_offload == "cpu") {
+      // The kept activations live in host memory; the GPU holds the layers in transfer.
+      e.activations_bytes = std::min(peak, kActivationOffloadWindow * largest_layer_kept);
+      e.host_activation_bytes = peak;
+    }
     // A layer's backward: beside what it rebuilds and its gradients, with ZeRO-2/3 the layer's
     // unsharded gradients before their reduce-scatter, in the reduce dtype (FSDP2: autograd's
     // bf16 ones and the reduce-scatter input it copies them to, in fp32: foreach_reduce); FSDP2

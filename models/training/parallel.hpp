@@ -88,6 +88,12 @@ struct ParallelPlan {
   // CPU: the gradients of the GPU's shard go down its host link, the step reads and writes them
   // at the host's memory bandwidth, the updated bf16 weights come back. "none": on the GPU.
   std::string optimizer_offload = "none";
+  // Activation offload (Megatron-Core's --cpu-offloading of activations, Transformer Engine's
+  // CPU offload context): "cpu" copies each layer's saved activations to host memory over the
+  // GPU's host link after its forward, on a copy stream beside the compute, and reloads them
+  // ahead of its backward; the GPU keeps only the layers in transfer (kActivationOffloadWindow
+  // per micro-batch). "none": kept on the GPU.
+  std::string activation_offload = "none";
   // How ZeRO-3 is implemented, which sets what memory it holds beside the shards: "megatron"
   // (bf16 weights, fp32 master weights and moments in the optimizer: 18 bytes per parameter; the
   // layer computing and the one prefetched gathered) or "fsdp2" (PyTorch's fully_shard on every
@@ -180,6 +186,18 @@ int first_layer_of(const ParallelPlan& plan, const ModelSpec& model, int virtual
 // link), or whose offloaded states exceed its share of host memory; names the GPU and the sizes.
 void validate_offload(const ParallelPlan& plan, const ModelSpec& model, const GpuSpec& gpu, std::string_view source, std::string_view where);
 
+// Layers whose activations stay on the GPU under activation offload: the one computing and the
+// one whose copy to or from the host is in flight (double buffering, as TE's CPU offload
+// context keeps one layer's buffers in transfer while the next computes).
+inline constexpr int kActivationOffloadWindow = 2;
+
+// Activation bytes one layer of `kind` keeps for one micro-batch on one GPU (what
+// layer_activation_bytes gives for a layer of that kind).
+double kind_activation_bytes(const ParallelPlan& plan, const ModelSpec& model, LayerKind kind);
+
+// Host bytes of the optimizer states plan.optimizer_offload moves to the GPU's host (0 without).
+double offloaded_optimizer_bytes(const ParallelPlan& plan, const ModelSpec& model);
+
 // The optimizer step of `params` parameters (the GPU's shard) offloaded to its host: gradients
 // down the host link, Adam at the host's memory bandwidth, bf16 weights back, pipelined over
 // `buckets`.
@@ -198,6 +216,7 @@ struct MemoryEstimate {
   double activations_bytes = 0; // kept for the backward, at the schedule's peak of micro-batches in flight
   double logits_bytes = 0;      // the loss's backward on the last stage: the logits of one micro-batch as plan.cross_entropy holds them, the final norm's and output layer's inputs
   double backward_bytes = 0;    // a layer's backward: what its recompute rebuilds, the gradients in flight, ZeRO's unsharded gradients of the layer, fsdp2's root gathered
+  double host_activation_bytes = 0;  // activation offload: the kept activations in host memory at their peak
   double gathered_params_bytes = 0;  // ZeRO-3: full parameters gathered for the ops in flight (fsdp2 under PP: the stage's)
   double total() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + gathered_params_bytes + std::max(logits_bytes, backward_bytes);
@@ -233,5 +252,9 @@ double mtp_activation_bytes(const ParallelPlan& plan, const ModelSpec& model);
 // Peak per-GPU memory: the worst pipeline stage, with its live micro-batches taken from the
 // schedule's op order.
 MemoryEstimate estimate_memory(const ParallelPlan& plan, const ModelSpec& model, const PipelinePlan& schedule);
+// Rejects activation offload whose activations at their peak (with the offloaded optimizer
+// states) exceed the host memory each GPU has; names the sizes.
+void check_host_memory(const MemoryEstimate& memory, const ParallelPlan& plan, const ModelSpec& model, const GpuSpec& gpu, std::string_view source,
+                       std::string_view where);
 
 }  // namespace orrery::models

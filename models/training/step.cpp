@@ -247,6 +247,7 @@ struct Ctx {
   std::int64_t heads_l, kv_l;
   PrecisionSpec prec;  // the linear layers' GEMMs and their casts
   double overlap;      // the cost model's overlap efficiency
+  double host_link;    // the GPU's host link per direction, bytes/s (activation offload)
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
@@ -541,6 +542,14 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   } else if (p.recompute == Recompute::selective && !p.flash_attention) {
     lc.b += att_fwd;
   }
+  // Activation offload: the layer's kept activations go down the host link after its forward
+  // and come back ahead of its backward, on a copy engine beside the compute (no SMs); what the
+  // layer's own compute does not cover is exposed.
+  if (p.activation_offload == "cpu") {
+    const double copy = kind_activation_bytes(p, m, kind) / c.host_link;
+    lc.f.comm += std::max(0.0, copy - lc.f.compute);
+    lc.b.comm += std::max(0.0, copy - lc.b.compute);
+  }
   return lc;
 }
 
@@ -601,14 +610,15 @@ LayerCost mtp_cost(const Ctx& c, const LayerFn& layer) {
   return lc;
 }
 
-Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, CommCost& comm) {
+Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, CommCost& comm, const GpuSpec& gpu) {
   return Ctx{m, p, cost, comm,
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp,
              static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len) / p.cp / (p.sequence_parallel && p.tp > 1 ? p.tp : 1),
              m.heads / p.tp,
              std::max<std::int64_t>(1, m.kv_heads / p.tp),
              precision_spec(p.precision),
-             cost.overlap_efficiency()};
+             cost.overlap_efficiency(),
+             gpu.host_link_bandwidth};
 }
 
 // One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(kind)`), plus the
@@ -670,7 +680,7 @@ double FabricCosts::p2p(double bytes, int stride) { return impl_->comm.p2p(bytes
 std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel& cost, FabricCosts& fabric) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
-  const Ctx ctx = make_ctx(m, p, cost, fabric.impl_->comm);
+  const Ctx ctx = make_ctx(m, p, cost, fabric.impl_->comm, sc.gpu);
   std::map<int, LayerCost> cache;
   const auto layer = [&](LayerKind kind) {
     auto it = cache.find(kind.key());
@@ -696,7 +706,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
   CommCost comm(parse_cluster(sc.topology));
-  const Ctx ctx = make_ctx(m, p, cost, comm);
+  const Ctx ctx = make_ctx(m, p, cost, comm, sc.gpu);
   // The layer's attention as layer_cost() costs it, to take out.
   const std::vector<std::int64_t> docs(static_cast<std::size_t>(p.micro_batch), p.seq_len);
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
@@ -711,7 +721,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }
@@ -798,7 +808,9 @@ PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, c
   validate_offload(p, m, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
   const PipelineShape shape{p.pp, mbs, p.vp};
-  return schedule.plan(shape, sc.source, "/plan/schedule");
+  PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
+  if (p.activation_offload != "none") check_host_memory(estimate_memory(p, m, order), p, m, sc.gpu, sc.source, "/plan");
+  return order;
 }
 
 // Op costs per virtual stage, by pass. With reuse, a layer's cost is computed once per kind
@@ -1361,7 +1373,7 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
   const ClusterSpec cluster = parse_cluster(sc.topology);
   const PipelinePlan order = checked_order(sc, cluster, schedule);
   CommCost comm(cluster, options.comm);
-  ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm), options.reuse);
+  ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm, sc.gpu), options.reuse);
   StepGraph step(sc, cost, options, cluster, order, comm, costs);
   for (int stage = 0; stage < sc.plan.pp; ++stage) {
     for (int r = 0; r < step.replicas; ++r) RankBuilder(step, stage, r).build();

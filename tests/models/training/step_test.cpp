@@ -2,6 +2,7 @@
 #include "models/hardware/cost.hpp"
 #include "models/training/llm.hpp"
 #include "models/training/parallel.hpp"
+#include "models/training/estimate.hpp"
 #include "models/training/step.hpp"
 #include "models/network/nccl.hpp"
 #include "policies/pipeline.hpp"
@@ -345,6 +346,44 @@ TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of
   CHECK(lora.stages[0].dp_bytes < full.stages[0].dp_bytes / 50);
   sc.plan.lora.rank = 5000;
   CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/lora: rank: found 5000, expected 1 to llama3-8b's hidden size 4096"), sim::InputError);
+}
+
+// Activation offload: the kept activations live on the host, the GPU holds the two layers in
+// transfer; each layer's copy down after its forward and up before its backward hides behind
+// that layer's compute, so only a host link slower than the compute shows in the step.
+TEST_CASE("activation offload to the CPU: memory, time, and hosts that cannot take it refused") {
+  StepScenario sc = small(1, 1, 8, 4);
+  const StepResult gpu = step(sc);
+  sc.plan.activation_offload = "cpu";
+  sc.gpu.host_link_bandwidth = 1e15;  // a link no copy waits for
+  const StepResult fast = step(sc);
+  const double layer = layer_activation_bytes(sc.plan, sc.model, 0);  // every layer alike
+  CHECK(fast.memory.activations_bytes == orrery::testing::Approx(kActivationOffloadWindow * layer));
+  CHECK(fast.memory.host_activation_bytes == orrery::testing::Approx(gpu.memory.activations_bytes));
+  CHECK(fast.memory.total() == orrery::testing::Approx(gpu.memory.total() - gpu.memory.activations_bytes + kActivationOffloadWindow * layer));
+  // Copies that hide behind each layer's compute leave the step as it was.
+  CHECK(fast.step_time == gpu.step_time);
+  // Slower links: each layer's forward and backward wait for what its compute does not cover,
+  // so the step grows as the link shrinks.
+  sc.gpu.host_link_bandwidth = 64e9;  // PCIe 5.0 x16
+  const StepResult pcie = step(sc);
+  sc.gpu.host_link_bandwidth = 4e9;
+  const StepResult slow = step(sc);
+  CHECK(pcie.step_time >= gpu.step_time);
+  CHECK(slow.step_time > pcie.step_time);
+  CHECK(slow.exposed_comm_fraction > gpu.exposed_comm_fraction);
+  // The closed-form estimate pays the same copies.
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const RooflineCostModel cost(sc.gpu);
+  CHECK(estimate_step(sc, cost, *schedule).step_time_s == orrery::testing::Approx(slow.step_time.to_seconds()).epsilon(0.10));
+  // Bad input: a host the catalog does not state, a host too small, an unknown mode.
+  sc.gpu = HardwareCatalog::builtin().gpu("MI300X");
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/activation_offload: activation offload needs the MI300X's host"), sim::InputError);
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.gpu.host_memory_bytes = 1073741824.0;
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("does not fit the 1.0 GiB of host memory each H100 has"), sim::InputError);
+  sc.plan.activation_offload = "nvme";
+  CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/activation_offload: found \"nvme\", expected none or cpu"), sim::InputError);
 }
 
 // Optimizer offload: the states leave HBM; the step pays gradients down, Adam on the host at its
