@@ -34,7 +34,11 @@ struct StepFitRow {
   bool oom = false;
   models::MemoryEstimate memory;
   std::vector<std::string> params;  // the parameters its step uses (the names a fit sets)
-  std::string key() const { return table + "|" + what + "|" + plan; }
+  // Rows of one scenario share a key (the printed plan need not show every field).
+  std::string key() const {
+    return table + "|" + what + "|" + plan + "|" + std::to_string(sc.plan.seq_len) + "|" + std::to_string(sc.plan.global_batch) + "|" +
+           std::to_string(sc.plan.micro_batch);
+  }
 };
 
 struct StepFit {

@@ -122,8 +122,8 @@ void torchtitan_fit_rows(const std::string& data_dir, StepFit& fit) {
     row.measured = t.number(r, "tokens_per_s_per_gpu");
     row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
     if (!t.at(r, "memory_gib").empty()) row.memory_gib = t.number(r, "memory_gib");
-    row.plan = fmt::format("fsdp{} tp{} pp{}{} cp{} mb{} {} {}{}", p.dp, p.tp, p.pp, p.vp > 1 ? fmt::format(" vp{}", p.vp) : "", p.cp,
-                           p.micro_batch, ac, p.precision, p.fp8_param_gather ? " fp8-gather" : "");
+    row.plan = fmt::format("fsdp{} tp{} pp{}{} cp{} mb{} seq {}K {} {}{}", p.dp, p.tp, p.pp, p.vp > 1 ? fmt::format(" vp{}", p.vp) : "", p.cp,
+                           p.micro_batch, p.seq_len / 1024, ac, p.precision, p.fp8_param_gather ? " fp8-gather" : "");
     fit.rows.push_back(std::move(row));  // fit_steps lists it with why if its step cannot run
   }
 }

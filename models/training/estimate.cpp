@@ -429,7 +429,8 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
   const int dp_group = p.dp * p.cp;
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
-  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, split_ops, p.zero >= 2 && dp_group > 1, p.zero >= 3 && dp_group > 1, chunks, chunks, {}};
+  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1, dp_traffic_stage(p) >= 3 && dp_group > 1, chunks,
+            chunks, {}};
   add_zero_collectives(x);
   const std::vector<StageSums> st = stage_sums(x);
   const PipelineTime pt = pipeline_time(x, st);

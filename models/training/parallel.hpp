@@ -138,6 +138,14 @@ struct ParallelPlan {
 // The plan's framework and precision, which select its fitted step parameters.
 inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision}; }
 
+// The ZeRO stage whose data-parallel traffic the plan runs: its zero, except PyTorch FSDP2 under
+// pipeline parallelism, which torchtitan runs without resharding between micro-batches
+// (apply_fsdp: reshard_after_forward=False "to avoid per-microbatch all-gathers";
+// torch.distributed.pipelining: set_reshard_after_backward(False) and no gradient sync until the
+// last micro-batch): its parameters gathered once per step before their first forward and its
+// gradients reduce-scattered once after their last backward, ZeRO-1's traffic on ZeRO-3's shards.
+inline int dp_traffic_stage(const ParallelPlan& plan) { return plan.zero >= 3 && plan.sharding == "fsdp2" && plan.pp > 1 ? 1 : plan.zero; }
+
 // Bytes per parameter of the gradients data parallelism accumulates and reduces (4 or 2).
 double grad_reduce_bytes(const ParallelPlan& plan);
 // "" when `name` is a grad_reduce dtype, else the message (found ..., expected fp32, bf16 or fp16).

@@ -1073,13 +1073,13 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
       rt(step.ranks[static_cast<std::size_t>(stage_index)][static_cast<std::size_t>(replica)]),
       device(step.options.reuse ? fmt::format("stage{}", stage_index) : fmt::format("stage{}.rank{}", stage_index, replica)),
       compute(g.add_stream(device, "compute")),
-      zero3(p.zero >= 3 && dp_group > 1),
+      zero3(dp_traffic_stage(p) >= 3 && dp_group > 1),
       gather_buckets(p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1),
       gathers(static_cast<std::size_t>(p.vp)),
       first_forward_seen(static_cast<std::size_t>(p.vp), false),
       last_grad_op(static_cast<std::size_t>(p.vp), 0),
       ops(step.order[static_cast<std::size_t>(stage_index)]),
-      grads_per_micro_batch(p.zero >= 2 && dp_group > 1) {
+      grads_per_micro_batch(dp_traffic_stage(p) >= 2 && dp_group > 1) {
   rt.f.assign(static_cast<std::size_t>(s.vstages * s.mbs), sim::TaskId{});
   rt.b = rt.f;
   rt.w = rt.f;

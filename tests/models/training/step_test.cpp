@@ -348,6 +348,27 @@ TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of
   CHECK_THROWS_WITH_AS(step(sc), doctest::Contains("/plan/lora: rank: found 5000, expected 1 to llama3-8b's hidden size 4096"), sim::InputError);
 }
 
+// PyTorch FSDP2 under pipeline parallelism (as torchtitan runs it) gathers each stage's
+// parameters once per step and reduce-scatters its gradients once, after the last micro-batch:
+// ZeRO-1's data-parallel traffic, where Megatron's ZeRO-3 gathers and reduces every micro-batch.
+TEST_CASE("data-parallel implementations: FSDP2 under PP moves ZeRO-1's bytes, Megatron's ZeRO-3 more") {
+  StepScenario sc = small(1, 2, 4, 4);
+  sc.plan.zero = 1;
+  const StepResult zero1 = step(sc);
+  sc.plan.zero = 3;
+  const StepResult megatron3 = step(sc);
+  sc.plan.sharding = "fsdp2";
+  const StepResult fsdp2 = step(sc);
+  CHECK(dp_traffic_stage(sc.plan) == 1);
+  CHECK(fsdp2.stages[0].dp_bytes == orrery::testing::Approx(zero1.stages[0].dp_bytes));
+  CHECK(megatron3.stages[0].dp_bytes > 2 * fsdp2.stages[0].dp_bytes);
+  // Without pipeline parallelism FSDP2 reshards after each forward: ZeRO-3's traffic.
+  StepScenario flat = small(1, 1, 8, 4);
+  flat.plan.zero = 3;
+  flat.plan.sharding = "fsdp2";
+  CHECK(dp_traffic_stage(flat.plan) == 3);
+}
+
 // Activation offload: the kept activations live on the host, the GPU holds the two layers in
 // transfer; each layer's copy down after its forward and up before its backward hides behind
 // that layer's compute, so only a host link slower than the compute shows in the step.
