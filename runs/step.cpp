@@ -63,8 +63,9 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
   rep.set("/memory/activations_bytes", h.memory.activations_bytes);
   rep.set("/memory/logits_bytes", h.memory.logits_bytes);
   rep.set("/memory/backward_bytes", h.memory.backward_bytes);
-  rep.set("/memory/host_activation_bytes", h.memory.host_activation_bytes);
-  rep.set("/memory/gathered_params_bytes", h.memory.gathered_params_bytes);
+  // Only where the plan has them (a sweep's table gets a column per key any point reports).
+  if (h.memory.gathered_params_bytes > 0) rep.set("/memory/gathered_params_bytes", h.memory.gathered_params_bytes);
+  if (h.memory.host_activation_bytes > 0) rep.set("/memory/host_activation_bytes", h.memory.host_activation_bytes);
   rep.set("/micro_batches", static_cast<std::int64_t>(h.micro_batches));
 }
 

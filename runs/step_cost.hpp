@@ -22,11 +22,11 @@ std::unique_ptr<models::CostModel> step_cost_model(const traces::StepScenarioFil
 
 // The cost model as step prints it after "model ": its summary (models::CostModel::summary: for
 // calibrated curves, how many kernels came from the curves and how many from the training
-// roofline), and when the GPU type has no training calibration of its own, that the H100's step
-// efficiency is assumed for the roofline's kernels.
+// roofline), and when the GPU type has no fitted step parameters of its own, that Hopper's are
+// assumed for the roofline's kernels.
 std::string cost_model_line(const models::CostModel& cost, const models::GpuSpec& gpu);
 // The report's /cost_model keys: name, training_calibration_assumed, the roofline's
-// step_efficiency and kernel_overhead_s (of the fallback for calibrated curves), and for curves
+// step_parameters and kernel_overhead_s (of the fallback for calibrated curves), and for curves
 // kernels_calibrated, kernels_fallback and the per-kind counters.
 void set_cost_model_report(reports::Report& report, const models::CostModel& cost, const models::GpuSpec& gpu);
 

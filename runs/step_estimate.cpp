@@ -107,13 +107,10 @@ void set_cost_model_report(reports::Report& rep, const models::CostModel& cost, 
   rep.set("/cost_model/name", cost.name());
   rep.set("/cost_model/training_calibration_assumed", training_calibration_assumed(cost, gpu));
   if (const models::RooflineCostModel* roofline = roofline_of(cost)) {
-    rep.set("/cost_model/step_efficiency", roofline->params().step_efficiency);
-    rep.set("/cost_model/kernel_overhead_s", roofline->params().kernel_overhead.to_seconds());
-    rep.set("/cost_model/gemm_efficiency", roofline->params().gemm_efficiency);
-    rep.set("/cost_model/gemm_efficiency_low_precision", roofline->params().gemm_efficiency_fp8);
-    rep.set("/cost_model/memory_efficiency", roofline->params().memory_efficiency);
-    rep.set("/cost_model/overlap_efficiency", roofline->params().overlap_efficiency);
+    // What the kernels' times come from: the set of fitted step parameters (their values are in
+    // models/hardware/step_params.json; the console's cost-model line prints the main ones).
     rep.set("/cost_model/step_parameters", roofline->params().source);
+    rep.set("/cost_model/kernel_overhead_s", roofline->params().kernel_overhead.to_seconds());
   }
   if (const auto* c = dynamic_cast<const models::CalibratedCostModel*>(&cost)) {
     rep.set("/cost_model/kernels_calibrated", static_cast<std::int64_t>(c->calibrated()));

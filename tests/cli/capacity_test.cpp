@@ -67,8 +67,6 @@ TEST_CASE("capacity: calibration curves that cover no kernel give the uncalibrat
     CHECK(rb["cost_model"]["kernels_calibrated"] == 0);
     CHECK(rb["cost_model"]["kernels_fallback"].get<std::int64_t>() > 0);
     for (const nlohmann::json* r : {&ra, &rb}) {
-      CHECK((*r)["cost_model"]["gemm_efficiency"].get<double>() == fitted["hopper.megatron.gemm.bf16"]["value"].get<double>());
-      CHECK((*r)["cost_model"]["memory_efficiency"].get<double>() == fitted["hopper.megatron.memory"]["value"].get<double>());
       // Whole nanoseconds, rounded up.
       CHECK((*r)["cost_model"]["kernel_overhead_s"].get<double>() ==
             std::ceil(fitted["hopper.megatron.overhead"]["value"].get<double>() * 1e3) * 1e-9);
