@@ -245,6 +245,9 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     }
   }
   if (auto v = plan.optional("split_embedding_and_loss")) p.split_embedding_and_loss = v->as_bool();
+  if (auto v = plan.optional("pipeline_layout")) {
+    for (const JsonNode& n : v->as_array()) p.pipeline_layout.push_back(count(n, 0, 1 << 20));
+  }
   if (auto v = plan.optional("documents")) {
     for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));
   }

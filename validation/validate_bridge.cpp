@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <ostream>
+#include <vector>
 
 namespace orrery::validation {
 
@@ -57,6 +58,23 @@ std::string topology_of(const std::string& system, int gpus) {
     return fmt::format("nvl72:domains={},gpus_per_domain={}", gpus / per, per);
   }
   return "";
+}
+
+// DeepSeek-V3's pipeline layouts in Megatron-Bridge's recipe (recipes/deepseek/deepseek_v3.py,
+// set_deepseek_v3_pipeline_model_parallel_layout): decoder layers per virtual stage, the
+// embedding on the first, the MTP module and the loss on the last. Empty: the recipe has none for
+// these sizes (an even split).
+std::vector<int> deepseek_v3_layout(int pp, int vp) {
+  const auto layout = [](int first, int middle, int stages, int last) {
+    std::vector<int> v(static_cast<std::size_t>(stages), middle);
+    v.front() = first;
+    v.back() = last;
+    return v;
+  };
+  if (pp == 4 && vp == 1) return {16, 16, 16, 13};
+  if ((pp == 8 && vp == 1) || (pp == 4 && vp == 2)) return layout(8, 8, 8, 5);
+  if ((pp == 16 && vp == 1) || (pp == 8 && vp == 2) || (pp == 4 && vp == 4)) return layout(4, 4, 16, 1);
+  return {};
 }
 
 int count_or(const std::string& v, int fallback) { return v.empty() || v == "n/a" ? fallback : std::stoi(v); }
@@ -119,6 +137,7 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     // More virtual stages than layers: the plan counts the embedding and the loss as layers,
     // as Megatron's pipeline-split flags do (its only valid reading).
     p.split_embedding_and_loss = p.pp * p.vp > sc.model.layers;
+    if (model.rfind("deepseek-v3", 0) == 0) p.pipeline_layout = deepseek_v3_layout(p.pp, p.vp);
     // The performance recipes' settings (Megatron-Bridge scripts/performance): the distributed
     // optimizer (or Megatron-FSDP, taken as ZeRO-3 over the data-parallel group), gradients
     // reduced in bf16, TP communication overlapped with sequence parallelism, no recompute
@@ -139,7 +158,8 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     row.group = fmt::format("{}|{}|{}", system.substr(4), printed_precision(t.at(r, "precision")), t.at(r, "task"));
     row.measured = t.number(r, "tokens_per_s_per_gpu");
     row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
-    row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "");
+    row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "",
+                           p.pipeline_layout.empty() ? "" : " recipe layout");
     row.model = model;
     fit.rows.push_back(std::move(row));  // fit_steps lists it with why if its step cannot run
   }

@@ -4,6 +4,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
@@ -39,11 +40,23 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     bad("tp", fmt::format("tp={} and {} key/value heads: expected one to divide the other", p.tp, m.kv_heads));
   }
   if (m.ffn_hidden > 0 && m.ffn_hidden % p.tp != 0) bad("tp", fmt::format("tp={} does not divide the MLP size {}", p.tp, m.ffn_hidden));
-  if (p.split_embedding_and_loss && p.virtual_stages() > m.layers + 2) {
+  if (!p.pipeline_layout.empty()) {
+    // An explicit layout: one count per virtual stage, summing to the model's layers.
+    if (static_cast<int>(p.pipeline_layout.size()) != p.virtual_stages()) {
+      bad("pipeline_layout", fmt::format("found {} stage counts, expected pp x vp = {} x {} = {}", p.pipeline_layout.size(), p.pp, p.vp,
+                                         p.virtual_stages()));
+    }
+    long long sum = 0;
+    for (const int n : p.pipeline_layout) {
+      if (n < 0 || n > m.layers) bad("pipeline_layout", fmt::format("found a stage of {} layers, expected 0 to {}", n, m.layers));
+      sum += n;
+    }
+    if (sum != m.layers) bad("pipeline_layout", fmt::format("the stages hold {} layers, expected {}'s {}", sum, m.name, m.layers));
+  } else if (p.split_embedding_and_loss && p.virtual_stages() > m.layers + 2) {
     bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers and the embedding and loss; expected at most one "
                                              "stage per layer", p.pp, p.vp, p.virtual_stages(), m.layers));
   }
-  if (!p.split_embedding_and_loss && p.virtual_stages() > m.layers) {
+  if (p.pipeline_layout.empty() && !p.split_embedding_and_loss && p.virtual_stages() > m.layers) {
     bad(p.vp > 1 ? "vp" : "pp", fmt::format("pp={} x vp={} = {} virtual stages for {} layers; expected at most one stage per layer "
                                              "(or split_embedding_and_loss, which counts the embedding and the loss as layers)",
                                              p.pp, p.vp, p.virtual_stages(), m.layers));
@@ -187,6 +200,7 @@ int ep_stride(const ParallelPlan& p) { return ep_folded(p) ? 1 : p.tp; }
 double expert_dp(const ParallelPlan& p) { return static_cast<double>(p.dp) * p.cp * (ep_folded(p) ? p.tp : 1) / p.ep; }
 
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
+  if (!p.pipeline_layout.empty()) return p.pipeline_layout[static_cast<std::size_t>(vs)];
   const int n = p.virtual_stages();
   if (!p.split_embedding_and_loss) return m.layers / n + (vs < m.layers % n ? 1 : 0);
   // The embedding is the first unit of the split and the loss the last (Megatron's
@@ -196,6 +210,7 @@ int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
 }
 
 int first_layer_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
+  if (!p.pipeline_layout.empty()) return std::accumulate(p.pipeline_layout.begin(), p.pipeline_layout.begin() + vs, 0);
   // The units (layers, and with split_embedding_and_loss the embedding first) of the stages
   // before vs, in closed form: each stage takes units / n, the first units % n one more.
   const int n = p.virtual_stages();

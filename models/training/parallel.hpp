@@ -83,6 +83,10 @@ struct ParallelPlan {
   // layer and the loss (the output layer) as the last, so the first and last stages hold fewer
   // transformer layers (as few as none).
   bool split_embedding_and_loss = false;
+  // Decoder layers per virtual stage (index chunk x pp + stage), as Megatron's
+  // --pipeline-model-parallel-layout places them; the embedding stays on the first virtual stage,
+  // the MTP modules and the loss on the last. Empty: as even as possible (layers_of).
+  std::vector<int> pipeline_layout;
   // Optimizer offload (Megatron's --optimizer-cpu-offload, DeepSpeed's ZeRO-Offload): "cpu"
   // keeps the fp32 master weights and Adam moments in host memory and runs the Adam step on the
   // CPU: the gradients of the GPU's shard go down its host link, the step reads and writes them

@@ -997,6 +997,36 @@ TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs 
   CHECK(error(sc).find("/plan/fp8_param_gather: fp8_param_gather needs a low precision; the plan's is bf16") != std::string::npos);
 }
 
+// pipeline_layout: Megatron's explicit layout, as Megatron-Bridge's DeepSeek-V3 recipe sets it for
+// pp 4 x vp 4 (the embedding and 4 layers first, 4 on each middle stage, 1 with the MTP module and
+// the loss last); bad layouts named.
+TEST_CASE("pipeline_layout: layers per virtual stage as given, checked against the model") {
+  const ModelSpec m = model("deepseek-v3-mtp");
+  ParallelPlan p;
+  p.pp = 4;
+  p.vp = 4;
+  p.dp = 1;
+  p.ep = 1;
+  p.global_batch = 16;
+  p.schedule = "interleaved-1f1b";
+  p.pipeline_layout = std::vector<int>(16, 4);
+  p.pipeline_layout.back() = 1;
+  validate_plan(p, m, 4, "s.json", "/plan");
+  CHECK(layers_of(p, m, 0) == 4);
+  CHECK(layers_of(p, m, 15) == 1);
+  CHECK(first_layer_of(p, m, 15) == 60);
+  CHECK(first_layer_of(p, m, 3) == 12);
+  p.pipeline_layout.back() = 2;  // 62 layers for 61
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 4, "s.json", "/plan"); })
+            .find("s.json:/plan/pipeline_layout: the stages hold 62 layers, expected deepseek-v3-mtp's 61") != std::string::npos);
+  p.pipeline_layout.pop_back();
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 4, "s.json", "/plan"); })
+            .find("/plan/pipeline_layout: found 15 stage counts, expected pp x vp = 4 x 4 = 16") != std::string::npos);
+  p.pipeline_layout.push_back(-1);
+  CHECK(orrery::testing::error_of([&] { validate_plan(p, m, 4, "s.json", "/plan"); })
+            .find("/plan/pipeline_layout: found a stage of -1 layers, expected 0 to 61") != std::string::npos);
+}
+
 // split_embedding_and_loss: Megatron's pipeline-split flags count the embedding and the loss as
 // a layer each. Llama 3.1 405B's 126 layers over pp 16 x vp 8 = 128 virtual stages: the first
 // and the last hold none, every other one layer; without the flag the plan is refused.
