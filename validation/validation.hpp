@@ -82,6 +82,9 @@ struct BridgeValidationSummary {
     double mape = 0, worst = 0;
   };
   std::map<std::string, Group> groups;  // "H100", "FP8", "lora", ...: leave-one-out
+  // The least error one value per configuration reaches (plans printed for several releases
+  // differ): the mean and the worst row.
+  double release_floor = 0, release_floor_worst = 0;
 };
 BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& markdown, std::ostream& out);
 

@@ -293,6 +293,10 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   CHECK(bridge.rows == 142);
   CHECK(bridge.run >= 136);
   CHECK(bridge.mape < 0.22);
+  // The release spread: a floor under any release-blind prediction, below the model's error.
+  CHECK(bridge.release_floor > 0);
+  CHECK(bridge.release_floor < bridge.mape);
+  CHECK(bridge.release_floor_worst <= bridge.worst);
   CHECK(bridge_md.find("Not run (" + std::to_string(bridge.rows - bridge.run) + " rows)") != std::string::npos);
   check_committed(bridge_md);
   // torchtitan's runs: every row runs (FSDP2, TP, PP, CP, float8, async TP, eager and compiled);
