@@ -150,7 +150,7 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range (1e400)
     throw sim::InputError(src, "", fmt::format("malformed JSON: {}", e.what()));
   }
   const auto fail = [&](const std::string& pointer, const std::string& what) { throw sim::InputError(src, pointer, what); };

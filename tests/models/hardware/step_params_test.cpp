@@ -94,6 +94,8 @@ TEST_CASE("step parameters: a bad file gets one line naming the field") {
     CHECK_THROWS_WITH_AS(parse_step_parameters(text, "p.json"), doctest::Contains(expected), sim::InputError);
   };
   bad("{", "malformed JSON");
+  // The fuzzer's finding: a number beyond a double escaped as nlohmann's out_of_range.
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": 1e400}}})", "malformed JSON");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.gemm.bf16": {"value": 1.5, "rows": []}}})",
       "/parameters/hopper.megatron.gemm.bf16/value: found 1.5, expected a positive number at most 1");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"volta.megatron.gemm.bf16": {"value": 0.5}}})",
