@@ -75,6 +75,10 @@ std::string plan_line(const models::ParallelPlan& p) {
   if (p.precision != "bf16") line += fmt::format(" precision={}", p.precision);
   if (p.fp8_param_gather) line += " fp8_param_gather";
   if (p.grad_reduce != "fp32") line += fmt::format(" grad_reduce={}", p.grad_reduce);
+  if (p.fp8_attention) line += " fp8_attention";
+  if (p.cuda_graphs != "none") line += fmt::format(" cuda_graphs={}", p.cuda_graphs);
+  if (p.overlap_ep_comm) line += " overlap_ep_comm";
+  if (p.fused_moe_mlp) line += " fused_moe_mlp";
   return line;
 }
 

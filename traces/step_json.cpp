@@ -204,6 +204,13 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("grad_reduce")) p.grad_reduce = v->as_string();
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
+  if (auto v = plan.optional("fp8_attention")) p.fp8_attention = v->as_bool();
+  if (auto v = plan.optional("overlap_ep_comm")) p.overlap_ep_comm = v->as_bool();
+  if (auto v = plan.optional("fused_moe_mlp")) p.fused_moe_mlp = v->as_bool();
+  if (auto v = plan.optional("cuda_graphs")) {
+    p.cuda_graphs = v->as_string();
+    if (p.cuda_graphs != "none" && p.cuda_graphs != "full") v->fail(fmt::format("found {}, expected none or full", sim::quote(p.cuda_graphs)));
+  }
   // Checked by validate_plan: megatron or fsdp2; fused, eager or compiled.
   if (auto v = plan.optional("sharding")) p.sharding = v->as_string();
   if (auto v = plan.optional("cross_entropy")) p.cross_entropy = v->as_string();

@@ -72,7 +72,10 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   t.memory_s = min_bytes(k).value() / (gpu_.hbm_bandwidth * params_.memory_efficiency * params_.step_efficiency);
   if (is_memory_bound(k.kind)) return t;
   if (!gpu_.supports(k.dtype)) unsupported(gpu_, k);
-  const double peak = gpu_.peak(k.dtype).value();
+  // FP8 attention runs its QK^T and PV products on FP8 tensor cores but its softmax as in bf16:
+  // kFp8AttentionSpeedup of the bf16 kernel, not the FP8 peak's 2x.
+  const bool fp8_attention = (k.kind == KernelKind::attention_fwd || k.kind == KernelKind::attention_bwd) && k.dtype == DType::fp8;
+  const double peak = fp8_attention ? gpu_.peak(DType::bf16).value() * kFp8AttentionSpeedup : gpu_.peak(k.dtype).value();
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (k.kind) {
     case KernelKind::gemm:

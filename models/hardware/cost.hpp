@@ -42,6 +42,11 @@ class CostModel {
 
 // The roofline's efficiency curves. Defaults are calibrated on one published measurement per
 // parameter (see cost.cpp); docs/validation.md reports how well they predict the others.
+// How much faster FP8 attention runs than bf16 at the same shape: FlashAttention-3 on H100
+// (Shah et al., arXiv 2407.08608, abstract): up to 740 TFLOP/s in BF16, close to 1.2 PFLOP/s in
+// FP8, a ratio of 1.62 (taken for the backward and for cuDNN's FP8 attention on Blackwell too).
+inline constexpr double kFp8AttentionSpeedup = 1.2 / 0.74;
+
 struct RooflineParams {
   // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile); FP8 GEMMs
   // reach a smaller fraction of their (twice as high) peak, and FP4's is taken as FP8's.

@@ -25,14 +25,15 @@ constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", 
 // kernel's share of HBM bandwidth within 1.5x of 0.9 (STREAM-like kernels on H100 and A100 reach
 // 80-93% of the datasheet bandwidth); eager PyTorch's memory-bound share within 4x (it stands for
 // unfused kernels' extra passes too); per-kernel overhead, overlap and grouped GEMMs loosely (10x,
-// 4x, 4x).
+// 4x, 4x); inside a CUDA graph a kernel's overhead is the device's gap between kernels, known
+// within 4x of the isolated kernels' 2 us.
 struct Prior {
   std::string_view kind;
   double value;
   bool bounded;
   double spread;
 };
-constexpr std::array<Prior, 11> kPriors = {{
+constexpr std::array<Prior, 12> kPriors = {{
     {"gemm.bf16", 0.8149, true, 2},
     {"gemm.fp8", 0.7162, true, 2},
     {"gemm.fp8-block", 0.7162, true, 2},
@@ -42,6 +43,7 @@ constexpr std::array<Prior, 11> kPriors = {{
     {"memory", 0.90, true, 1.5},
     {"memory.eager", 0.90, true, 4},
     {"overhead", 2.0, false, 10},
+    {"overhead.graph", 2.0, false, 4},
     {"overlap", 1.0, true, 4},
     {"grouped_gemm", 1.0, true, 4},
 }};
@@ -98,7 +100,8 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   const std::string_view fam = family(ctx.framework);
   std::vector<std::string> kinds = {"gemm.bf16"};
   if (ctx.precision != "bf16") kinds.push_back(gemm_kind(ctx.precision));
-  kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", "overhead", "overlap", "grouped_gemm"});
+  kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
+                                  "grouped_gemm"});
   std::vector<StepParameterUse> out;
   for (const std::string& kind : kinds) {
     StepParameterUse u;
@@ -126,13 +129,13 @@ RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& c
     else if (u.kind.rfind("gemm.", 0) == 0) p.gemm_efficiency_fp8 = u.value;
     else if (u.kind == "attention") p.attention_fwd_efficiency = fwd * u.value, p.attention_bwd_efficiency = bwd * u.value;
     else if (u.kind == "memory" || u.kind == "memory.eager") p.memory_efficiency = u.value;
-    else if (u.kind == "overhead") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
+    else if (u.kind == "overhead" || u.kind == "overhead.graph") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
     else if (u.kind == "overlap") p.overlap_efficiency = u.value;
     else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
   }
   p.step_efficiency = 1;
-  p.source = fmt::format("{} {} {}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
-                         ctx.precision);
+  p.source = fmt::format("{} {} {}{}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
+                         ctx.precision, ctx.cuda_graphs ? " in a CUDA graph" : "");
   return p;
 }
 
@@ -176,7 +179,7 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
     const std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
     if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
       fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
-               "memory.eager, overhead, overlap, grouped_gemm)");
+               "memory.eager, overhead, overhead.graph, overlap, grouped_gemm)");
     }
     if (!v.is_object() || !v.contains("value") || !v["value"].is_number()) fail(at, "expected an object with a numeric value and its rows");
     StepParameter p;

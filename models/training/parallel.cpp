@@ -120,6 +120,10 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (!precision_spec(p.precision, source, where).low() && p.fp8_param_gather) {
     bad("fp8_param_gather", fmt::format("fp8_param_gather needs a low precision; the plan's is {}", p.precision));
   }
+  if (!precision_spec(p.precision, source, where).low() && p.fp8_attention) {
+    bad("fp8_attention", fmt::format("fp8_attention needs a low precision (Transformer Engine's FP8 recipe); the plan's is {}", p.precision));
+  }
+  if (p.cuda_graphs != "none" && p.cuda_graphs != "full") bad("cuda_graphs", fmt::format("found {}, expected none or full", sim::quote(p.cuda_graphs)));
   if (const std::string why = check_grad_reduce(p.grad_reduce); !why.empty()) bad("grad_reduce", why);
   if (p.sharding != "megatron" && p.sharding != "fsdp2") bad("sharding", fmt::format("found {}, expected megatron or fsdp2", sim::quote(p.sharding)));
   if (p.sharding == "fsdp2" && p.zero != 3) {

@@ -119,6 +119,23 @@ struct ParallelPlan {
   // "megatron" (Megatron-Core with Transformer Engine), "pytorch" (PyTorch eager, FSDP2 as
   // torchtitan runs it) or "pytorch-compile" (the same with torch.compile).
   std::string framework = "megatron";
+  // How the step's kernels are launched: "none" (each kernel launched by the framework from the
+  // host, paying the fitted per-kernel overhead) or "full" (Megatron-Core's full-iteration CUDA
+  // graph, cuda_graph_impl = "full_iteration": the whole step captured once and replayed, each
+  // kernel paying only the fitted in-graph gap, step_params.hpp's overhead.graph).
+  std::string cuda_graphs = "none";
+  // Megatron-Core's moe_a2a_overlap (overlap_moe_expert_parallel_comm): in the steady state one
+  // micro-batch's forward runs beside another's backward, so a layer's expert-parallel
+  // dispatch and combine hide behind the other pass's compute (as the overlapped TP
+  // communication does: at least the share 1 - overlap stays exposed).
+  bool overlap_ep_comm = false;
+  // Megatron-Core's cutedsl_fused_grouped_mlp: an expert MLP's grouped GEMMs run as one CuTe DSL
+  // kernel with the SwiGLU and the low-precision casts of its inputs in the GEMMs' prologues and
+  // epilogues, so those element-wise passes over the routed tokens are gone.
+  bool fused_moe_mlp = false;
+  // Transformer Engine's fp8_dot_product_attention: core attention in FP8 (cuDNN's FP8 fused
+  // attention), at kFp8AttentionSpeedup (cost.hpp) of its bf16 speed. Needs a low precision.
+  bool fp8_attention = false;
   // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
   // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
   // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
@@ -139,8 +156,8 @@ struct ParallelPlan {
   int virtual_stages() const { return pp * vp; }
 };
 
-// The plan's framework and precision, which select its fitted step parameters.
-inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision}; }
+// The plan's framework, precision and CUDA graphs, which select its fitted step parameters.
+inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision, plan.cuda_graphs == "full"}; }
 
 // The ZeRO stage whose data-parallel traffic the plan runs: its zero, except PyTorch FSDP2 under
 // pipeline parallelism, which torchtitan runs without resharding between micro-batches

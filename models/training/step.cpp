@@ -364,6 +364,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   const std::int64_t qk = m.qk_head_dim(), hv = m.v_head_dim();
   LayerCost lc;
   double gemm_f = 0, gemm_bw = 0;
+  double ep_a2a = 0;  // the MoE's dispatch and combine, per pass
   const bool attention = kind.mixer == Mixer::attention;
   if (kind.mixer == Mixer::mamba) add_mamba(c, lc, &gemm_f, &gemm_bw);
   // Attention projections.
@@ -396,8 +397,9 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   }
   const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
   const std::int64_t window = kind.windowed ? m.sliding_window : 0;
-  const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv, window);
-  const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, DType::bf16, hv, window);
+  const DType att_t = p.fp8_attention ? DType::fp8 : DType::bf16;
+  const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, att_t, hv, window);
+  const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, att_t, hv, window);
   OpCost att_fwd, att_bwd;  // core attention, forward and backward
   if (!attention) {
   } else if (p.flash_attention) {
@@ -463,7 +465,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       const Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
       const Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
       const Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
-      if (c.prec.low()) {
+      if (c.prec.low() && !p.fused_moe_mlp) {
         add_casts(c, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
       }
       c.add(lc.f, f);
@@ -476,8 +478,10 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       }
     }
     const double fe = static_cast<double>(e.expert_ffn);
-    c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
-    c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
+    if (!p.fused_moe_mlp) {  // fused: the activation in the GEMMs' epilogues
+      c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
+      c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
+    }
     const double wd = static_cast<double>(width);
     c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));  // permute and unpermute
     c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));
@@ -486,8 +490,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     const double a2a = p.moe_dispatch == "deepep"
                            ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = e.top_k, .max_nodes = 0, .imbalance = p.expert_imbalance}, ep_stride(p), Ts, wd * 2)
                            : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p));
-    lc.f.comm += 2 * a2a;
-    lc.b.comm += 2 * a2a;
+    ep_a2a = 2 * a2a;
   }
   // Norms and residual adds, one per sublayer; rotary embedding (hybrid stacks use none:
   // Nemotron-H's attention has no position embedding).
@@ -534,6 +537,15 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       lc.f.comm += 4 * a2a;
       lc.b.comm += 4 * a2a;
     }
+  }
+  // Expert-parallel dispatch and combine: exposed, or with overlap_ep_comm beside the other
+  // micro-batch's opposite pass (the forward's behind a backward, the backward's behind a forward).
+  if (p.overlap_ep_comm) {
+    lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap);
+    lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap);
+  } else {
+    lc.f.comm += ep_a2a;
+    lc.b.comm += ep_a2a;
   }
   // Recompute: full reruns the layer's forward in the backward; selective reruns core
   // attention when its scores were not kept (flash attention recomputes them anyway).

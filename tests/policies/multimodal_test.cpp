@@ -14,9 +14,11 @@ using namespace orrery;
 
 namespace {
 
+// The isolated-kernel roofline, not the fitted step parameters: the policies' ranking is checked
+// on a cost model that a refit of models/hardware/step_params.json does not move.
 struct Fixture {
   const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
-  models::RooflineCostModel cost{gpu, models::training_roofline_params(gpu)};
+  models::RooflineCostModel cost{gpu, models::RooflineParams{}};
   models::MultimodalSetup setup;
   explicit Fixture(const models::MultimodalModel& m, int tp = 2, int pp = 4, int dp = 1, int micro_batch = 4)
       : setup(models::multimodal_setup(m, cost, gpu, tp, pp, dp, micro_batch, 47e9)) {
@@ -66,7 +68,9 @@ TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, t
   c.text_only = 0.75;
   c.images_mean = 4;
   c.resolutions = {{448, 448}, {896, 896}};
-  const auto ra = mean_steps(m, a, 8, fx), rb = mean_steps(m, b, 8, fx), rc = mean_steps(m, c, 8, fx);
+  // 40 batches per mix, as docs/validation.md's table: over 8 the means of the two uneven mixes
+  // were within their batch-to-batch noise of each other.
+  const auto ra = mean_steps(m, a, 40, fx), rb = mean_steps(m, b, 40, fx), rc = mean_steps(m, c, 40, fx);
   for (const auto* r : {&ra, &rb, &rc}) {
     CHECK(r->at("pipeweaver") < r->at("modality-static"));
     CHECK(r->at("modality-static") < r->at("megatron-1f1b"));

@@ -1,5 +1,6 @@
 #include "models/training/balance.hpp"
 #include "models/hardware/cost.hpp"
+#include "models/hardware/step_params.hpp"
 #include "models/training/llm.hpp"
 #include "models/training/parallel.hpp"
 #include "models/training/estimate.hpp"
@@ -1080,4 +1081,69 @@ TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline laye
   sc.plan.split_embedding_and_loss = true;
   const StepResult r = step(sc);
   CHECK(r.step_time.to_seconds() > 0);
+}
+
+// Megatron-Core's recipe features (Megatron-Bridge's June 2026 GB200 MoE recipes): full-iteration
+// CUDA graphs, the expert-parallel all-to-all beside the other micro-batch, the fused grouped
+// MLP and FP8 attention, each changing what it should and nothing else; bad values named.
+TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 attention") {
+  StepScenario sc;
+  sc.model = model("qwen3-30b-a3b");
+  sc.model.layers = 4;
+  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
+  sc.topology = "nvl72:domains=1,gpus_per_domain=8";
+  sc.plan.dp = 8;
+  sc.plan.ep = 8;
+  sc.plan.micro_batch = 2;
+  sc.plan.global_batch = 64;
+  sc.plan.seq_len = 4096;
+  sc.plan.precision = "mxfp8";
+  const auto run = [](const StepScenario& s) {
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    const auto cost = training_cost_model(s.gpu, step_context(s.plan));
+    return run_step(s, *cost, *schedule, {});
+  };
+  const StepResult base = run(sc);
+  // CUDA graphs: the same kernels, each paying the in-graph gap instead of the host's launch.
+  StepScenario g = sc;
+  g.plan.cuda_graphs = "full";
+  const RooflineParams host = training_roofline_params(sc.gpu, step_context(sc.plan));
+  const RooflineParams graph = training_roofline_params(g.gpu, step_context(g.plan));
+  CHECK(graph.kernel_overhead < host.kernel_overhead);
+  CHECK(graph.gemm_efficiency == host.gemm_efficiency);
+  const StepResult graphed = run(g);
+  CHECK(graphed.stages[0].compute_s < base.stages[0].compute_s);
+  CHECK(graphed.model_flops == base.model_flops);
+  // EP overlap: the same compute, less exposed communication.
+  StepScenario o = sc;
+  o.plan.overlap_ep_comm = true;
+  const StepResult overlapped = run(o);
+  CHECK(overlapped.stages[0].compute_s == orrery::testing::Approx(base.stages[0].compute_s).epsilon(1e-6));  // to the ns per op
+  CHECK(overlapped.stages[0].exposed_comm_s < base.stages[0].exposed_comm_s);
+  // The fused grouped MLP: fewer passes over the routed tokens, the same FLOPs.
+  StepScenario f = sc;
+  f.plan.fused_moe_mlp = true;
+  const StepResult fused = run(f);
+  CHECK(fused.stages[0].compute_s < base.stages[0].compute_s);
+  CHECK(fused.model_flops == base.model_flops);
+  // FP8 attention: faster attention, at most kFp8AttentionSpeedup faster overall.
+  StepScenario a = sc;
+  a.plan.fp8_attention = true;
+  const StepResult fp8att = run(a);
+  CHECK(fp8att.stages[0].compute_s < base.stages[0].compute_s);
+  CHECK(fp8att.stages[0].compute_s * kFp8AttentionSpeedup > base.stages[0].compute_s);
+  const RooflineCostModel cost(sc.gpu);
+  const Kernel bf = Kernel::attention(Pass::forward, {8192}, 32, 4, 128, true, DType::bf16);
+  const Kernel f8 = Kernel::attention(Pass::forward, {8192}, 32, 4, 128, true, DType::fp8);
+  const RooflineCostModel::Terms tb = cost.terms(bf), t8 = cost.terms(f8);
+  CHECK(tb.compute_s / t8.compute_s == orrery::testing::Approx(kFp8AttentionSpeedup).epsilon(1e-9));
+  // Bad values named.
+  const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { validate_plan(s.plan, s.model, 8, "s.json", "/plan"); }); };
+  StepScenario bad = sc;
+  bad.plan.cuda_graphs = "partial";
+  CHECK(error(bad).find("s.json:/plan/cuda_graphs: found \"partial\", expected none or full") != std::string::npos);
+  bad = sc;
+  bad.plan.precision = "bf16";
+  bad.plan.fp8_attention = true;
+  CHECK(error(bad).find("s.json:/plan/fp8_attention: fp8_attention needs a low precision") != std::string::npos);
 }
