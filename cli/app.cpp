@@ -84,8 +84,19 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   ReplayOptions replay_options;
   CLI::App* replay_cmd = app.add_subcommand(
-      "replay", "Run a task-graph JSON file (format: traces/README.md); print the makespan and each stream's busy time");
-  replay_cmd->add_option("graph", replay_options.graph_path, "Task-graph JSON file")->required();
+      "replay", "Run a task-graph JSON file (format: traces/README.md) or a Chakra workload (--chakra) on a fabric; print the makespan and each "
+                "stream's busy time");
+  replay_cmd->add_option("graph", replay_options.graph_path, "Task-graph JSON file");
+  replay_cmd->add_option("--chakra", replay_options.chakra,
+                         "A Chakra execution-trace workload: the prefix of its per-rank files <prefix>.<rank>.et (ASTRA-sim's format)");
+  replay_cmd->add_option("--comm-groups", replay_options.comm_groups, "--chakra: its communicator groups JSON (default <prefix>.comm_groups.json)");
+  replay_cmd->add_option("--topology", replay_options.topology, "--chakra: the fabric (a builder spec with one GPU per rank)");
+  replay_cmd->add_option("--gpu", replay_options.gpu, "--chakra: the GPU (`orrery gpus`)")->capture_default_str();
+  replay_cmd->add_option("--gpus", replay_options.gpus_path, "--chakra: a GPU catalog JSON file adding or overriding GPUs");
+  replay_cmd->add_flag("--recost", replay_options.recost,
+                       "--chakra: cost compute nodes from their FLOPs (num_ops) and bytes (tensor_size) with the GPU's fitted roofline instead of "
+                       "their recorded durations");
+  replay_cmd->add_option("--comm", replay_options.comm, "--chakra: communication model, nccl or line-rate")->capture_default_str();
   replay_cmd->add_option("--trace", replay_options.trace_path,
                          "Write the timeline as Chrome trace-event JSON (opens in ui.perfetto.dev)");
   replay_cmd->add_option("--report", replay_options.report_path, "Write every metric of the run as JSON");
@@ -135,6 +146,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   step_cmd->add_option("--train-tokens", step_options.train_tokens, "Tokens to train on (15T, 400B, 1.5e13): print and report the days it takes");
   step_cmd->add_option("--comm", step_options.comm, "Communication model: nccl (NCCL's algorithm, protocol and latency by size, models/network/nccl.hpp) "
                                                     "or line-rate (rings at NCCL's peak efficiency, the model before it)")->capture_default_str();
+  step_cmd->add_option("--chakra-out", step_options.chakra_out,
+                       "Write the step as per-rank Chakra execution traces <prefix>.<rank>.et and <prefix>.comm_groups.json (ASTRA-sim's "
+                       "workload format); simulates every rank");
   step_cmd->add_flag("--estimate", step_options.estimate, "Closed-form estimate (models/training/estimate.hpp) instead of emulating: milliseconds, within ~10%");
 
   PlanOptions plan_options;

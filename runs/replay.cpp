@@ -7,16 +7,84 @@
 #include "traces/json_input.hpp"
 #include "reports/report.hpp"
 #include "traces/task_graph_json.hpp"
+#include "traces/chakra_replay.hpp"
+#include "traces/hardware_json.hpp"
+#include "models/hardware/step_params.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ostream>
 #include <set>
 
 namespace orrery::runs {
 
+namespace {
+
+// A Chakra workload on a fabric (traces/chakra_replay.hpp).
+void replay_chakra(const ReplayOptions& o, std::ostream& out) {
+  if (o.topology.empty()) throw sim::InputError("<command line>", "--topology", "--chakra needs the fabric to replay on (one GPU per rank)");
+  if (o.comm != "nccl" && o.comm != "line-rate") {
+    throw sim::InputError("<command line>", "--comm", fmt::format("unknown communication model {}; valid: line-rate, nccl", sim::quote(o.comm)));
+  }
+  const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
+  traces::ChakraReplayOptions ro;
+  ro.topology = o.topology;
+  ro.gpu = gpus.gpu(o.gpu);
+  ro.comm = o.comm == "nccl" ? models::CommModel::nccl : models::CommModel::flows;
+  ro.recost = o.recost;
+  ro.roofline = models::training_roofline_params(ro.gpu);
+  const traces::ChakraWorkload w = traces::read_chakra_workload(o.chakra, o.comm_groups);
+  const traces::ChakraReplay r = traces::replay_chakra(w, ro);
+  const auto [lo, hi] = std::minmax_element(r.compute_s.begin(), r.compute_s.end());
+  double mean = 0;
+  for (const double c : r.compute_s) mean += c;
+  mean /= static_cast<double>(r.compute_s.size());
+  out << fmt::format("workload   {} ({} ranks, {} nodes{})\n", o.chakra, w.ranks.size(), r.nodes,
+                     w.groups_path.empty() ? "" : fmt::format(", {} communicator groups from {}", w.groups.size(), w.groups_path));
+  out << fmt::format("fabric     {} x {} ({})\n", w.ranks.size(), ro.gpu.name, o.topology);
+  out << fmt::format("compute    {}\n", o.recost ? "re-costed from FLOPs and bytes (fitted roofline, Megatron bf16)" : "recorded durations");
+  out << fmt::format("comm       {} collectives, {} send/recv pairs, {}\n", r.collectives, r.transfers,
+                     o.comm == "nccl" ? "as NCCL runs them" : "at line rate");
+  out << fmt::format("step time  {}\n", sim::to_string(r.makespan));
+  const double step = r.makespan.to_seconds();
+  out << fmt::format("compute    busy {:.1f}% of the step on average (ranks from {:.1f}% to {:.1f}%)\n", step > 0 ? 100 * mean / step : 0.0,
+                     step > 0 ? 100 * *lo / step : 0.0, step > 0 ? 100 * *hi / step : 0.0);
+  if (!o.trace_path.empty()) reports::write_chrome_trace(o.trace_path, r.graph, r.spans);
+  if (report_wanted(o.report_path, o.report_json)) {
+    reports::Report report;
+    report.set("/command", "replay");
+    report.set("/chakra/prefix", o.chakra);
+    report.set("/chakra/ranks", static_cast<std::int64_t>(w.ranks.size()));
+    report.set("/chakra/nodes", static_cast<std::int64_t>(r.nodes));
+    report.set("/chakra/groups", static_cast<std::int64_t>(w.groups.size()));
+    report.set("/chakra/collectives", static_cast<std::int64_t>(r.collectives));
+    report.set("/chakra/send_recv", static_cast<std::int64_t>(r.transfers));
+    report.set("/topology", o.topology);
+    report.set("/gpu", ro.gpu.name);
+    report.set("/recost", o.recost);
+    report.set("/comm_model", o.comm);
+    report.set("/makespan_ns", r.makespan.ns());
+    report.set("/step_time_s", step);
+    for (std::size_t k = 0; k < r.compute_s.size(); ++k) {
+      report.set(fmt::format("/ranks/{}/compute_s", k), r.compute_s[k]);
+      report.set(fmt::format("/ranks/{}/comm_s", k), r.comm_s[k]);
+    }
+    emit_report(report, o.report_path, o.report_json);
+  }
+}
+
+}  // namespace
+
 void replay(const ReplayOptions& options, std::ostream& out) {
   check_outputs({{"--trace", options.trace_path}, {"--report", options.report_path}});
+  if (options.graph_path.empty() == options.chakra.empty()) {
+    throw sim::InputError("<command line>", "", "replay expects either a task-graph JSON file or --chakra PREFIX (exactly one)");
+  }
+  if (!options.chakra.empty()) {
+    replay_chakra(options, out);
+    return;
+  }
   const traces::LoadedGraph loaded = traces::read_task_graph_file(options.graph_path);
   const sim::TaskGraph& graph = loaded.graph;
 

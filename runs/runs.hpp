@@ -17,7 +17,14 @@
 namespace orrery::runs {
 
 struct ReplayOptions {
-  std::string graph_path;
+  std::string graph_path;   // a task-graph JSON file, or
+  std::string chakra;       // a Chakra workload's prefix (<prefix>.<rank>.et)
+  std::string comm_groups;  // its communicator groups (default <prefix>.comm_groups.json)
+  std::string topology;     // the fabric a Chakra workload replays on (one GPU per rank)
+  std::string gpu = "H100";
+  std::string gpus_path;    // a GPU catalog JSON file adding or overriding GPUs
+  bool recost = false;      // compute nodes from their FLOPs and bytes, not their durations
+  std::string comm = "nccl";
   std::string trace_path;   // empty: no timeline
   std::string report_path;  // empty: no report
   std::string* report_json = nullptr;  // the Python module: the report's JSON lands here too
@@ -116,6 +123,7 @@ struct StepOptions {
   std::string comm = "nccl";  // --comm: nccl (the default) or line-rate (models::CommModel)
   std::string html_path;  // self-contained HTML report with plots (reports/html_pages.hpp)
   std::string train_tokens;  // --train-tokens "15T": print and report the time to train on them
+  std::string chakra_out;    // write the step as per-rank Chakra traces with this prefix (every rank simulated)
   std::string* report_json = nullptr;  // sweeps: the report's JSON lands here too
 };
 

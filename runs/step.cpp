@@ -2,6 +2,7 @@
 #include "runs/runs.hpp"
 #include "runs/options.hpp"
 #include "reports/html_pages.hpp"
+#include "traces/chakra_replay.hpp"
 #include "reports/human.hpp"
 #include "runs/step_cost.hpp"
 #include "runs/report_out.hpp"
@@ -94,7 +95,8 @@ std::string default_step_scenario() {
 }
 
 void step(const StepOptions& o, std::ostream& out) {
-  check_outputs({{"--report", o.report_path}, {"--trace", o.trace_path}, {"--html", o.html_path}});
+  check_outputs({{"--report", o.report_path}, {"--trace", o.trace_path}, {"--html", o.html_path}, {"--chakra-out", o.chakra_out}});
+  if (o.estimate && !o.chakra_out.empty()) throw sim::InputError("<command line>", "--chakra-out", "the traces need the emulator's graph: drop --estimate");
   if (o.estimate && !o.html_path.empty()) throw sim::InputError("<command line>", "--html", "the report needs the emulator's timeline: drop --estimate");
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const std::optional<double> train_tokens = parse_token_count(o.train_tokens, "<command line>", "--train-tokens");
@@ -114,8 +116,8 @@ void step(const StepOptions& o, std::ostream& out) {
     return;
   }
   models::StepOptions options;
-  options.reuse = !o.no_reuse;
-  options.keep_graph = !o.trace_path.empty() || !o.html_path.empty();
+  options.reuse = !o.no_reuse && o.chakra_out.empty();
+  options.keep_graph = !o.trace_path.empty() || !o.html_path.empty() || !o.chakra_out.empty();
   options.comm = nccl ? models::CommModel::nccl : models::CommModel::flows;
   const models::StepResult r = models::run_step(sc, cost, *schedule, options);
   check_fail_on_oom(file, source, r.memory, r.oom);
@@ -183,6 +185,14 @@ void step(const StepOptions& o, std::ostream& out) {
     reports::write_chrome_trace(o.trace_path, r.graph, r.spans, counters, "GB/s");
   }
   if (!o.html_path.empty()) reports::write_step_html(o.html_path, file.name.empty() ? source : file.name, sc, r);
+  if (!o.chakra_out.empty()) {
+    const traces::ChakraWorkload w = traces::chakra_from_step(r, p.gpus());
+    traces::write_chakra_workload(o.chakra_out, w);
+    std::size_t nodes = 0;
+    for (const traces::EtRankTrace& t : w.ranks) nodes += t.nodes.size();
+    out << fmt::format("\nchakra     {} ranks, {} nodes, {} communicator groups: {}.<rank>.et, {}.comm_groups.json\n", w.ranks.size(), nodes,
+                       w.groups.size(), o.chakra_out, o.chakra_out);
+  }
 }
 
 }  // namespace orrery::runs

@@ -11,6 +11,7 @@ packages=(
   g++ cmake ninja-build make
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev libeigen3-dev doctest-dev
   pkg-config coinor-libclp-dev
+  libprotobuf-dev protobuf-compiler  # Chakra execution traces (traces/chakra.hpp)
   libopenmpi-dev openmpi-bin  # `mpirun orrery sweep` (optional at build time; CI runs a 2-rank sweep)
   chromium  # the browser test (tests/browser): headless rendering of `--html` reports
   python3-dev pybind11-dev python3-pytest  # the Python module (python/) and its tests

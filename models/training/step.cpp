@@ -888,6 +888,18 @@ struct StepGraph {
   // throughout), so that a pipeline send on the same link shares it.
   sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
     const double isolated = comm.collective(op, bytes, dp_group, p.tp);
+    const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes);
+    if (options.keep_graph) {
+      const int rank = global_rank(stage, r);
+      const int tp_index = r % p.tp;
+      result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = rank, .peer = 0,
+                              .group_first = stage * p.tp * p.cp * p.dp + tp_index, .group_size = dp_group, .group_stride = p.tp});
+    }
+    return t;
+  }
+  // The global rank of replica r of a stage (replicas: tp fastest, then cp, dp).
+  int global_rank(int stage, int r) const { return stage * p.tp * p.cp * p.dp + r; }
+  sim::TaskId dp_transfer_task(std::string_view name, int stage, int r, double isolated, double bytes) {
     if (r == 0) {
       dp_bytes[static_cast<std::size_t>(stage)] += bytes;
       dp_busy[static_cast<std::size_t>(stage)] += isolated;
@@ -902,7 +914,12 @@ struct StepGraph {
     const RankLinks& a = links[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
     const RankLinks& b = links[static_cast<std::size_t>(to)][static_cast<std::size_t>(r)];
     const std::array<sim::LinkId, 2> route = pp_over_nic ? std::array{a.nic_out, b.nic_in} : std::array{a.nvl_out, b.nvl_in};
-    return g.add_transfer(name, route, sim::Bytes(act_bytes), latency_for(p2p, act_bytes, pp_over_nic ? rails.nic : rails.nvlink));
+    const sim::TaskId t = g.add_transfer(name, route, sim::Bytes(act_bytes), latency_for(p2p, act_bytes, pp_over_nic ? rails.nic : rails.nvlink));
+    if (options.keep_graph) {
+      result.comms.push_back({.task = t, .p2p = true, .op = CollectiveOp::send_recv, .bytes = act_bytes, .rank = global_rank(from, r),
+                              .peer = global_rank(to, r)});
+    }
+    return t;
   }
 
   const StepScenario& sc;
@@ -980,6 +997,16 @@ StepGraph::StepGraph(const StepScenario& scenario, const CostModel& cost_model, 
                                                         network.add_link(sim::BytesPerSecond(rails.nic), sim::Duration::zero())});
     }
   }
+}
+
+// The compute stream of a simulated rank (recording its global rank when the graph is kept).
+sim::StreamId add_rank_stream(StepGraph& step, const std::string& device, int stage, int replica) {
+  const sim::StreamId s = step.g.add_stream(device, "compute");
+  if (step.options.keep_graph) {
+    step.result.stream_rank.resize(sim::index_of(s) + 1, -1);
+    step.result.stream_rank[sim::index_of(s)] = step.options.reuse ? -1 : step.global_rank(stage, replica);
+  }
+  return s;
 }
 
 // One simulated rank's tasks, in stream order: its ops as the schedule orders them, each split
@@ -1084,7 +1111,7 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
       dp_group(step.dp_group),
       rt(step.ranks[static_cast<std::size_t>(stage_index)][static_cast<std::size_t>(replica)]),
       device(step.options.reuse ? fmt::format("stage{}", stage_index) : fmt::format("stage{}.rank{}", stage_index, replica)),
-      compute(g.add_stream(device, "compute")),
+      compute(add_rank_stream(step, device, stage_index, replica)),
       zero3(dp_traffic_stage(p) >= 3 && dp_group > 1),
       gather_buckets(p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1),
       gathers(static_cast<std::size_t>(p.vp)),

@@ -124,6 +124,18 @@ struct StageBreakdown {
   double dp_comm_s = 0;
 };
 
+// A transfer of the step's graph outside the ops: a data-parallel collective's share on one
+// rank, or a pipeline send between two.
+struct StepComm {
+  sim::TaskId task{};
+  bool p2p = false;
+  CollectiveOp op = CollectiveOp::send_recv;
+  double bytes = 0;  // the collective's buffer, or the send's payload
+  int rank = 0;      // the member that issues it, or the sender
+  int peer = 0;      // the receiver of a send
+  int group_first = 0, group_size = 1, group_stride = 1;  // a collective's ranks
+};
+
 struct StepResult {
   sim::Duration step_time;
   double tokens_per_s = 0;
@@ -144,6 +156,11 @@ struct StepResult {
   std::size_t ranks_simulated = 0;
   sim::TaskGraph graph;        // when keep_graph
   std::vector<sim::Span> spans;
+  // When keep_graph: the global rank (tp fastest, then cp, dp, pp) of each stream's GPU, by
+  // stream index, and what each transfer outside the ops moves between which ranks (the
+  // Chakra export writes them as COMM_COLL and COMM_SEND / COMM_RECV nodes).
+  std::vector<int> stream_rank;
+  std::vector<StepComm> comms;
   std::vector<LinkSample> link_loads;  // when keep_graph: the simulated GPUs' link loads over time
 };
 

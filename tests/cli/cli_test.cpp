@@ -1233,3 +1233,45 @@ TEST_CASE("--html reports: the plots of step, compare and cluster; bad paths") {
   CHECK(unknown.code == 1);
   CHECK(!fs::exists("failed.html"));
 }
+
+// The ASTRA-sim interop end to end: `orrery step --chakra-out` writes per-rank Chakra traces,
+// `orrery replay --chakra` runs them on the fabric with the step's time; bad input exits 1 with
+// one line and writes nothing.
+TEST_CASE("orrery step --chakra-out and orrery replay --chakra") {
+  fs::create_directories("chakra_cli");
+  const Result step = run({"step", "--chakra-out", "chakra_cli/default", "--report", "chakra_cli/step.json"});
+  REQUIRE(step.code == 0);
+  CHECK(step.out.find("chakra     16 ranks, ") != std::string::npos);
+  CHECK(fs::exists("chakra_cli/default.15.et"));
+  CHECK(fs::exists("chakra_cli/default.comm_groups.json"));
+  const Result replay = run({"replay", "--chakra", "chakra_cli/default", "--topology", "dgx-h100:nodes=2", "--report", "chakra_cli/replay.json",
+                             "--trace", "chakra_cli/replay.trace.json"});
+  REQUIRE(replay.code == 0);
+  CHECK(replay.out.find("workload   chakra_cli/default (16 ranks, ") == 0);
+  const auto step_report = nlohmann::json::parse(slurp("chakra_cli/step.json"));
+  const auto replay_report = nlohmann::json::parse(slurp("chakra_cli/replay.json"));
+  CHECK(replay_report["step_time_s"].get<double>() ==
+        orrery::testing::Approx(step_report["step_time_s"].get<double>()).epsilon(0.01));
+  CHECK(fs::exists("chakra_cli/replay.trace.json"));
+  // Bad input: a missing workload, a fabric of the wrong size, no fabric, both inputs at once.
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"replay", "--chakra", "chakra_cli/none", "--topology", "dgx-h100:nodes=2", "--report", "chakra_cli/bad.json"},
+            "orrery: error: chakra_cli/none: no execution trace chakra_cli/none.0.et"},
+           {{"replay", "--chakra", "chakra_cli/default", "--topology", "dgx-h100:nodes=4", "--report", "chakra_cli/bad.json"},
+            "orrery: error: dgx-h100:nodes=4: 32 GPUs, but the workload has 16 ranks (one per GPU)"},
+           {{"replay", "--chakra", "chakra_cli/default", "--report", "chakra_cli/bad.json"},
+            "orrery: error: <command line>:--topology: --chakra needs the fabric to replay on (one GPU per rank)"},
+           {{"replay", "g.json", "--chakra", "chakra_cli/default", "--report", "chakra_cli/bad.json"},
+            "orrery: error: <command line>: replay expects either a task-graph JSON file or --chakra PREFIX (exactly one)"}}) {
+    CAPTURE(message);
+    const Result r = run(args);
+    CHECK(r.code == 1);
+    CHECK(r.err.find(message) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists("chakra_cli/bad.json"));
+  }
+  const Result estimate = run({"step", "--estimate", "--chakra-out", "chakra_cli/est"});
+  CHECK(estimate.code == 1);
+  CHECK(estimate.err.find("orrery: error: <command line>:--chakra-out: the traces need the emulator's graph: drop --estimate") == 0);
+  CHECK_FALSE(fs::exists("chakra_cli/est.0.et"));
+}
