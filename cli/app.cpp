@@ -89,6 +89,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   replay_cmd->add_option("graph", replay_options.graph_path, "Task-graph JSON file");
   replay_cmd->add_option("--chakra", replay_options.chakra,
                          "A Chakra execution-trace workload: the prefix of its per-rank files <prefix>.<rank>.et (ASTRA-sim's format)");
+  replay_cmd->add_option("--kineto", replay_options.kineto,
+                         "A PyTorch profiler (Kineto) trace of one GPU: its streams' kernels replayed in order, NCCL kernels re-costed on --topology");
+  replay_cmd->add_option("--ranks", replay_options.ranks, "--kineto with --topology: the collectives' group size there (default: as recorded)");
   replay_cmd->add_option("--comm-groups", replay_options.comm_groups, "--chakra: its communicator groups JSON (default <prefix>.comm_groups.json)");
   replay_cmd->add_option("--topology", replay_options.topology, "--chakra: the fabric (a builder spec with one GPU per rank)");
   replay_cmd->add_option("--gpu", replay_options.gpu, "--chakra: the GPU (`orrery gpus`)")->capture_default_str();
@@ -261,6 +264,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   CLI::App* fit_cmd = calibrate_cmd->add_subcommand("fit", "Fit cost curves to a profile; print leave-one-out errors per kind");
   fit_cmd->add_option("profile", fit_options.profile_path, "Profile JSON (calibration/README.md)")->required();
   fit_cmd->add_option("-o,--out", fit_options.out_path, "Curves JSON to write (scenarios load it as \"calibration\")");
+  CalibrateImportOptions import_options;
+  CLI::App* import_cmd = calibrate_cmd->add_subcommand(
+      "import", "Turn a PyTorch profiler (Kineto) trace of a real step into a profile: its GPU kernels matched to Orrery's kinds by name and shape");
+  import_cmd->add_option("trace", import_options.trace_path, "Chrome trace JSON from torch.profiler (record_shapes=True)")->required();
+  import_cmd->add_option("-o,--out", import_options.out_path, "Profile JSON to write (then `orrery calibrate fit`)")->required();
 
   SweepOptions sweep_options;
   CLI::App* sweep_cmd = app.add_subcommand(
@@ -327,6 +335,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*cost_cmd) cost(cost_options, out);
     if (*measure_cmd) calibrate_measure(measure_options, out);
     if (*fit_cmd) calibrate_fit(fit_options, out);
+    if (*import_cmd) calibrate_import(import_options, out);
     if (*topo_cmd) topology(topo, out);
     if (*sweep_cmd) sweep(sweep_options, out);
   }, err);

@@ -5,6 +5,7 @@
 
 #include "calibration/cpu_harness.hpp"
 #include "calibration/fit.hpp"
+#include "calibration/kineto.hpp"
 #include "sim/error.hpp"
 #include "traces/curves_json.hpp"
 
@@ -48,6 +49,30 @@ void calibrate_fit(const CalibrateFitOptions& o, std::ostream& out) {
     traces::write_curves(curves, o.out_path);
     out << fmt::format("curves written to {}\n", o.out_path);
   }
+}
+
+void calibrate_import(const CalibrateImportOptions& o, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}});
+  const calibration::KinetoTrace trace = calibration::read_kineto_trace(o.trace_path);
+  const calibration::KinetoProfile kp = calibration::kineto_profile(trace);
+  if (kp.profile.points.empty()) {
+    throw sim::InputError(o.trace_path, "", fmt::format("none of its {} GPU kernels is one Orrery can fit (record the trace with record_shapes=True)",
+                                                        trace.kernels.size()));
+  }
+  std::size_t matched = 0;
+  for (const auto& [kind, n] : kp.matched) matched += static_cast<std::size_t>(n);
+  out << fmt::format("trace      {} ({}, {} GPU kernels over {:.3f} ms)\n", o.trace_path, trace.device, trace.kernels.size(), trace.span_us() / 1e3);
+  out << fmt::format("matched    {} kernels, {:.1f}% of the kernel time, as {} points:", matched,
+                     kp.total_us > 0 ? 100 * kp.matched_us / kp.total_us : 0.0, kp.profile.points.size());
+  for (const auto& [kind, n] : kp.matched) out << fmt::format(" {} {}", kind, n);
+  out << "\n";
+  for (const auto& [why, names] : kp.skipped) {
+    int n = 0;
+    for (const auto& [name, c] : names) n += c;
+    out << fmt::format("skipped    {} kernels: {} (e.g. {})\n", n, why, names.begin()->first.substr(0, 80));
+  }
+  calibration::write_profile(kp.profile, o.out_path);
+  out << fmt::format("profile written to {} (then: orrery calibrate fit {})\n", o.out_path, o.out_path);
 }
 
 }  // namespace orrery::runs

@@ -8,6 +8,7 @@
 #include "reports/report.hpp"
 #include "traces/task_graph_json.hpp"
 #include "traces/chakra_replay.hpp"
+#include "calibration/kineto.hpp"
 #include "traces/hardware_json.hpp"
 #include "models/hardware/step_params.hpp"
 
@@ -74,15 +75,54 @@ void replay_chakra(const ReplayOptions& o, std::ostream& out) {
   }
 }
 
+// A PyTorch profiler trace's kernels replayed (calibration/kineto.hpp).
+void replay_kineto(const ReplayOptions& o, std::ostream& out) {
+  if (o.comm != "nccl" && o.comm != "line-rate") {
+    throw sim::InputError("<command line>", "--comm", fmt::format("unknown communication model {}; valid: line-rate, nccl", sim::quote(o.comm)));
+  }
+  if (o.ranks != 0 && o.topology.empty()) throw sim::InputError("<command line>", "--ranks", "--ranks re-sizes collectives on a --topology: give one");
+  if (o.ranks < 0 || o.ranks > (1 << 20)) throw sim::InputError("<command line>", "--ranks", fmt::format("found {}, expected 1 to 1048576", o.ranks));
+  const calibration::KinetoTrace trace = calibration::read_kineto_trace(o.kineto);
+  calibration::KinetoReplayOptions ro;
+  ro.topology = o.topology;
+  ro.ranks = o.ranks;
+  ro.comm = o.comm == "nccl" ? models::CommModel::nccl : models::CommModel::flows;
+  const calibration::KinetoReplay r = calibration::replay_kineto(trace, ro);
+  const double span = trace.span_us() * 1e-6;
+  out << fmt::format("trace      {} ({}, {} GPU kernels, {} NCCL)\n", o.kineto, trace.device, r.kernels, r.collectives);
+  out << fmt::format("recorded   {}\n", sim::to_string(sim::ceil_duration_ns(span * 1e9)));
+  out << fmt::format("replayed   {} ({:+.2f}%){}\n", sim::to_string(r.span), span > 0 ? 100 * (r.span.to_seconds() / span - 1) : 0.0,
+                     o.topology.empty() ? "" : fmt::format(", NCCL kernels re-costed on {}{}", o.topology, o.ranks > 0 ? fmt::format(" at {} ranks", o.ranks) : ""));
+  out << fmt::format("waits      {} kernels wait on another stream\n", r.waits);
+  if (!o.trace_path.empty()) reports::write_chrome_trace(o.trace_path, r.graph, r.spans);
+  if (report_wanted(o.report_path, o.report_json)) {
+    reports::Report report;
+    report.set("/command", "replay");
+    report.set("/kineto/path", o.kineto);
+    report.set("/kineto/device", trace.device);
+    report.set("/kineto/kernels", static_cast<std::int64_t>(r.kernels));
+    report.set("/kineto/collectives", static_cast<std::int64_t>(r.collectives));
+    report.set("/kineto/waits", static_cast<std::int64_t>(r.waits));
+    report.set("/recorded_s", span);
+    report.set("/step_time_s", r.span.to_seconds());
+    report.set("/topology", o.topology);
+    emit_report(report, o.report_path, o.report_json);
+  }
+}
+
 }  // namespace
 
 void replay(const ReplayOptions& options, std::ostream& out) {
   check_outputs({{"--trace", options.trace_path}, {"--report", options.report_path}});
-  if (options.graph_path.empty() == options.chakra.empty()) {
-    throw sim::InputError("<command line>", "", "replay expects either a task-graph JSON file or --chakra PREFIX (exactly one)");
+  if (static_cast<int>(!options.graph_path.empty()) + static_cast<int>(!options.chakra.empty()) + static_cast<int>(!options.kineto.empty()) != 1) {
+    throw sim::InputError("<command line>", "", "replay expects one of a task-graph JSON file, --chakra PREFIX or --kineto TRACE");
   }
   if (!options.chakra.empty()) {
     replay_chakra(options, out);
+    return;
+  }
+  if (!options.kineto.empty()) {
+    replay_kineto(options, out);
     return;
   }
   const traces::LoadedGraph loaded = traces::read_task_graph_file(options.graph_path);

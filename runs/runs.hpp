@@ -18,7 +18,9 @@ namespace orrery::runs {
 
 struct ReplayOptions {
   std::string graph_path;   // a task-graph JSON file, or
-  std::string chakra;       // a Chakra workload's prefix (<prefix>.<rank>.et)
+  std::string chakra;       // a Chakra workload's prefix (<prefix>.<rank>.et), or
+  std::string kineto;       // a PyTorch profiler (Kineto) trace of one GPU
+  int ranks = 0;            // --kineto with --topology: the collectives' group size there
   std::string comm_groups;  // its communicator groups (default <prefix>.comm_groups.json)
   std::string topology;     // the fabric a Chakra workload replays on (one GPU per rank)
   std::string gpu = "H100";
@@ -107,6 +109,14 @@ struct CalibrateFitOptions {
 
 // Fits cost curves to a profile, prints each curve's leave-one-out errors, writes the curves.
 void calibrate_fit(const CalibrateFitOptions& options, std::ostream& out);
+
+struct CalibrateImportOptions {
+  std::string trace_path;  // a PyTorch profiler (Kineto) trace
+  std::string out_path;    // the profile to write
+};
+
+// A profile from a real run's PyTorch profiler trace: its kernels matched to Orrery's kinds.
+void calibrate_import(const CalibrateImportOptions& options, std::ostream& out);
 
 
 }  // namespace orrery::runs

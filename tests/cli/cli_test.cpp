@@ -1262,7 +1262,7 @@ TEST_CASE("orrery step --chakra-out and orrery replay --chakra") {
            {{"replay", "--chakra", "chakra_cli/default", "--report", "chakra_cli/bad.json"},
             "orrery: error: <command line>:--topology: --chakra needs the fabric to replay on (one GPU per rank)"},
            {{"replay", "g.json", "--chakra", "chakra_cli/default", "--report", "chakra_cli/bad.json"},
-            "orrery: error: <command line>: replay expects either a task-graph JSON file or --chakra PREFIX (exactly one)"}}) {
+            "orrery: error: <command line>: replay expects one of a task-graph JSON file, --chakra PREFIX or --kineto TRACE"}}) {
     CAPTURE(message);
     const Result r = run(args);
     CHECK(r.code == 1);
