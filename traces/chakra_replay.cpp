@@ -337,6 +337,8 @@ ChakraWorkload chakra_from_step(const models::StepResult& result, int gpus) {
       ORRERY_CHECK(g.kind(id) == sim::TaskKind::compute, "step task {} is neither an op nor a recorded transfer", node.name);
       node.type = EtNodeType::compute;
       node.duration_micros = static_cast<std::uint64_t>(std::llround(static_cast<double>(g.duration(id).ns()) / 1e3));
+      if (t < result.task_flops.size() && result.task_flops[t] > 0) node.num_ops = static_cast<std::int64_t>(std::llround(result.task_flops[t]));
+      if (t < result.task_bytes.size() && result.task_bytes[t] > 0) node.tensor_size = static_cast<std::uint64_t>(std::llround(result.task_bytes[t]));
       add(rank_of[t], std::move(node), t, 0);
     } else if (!c->p2p) {
       node.type = EtNodeType::collective;

@@ -897,6 +897,14 @@ struct StepGraph {
     }
     return t;
   }
+  // What a compute task executes (kept with the graph, for the Chakra export).
+  void note_work(sim::TaskId t, double flops, double bytes) {
+    if (!options.keep_graph) return;
+    const std::size_t i = sim::index_of(t);
+    if (result.task_flops.size() <= i) result.task_flops.resize(i + 1, 0.0), result.task_bytes.resize(i + 1, 0.0);
+    result.task_flops[i] = flops;
+    result.task_bytes[i] = bytes;
+  }
   // The global rank of replica r of a stage (replicas: tp fastest, then cp, dp).
   int global_rank(int stage, int r) const { return stage * p.tp * p.cp * p.dp + r; }
   sim::TaskId dp_transfer_task(std::string_view name, int stage, int r, double isolated, double bytes) {
@@ -1188,6 +1196,7 @@ void RankBuilder::add_op(std::size_t i) {
     t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs) : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
                       compute, dur(oc.seconds() / pieces));
     rt.ops.emplace_back(t, oc.comm / pieces);
+    s.note_work(t, oc.flops / pieces, 0);
     if (!entry) entry = t;
     if (prev) g.add_dependency(*prev, t);
     prev = t;
@@ -1271,6 +1280,7 @@ void RankBuilder::add_step_end() {
   rt.optimizer_s = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, s.sc.gpu, p.zero >= 1 ? params / dp_group : params, layers)
                                                 : s.cost.time(opt).to_seconds();
   rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
+  s.note_work(rt.optimizer, 0, static_cast<double>(opt.params) * kAdamBytesPerParam);
   g.add_dependency(rt.last_op, rt.optimizer);
   for (const sim::TaskId red : reduces) g.add_dependency(red, rt.optimizer);
   // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3

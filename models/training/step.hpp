@@ -161,6 +161,9 @@ struct StepResult {
   // Chakra export writes them as COMM_COLL and COMM_SEND / COMM_RECV nodes).
   std::vector<int> stream_rank;
   std::vector<StepComm> comms;
+  // When keep_graph: each compute task's FLOPs and memory-bound bytes, by task index (the
+  // optimizer's bytes; 0 where none).
+  std::vector<double> task_flops, task_bytes;
   std::vector<LinkSample> link_loads;  // when keep_graph: the simulated GPUs' link loads over time
 };
 

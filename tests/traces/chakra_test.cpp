@@ -150,6 +150,16 @@ TEST_CASE("chakra: a 64-rank step exported, read back and replayed gives the ste
       sends += b[i].type == EtNodeType::send;
     }
   }
+  // Compute nodes carry their FLOPs (the optimizer its bytes), for --recost and ASTRA-sim's roofline.
+  double flops = 0;
+  for (const EtRankTrace& t : back.ranks) {
+    for (const EtNode& n : t.nodes) {
+      if (n.type != EtNodeType::compute) continue;
+      CHECK((n.name == "optimizer" ? n.tensor_size.value_or(0) > 0 : n.num_ops.value_or(0) > 0));
+      flops += static_cast<double>(n.num_ops.value_or(0));
+    }
+  }
+  CHECK(flops == orrery::testing::Approx(step.hardware_flops).epsilon(1e-6));
   // The step's transfers: the gradient buckets and parameter gathers, the pipeline's sends.
   std::size_t step_colls = 0, step_sends = 0;
   for (const models::StepComm& c : step.comms) (c.p2p ? step_sends : step_colls) += 1;
