@@ -215,7 +215,7 @@ TEST_CASE("hardening: a mistyped command or option gets a did-you-mean") {
   CHECK(stpe.err.find("sweep") != std::string::npos);  // the commands are listed
   const Result mesure = run({"calibrate", "mesure", "-o", "p.json"});
   CHECK(mesure.code == 1);
-  CHECK(mesure.err.find("found \"mesure\", expected a subcommand of `calibrate`: measure, fit; did you mean \"measure\"?") != std::string::npos);
+  CHECK(mesure.err.find("found \"mesure\", expected a subcommand of `calibrate`: measure, fit, import; did you mean \"measure\"?") != std::string::npos);
   const Result reprot = run({"step", "--reprot", "r.json"});
   CHECK(reprot.code == 1);
   CHECK(lines(reprot.err) == 1);
