@@ -43,6 +43,11 @@ void replay_chakra(const ReplayOptions& o, std::ostream& out) {
   mean /= static_cast<double>(r.compute_s.size());
   out << fmt::format("workload   {} ({} ranks, {} nodes{})\n", o.chakra, w.ranks.size(), r.nodes,
                      w.groups_path.empty() ? "" : fmt::format(", {} communicator groups from {}", w.groups.size(), w.groups_path));
+  std::size_t ctrl = 0;
+  for (const traces::EtRankTrace& t : w.ranks) ctrl += t.ctrl_deps;
+  if (ctrl > 0) {
+    out << fmt::format("order      by data dependencies; {} control dependencies not enforced (as Chakra's feeder and ASTRA-sim)\n", ctrl);
+  }
   out << fmt::format("fabric     {} x {} ({})\n", w.ranks.size(), ro.gpu.name, o.topology);
   out << fmt::format("compute    {}\n", o.recost ? "re-costed from FLOPs and bytes (fitted roofline, Megatron bf16)" : "recorded durations");
   out << fmt::format("comm       {} collectives, {} send/recv pairs, {}\n", r.collectives, r.transfers,

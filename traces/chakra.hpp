@@ -48,6 +48,9 @@ struct EtRankTrace {
   std::vector<EtNode> nodes;
   // Index of a node id in `nodes` (built by the reader; the writer needs none).
   std::map<std::uint64_t, std::size_t> index;
+  // Control dependencies in the file: kept, not enforced (Chakra's feeder and ASTRA-sim order
+  // nodes by their data dependencies only).
+  std::size_t ctrl_deps = 0;
 };
 
 struct ChakraWorkload {

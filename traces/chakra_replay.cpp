@@ -85,7 +85,9 @@ class Replayer {
       const std::string name = fmt::format("rank{} {}", r, n.name.empty() ? fmt::format("node {}", n.id) : n.name);
       NodeTasks& nt = tasks_[static_cast<std::size_t>(r)][i];
       ++out_.nodes;
-      switch (n.type) {
+      // Host-side operators (is_cpu_op), of any type, run their recorded time on the CPU, as
+      // ASTRA-sim issues them.
+      switch (n.is_cpu_op ? EtNodeType::compute : n.type) {
         case EtNodeType::compute: {
           sim::StreamId s = gpu;
           if (n.is_cpu_op) {
@@ -137,7 +139,7 @@ class Replayer {
     for (int r = 0; r < n_; ++r) {
       const EtRankTrace& t = w_.ranks[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < t.nodes.size(); ++i) {
-        if (t.nodes[i].type != EtNodeType::collective) continue;
+        if (t.nodes[i].type != EtNodeType::collective || t.nodes[i].is_cpu_op) continue;
         std::size_t& k = issued[t.nodes[i].pg_name][r];
         instances[{t.nodes[i].pg_name, k++}].emplace_back(r, i);
       }
@@ -224,6 +226,7 @@ class Replayer {
       const EtRankTrace& t = w_.ranks[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < t.nodes.size(); ++i) {
         const EtNode& n = t.nodes[i];
+        if (n.is_cpu_op) continue;
         if (n.type == EtNodeType::send) sends[{r, *n.comm_dst, n.comm_tag.value_or(0)}].push_back(i);
         if (n.type == EtNodeType::recv) recvs[{*n.comm_src, r, n.comm_tag.value_or(0)}].push_back(i);
       }
@@ -276,9 +279,7 @@ class Replayer {
       const EtRankTrace& t = w_.ranks[static_cast<std::size_t>(r)];
       const std::vector<NodeTasks>& nt = tasks_[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < t.nodes.size(); ++i) {
-        for (const auto* deps : {&t.nodes[i].data_deps, &t.nodes[i].ctrl_deps}) {
-          for (const std::uint64_t d : *deps) g().add_dependency(nt[t.index.at(d)].exit, nt[i].entry);
-        }
+        for (const std::uint64_t d : t.nodes[i].data_deps) g().add_dependency(nt[t.index.at(d)].exit, nt[i].entry);
       }
     }
   }

@@ -1,7 +1,8 @@
 // Chakra workloads on Orrery's fabric, and Orrery's steps as Chakra workloads.
 //
 // Replay (ASTRA-sim's semantics): a rank's compute nodes run one at a time on its GPU, in the
-// order their dependencies free them, with their recorded duration or re-costed from their FLOPs
+// order their data dependencies free them (control dependencies are not enforced, as Chakra's
+// feeder does not; host-side operators run their recorded time on a CPU stream), with their recorded duration or re-costed from their FLOPs
 // and bytes; MEM_LOAD / MEM_STORE nodes move their bytes over the GPU's host link; collectives
 // and send/recv run beside the compute. The k-th collective each member issues on a
 // communicator group is one collective: it starts when every member has reached it and costs
