@@ -103,6 +103,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   replay_cmd->add_option("--trace", replay_options.trace_path,
                          "Write the timeline as Chrome trace-event JSON (opens in ui.perfetto.dev)");
   replay_cmd->add_option("--report", replay_options.report_path, "Write every metric of the run as JSON");
+  replay_cmd->add_option("--html", replay_options.html_path, "--chakra, --kineto: write a self-contained HTML page (key figures, busy time, timeline)");
 
   CollectiveOptions coll;
   CLI::App* coll_cmd = app.add_subcommand("collective", "Simulate one collective on a topology; print time, algbw and busbw");

@@ -203,6 +203,57 @@ void write_step_html(const std::string& path, const std::string& title, const mo
   page.write(path);
 }
 
+void write_replay_html(const std::string& path, const ReplayPage& pg, const sim::TaskGraph& graph, const std::vector<sim::Span>& spans) {
+  HtmlReport page(pg.title, pg.subtitle);
+  page.section("Key figures");
+  page.key_values(pg.figures);
+  page.section("Where the time goes");
+  StackedBarChart busy;
+  busy.id = "busy";
+  busy.title = pg.bars_title;
+  busy.value_label = "seconds";
+  busy.horizontal = true;
+  busy.categories = pg.bars;
+  busy.segments = {{"compute", pg.busy_s, {}}};
+  if (!pg.comm_s.empty()) busy.segments.push_back({"communication (alone)", pg.comm_s, {}});
+  page.figure(stacked_bar_chart(busy));
+  page.section("Timeline");
+  Timeline tl;
+  tl.id = "timeline";
+  tl.title = "Every stream and transfer of the replay";
+  sim::Time last = sim::Time::zero();
+  for (const sim::Span& s : spans) {
+    if (s.end != sim::Time::max()) last = std::max(last, s.end);
+  }
+  const bool ms = last.since_start().to_seconds() < 1;
+  tl.x_label = ms ? "time (ms)" : "time (s)";
+  const double scale = ms ? 1e3 : 1;
+  std::map<std::string, int> lane_of;
+  const auto lane = [&](const std::string& name) {
+    const auto [it, added] = lane_of.try_emplace(name, static_cast<int>(tl.lanes.size()));
+    if (added) tl.lanes.push_back(name);
+    return it->second;
+  };
+  for (std::uint32_t s = 0; s < graph.stream_count(); ++s) {
+    const sim::StreamInfo& info = graph.stream_info(sim::StreamId(s));
+    lane(info.device + " " + info.name);
+  }
+  for (std::uint32_t t = 0; t < graph.task_count() && t < spans.size(); ++t) {
+    const sim::Span& span = spans[t];
+    const auto task = sim::TaskId(t);
+    if (span.end == sim::Time::max() || graph.kind(task) == sim::TaskKind::delay) continue;
+    std::string where = "transfers";
+    if (const auto stream = graph.stream(task)) {
+      const sim::StreamInfo& info = graph.stream_info(*stream);
+      where = info.device + " " + info.name;
+    }
+    tl.spans.push_back({lane(where), span.start.since_start().to_seconds() * scale, span.end.since_start().to_seconds() * scale,
+                        graph.kind(task) == sim::TaskKind::transfer ? "transfer" : "compute", std::string(graph.name(task))});
+  }
+  page.figure(timeline_chart(tl));
+  page.write(path);
+}
+
 void write_step_compare_html(const std::string& path, const StepComparePage& pg) {
   HtmlReport page(pg.title, pg.subtitle);
   std::vector<std::vector<std::string>> rows;

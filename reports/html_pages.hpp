@@ -5,6 +5,8 @@
 #pragma once
 
 #include "models/cluster/cluster.hpp"
+#include "sim/executor.hpp"
+#include "sim/task_graph.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -24,6 +26,17 @@ namespace orrery::reports {
 // `orrery step`: key figures, the breakdown per stage, memory, and a timeline of the simulated
 // ranks' streams (the result must have kept its graph: StepOptions::keep_graph).
 void write_step_html(const std::string& path, const std::string& title, const models::StepScenario& scenario, const models::StepResult& result);
+
+// `orrery replay --chakra` and `--kineto`: key figures, each rank's (or stream's) busy time, and
+// the timeline of every stream and transfer of the replayed graph.
+struct ReplayPage {
+  std::string title, subtitle;
+  std::vector<std::pair<std::string, std::string>> figures;
+  std::string bars_title;           // per rank or per stream
+  std::vector<std::string> bars;    // their names
+  std::vector<double> busy_s, comm_s;  // comm_s may be empty
+};
+void write_replay_html(const std::string& path, const ReplayPage& page, const sim::TaskGraph& graph, const std::vector<sim::Span>& spans);
 
 // `orrery compare` on step and multimodal scenarios: one row per policy.
 struct PolicySteps {

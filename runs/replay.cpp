@@ -6,6 +6,7 @@
 #include "reports/chrome_trace.hpp"
 #include "traces/json_input.hpp"
 #include "reports/report.hpp"
+#include "reports/html_pages.hpp"
 #include "traces/task_graph_json.hpp"
 #include "traces/chakra_replay.hpp"
 #include "calibration/kineto.hpp"
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <ostream>
 #include <set>
 
@@ -57,6 +59,21 @@ void replay_chakra(const ReplayOptions& o, std::ostream& out) {
   out << fmt::format("compute    busy {:.1f}% of the step on average (ranks from {:.1f}% to {:.1f}%)\n", step > 0 ? 100 * mean / step : 0.0,
                      step > 0 ? 100 * *lo / step : 0.0, step > 0 ? 100 * *hi / step : 0.0);
   if (!o.trace_path.empty()) reports::write_chrome_trace(o.trace_path, r.graph, r.spans);
+  if (!o.html_path.empty()) {
+    reports::ReplayPage page;
+    page.title = fmt::format("Chakra workload {}", o.chakra);
+    page.subtitle = fmt::format("{} ranks on {} x {} ({})", w.ranks.size(), w.ranks.size(), ro.gpu.name, o.topology);
+    page.figures = {{"step time", sim::to_string(r.makespan)},
+                    {"nodes", std::to_string(r.nodes)},
+                    {"collectives", std::to_string(r.collectives)},
+                    {"send/recv pairs", std::to_string(r.transfers)},
+                    {"compute", o.recost ? "re-costed from FLOPs and bytes" : "recorded durations"}};
+    page.bars_title = "Busy time per rank";
+    for (std::size_t k = 0; k < r.compute_s.size(); ++k) page.bars.push_back(fmt::format("rank {}", k));
+    page.busy_s = r.compute_s;
+    page.comm_s = r.comm_s;
+    reports::write_replay_html(o.html_path, page, r.graph, r.spans);
+  }
   if (report_wanted(o.report_path, o.report_json)) {
     reports::Report report;
     report.set("/command", "replay");
@@ -100,6 +117,25 @@ void replay_kineto(const ReplayOptions& o, std::ostream& out) {
                      o.topology.empty() ? "" : fmt::format(", NCCL kernels re-costed on {}{}", o.topology, o.ranks > 0 ? fmt::format(" at {} ranks", o.ranks) : ""));
   out << fmt::format("waits      {} kernels wait on another stream\n", r.waits);
   if (!o.trace_path.empty()) reports::write_chrome_trace(o.trace_path, r.graph, r.spans);
+  if (!o.html_path.empty()) {
+    reports::ReplayPage page;
+    page.title = fmt::format("PyTorch profile {}", o.kineto);
+    page.subtitle = fmt::format("{} GPU kernels on {}{}", r.kernels, trace.device,
+                                o.topology.empty() ? "" : fmt::format("; NCCL kernels re-costed on {}", o.topology));
+    page.figures = {{"recorded", sim::to_string(sim::ceil_duration_ns(span * 1e9))},
+                    {"replayed", sim::to_string(r.span)},
+                    {"kernels", std::to_string(r.kernels)},
+                    {"NCCL kernels", std::to_string(r.collectives)},
+                    {"cross-stream waits", std::to_string(r.waits)}};
+    page.bars_title = "Busy time per stream";
+    std::map<std::string, double> busy;
+    for (std::uint32_t t = 0; t < r.graph.task_count(); ++t) {
+      const auto s = r.graph.stream(sim::TaskId(t));
+      if (s) busy[r.graph.stream_info(*s).device + " " + r.graph.stream_info(*s).name] += r.graph.duration(sim::TaskId(t)).to_seconds();
+    }
+    for (const auto& [name, b] : busy) page.bars.push_back(name), page.busy_s.push_back(b);
+    reports::write_replay_html(o.html_path, page, r.graph, r.spans);
+  }
   if (report_wanted(o.report_path, o.report_json)) {
     reports::Report report;
     report.set("/command", "replay");
@@ -118,7 +154,10 @@ void replay_kineto(const ReplayOptions& o, std::ostream& out) {
 }  // namespace
 
 void replay(const ReplayOptions& options, std::ostream& out) {
-  check_outputs({{"--trace", options.trace_path}, {"--report", options.report_path}});
+  check_outputs({{"--trace", options.trace_path}, {"--report", options.report_path}, {"--html", options.html_path}});
+  if (!options.html_path.empty() && !options.graph_path.empty()) {
+    throw sim::InputError("<command line>", "--html", "the HTML page is for --chakra and --kineto replays");
+  }
   if (static_cast<int>(!options.graph_path.empty()) + static_cast<int>(!options.chakra.empty()) + static_cast<int>(!options.kineto.empty()) != 1) {
     throw sim::InputError("<command line>", "", "replay expects one of a task-graph JSON file, --chakra PREFIX or --kineto TRACE");
   }

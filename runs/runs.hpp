@@ -29,6 +29,7 @@ struct ReplayOptions {
   std::string comm = "nccl";
   std::string trace_path;   // empty: no timeline
   std::string report_path;  // empty: no report
+  std::string html_path;    // --chakra, --kineto: a self-contained HTML page
   std::string* report_json = nullptr;  // the Python module: the report's JSON lands here too
 };
 

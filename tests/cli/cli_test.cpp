@@ -1245,7 +1245,7 @@ TEST_CASE("orrery step --chakra-out and orrery replay --chakra") {
   CHECK(fs::exists("chakra_cli/default.15.et"));
   CHECK(fs::exists("chakra_cli/default.comm_groups.json"));
   const Result replay = run({"replay", "--chakra", "chakra_cli/default", "--topology", "dgx-h100:nodes=2", "--report", "chakra_cli/replay.json",
-                             "--trace", "chakra_cli/replay.trace.json"});
+                             "--trace", "chakra_cli/replay.trace.json", "--html", "chakra_cli/replay.html"});
   REQUIRE(replay.code == 0);
   CHECK(replay.out.find("workload   chakra_cli/default (16 ranks, ") == 0);
   const auto step_report = nlohmann::json::parse(slurp("chakra_cli/step.json"));
@@ -1253,6 +1253,7 @@ TEST_CASE("orrery step --chakra-out and orrery replay --chakra") {
   CHECK(replay_report["step_time_s"].get<double>() ==
         orrery::testing::Approx(step_report["step_time_s"].get<double>()).epsilon(0.01));
   CHECK(fs::exists("chakra_cli/replay.trace.json"));
+  CHECK(slurp("chakra_cli/replay.html").find("Busy time per rank") != std::string::npos);
   // Bad input: a missing workload, a fabric of the wrong size, no fabric, both inputs at once.
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"replay", "--chakra", "chakra_cli/none", "--topology", "dgx-h100:nodes=2", "--report", "chakra_cli/bad.json"},
