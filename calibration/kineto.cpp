@@ -38,7 +38,10 @@ double number_at(const nlohmann::json& o, const char* key, std::string_view sour
     throw sim::InputError(std::string(source), where, fmt::format("expected a number {}{}", key, it == o.end() ? ", found none" : ", found another type"));
   }
   const double v = it->get<double>();
-  if (!std::isfinite(v) || v < 0 || v > 1e15) throw sim::InputError(std::string(source), where, fmt::format("{} is {}, expected 0 to 1e15", key, v));
+  // Timestamps are microseconds, often since the epoch (1.7e15 in 2026); a duration above a day
+  // or a time past the year 5000 is a garbled field.
+  const double max = std::string_view(key) == "dur" ? 8.64e10 : 1e17;
+  if (!std::isfinite(v) || v < 0 || v > max) throw sim::InputError(std::string(source), where, fmt::format("{} is {}, expected 0 to {:g} (microseconds)", key, v, max));
   return v;
 }
 
@@ -188,7 +191,9 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& source)
       }
       ops[*ext] = std::move(op);
     } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      if (const std::optional<std::int64_t> c = integer_arg(args, "correlation")) launches[*c] = number_at(e, "ts", source, where);
+      if (const std::optional<std::int64_t> c = integer_arg(args, "correlation")) {
+        launches[*c] = number_at(e, "ts", source, where) + (e.contains("dur") ? number_at(e, "dur", source, where) : 0.0);
+      }
     } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
       KinetoKernel k;
       k.name = name;
@@ -413,6 +418,9 @@ KinetoReplay replay_kineto(const KinetoTrace& trace, const KinetoReplayOptions& 
   for (std::size_t i = 0; i < trace.kernels.size(); ++i) ends[trace.kernels[i].device].emplace_back(trace.kernels[i].ts_us + trace.kernels[i].dur_us, i);
   for (auto& [d, v] : ends) std::sort(v.begin(), v.end());
   constexpr double kSlackUs = 1.0;  // a kernel this much later than its stream and launch allow waited on something
+  // A kernel that starts within this of its launch call's end, after its stream went idle, was
+  // held by the host: it starts at its observed time (the host's pace is not the GPU's to change).
+  constexpr double kLaunchWindowUs = 50.0;
   std::vector<std::pair<std::size_t, std::size_t>> waits;
   for (std::size_t i = 0; i < trace.kernels.size(); ++i) {
     const KinetoKernel& k = trace.kernels[i];
@@ -431,10 +439,14 @@ KinetoReplay replay_kineto(const KinetoTrace& trace, const KinetoReplayOptions& 
       g.add_dependency(task[i - 1], task[i]);
       ready = trace.kernels[i - 1].ts_us + trace.kernels[i - 1].dur_us;
     }
-    if (k.launch_us && *k.launch_us > t0) {
-      const sim::TaskId launch = g.add_delay(fmt::format("launch {}", k.name), us(*k.launch_us - t0));
-      g.add_dependency(launch, task[i]);
-      ready = std::max(ready, *k.launch_us);
+    if (k.launch_us) {
+      const bool host_bound = k.ts_us > ready + kSlackUs && k.ts_us <= *k.launch_us + kLaunchWindowUs;
+      const double at = host_bound ? k.ts_us : *k.launch_us;
+      if (at > t0) {
+        const sim::TaskId launch = g.add_delay(fmt::format("launch {}", k.name), us(at - t0));
+        g.add_dependency(launch, task[i]);
+      }
+      ready = std::max(ready, at);
     }
     if (k.ts_us > ready + kSlackUs) {
       // It waited on another stream: the kernel of this device that ended last before it

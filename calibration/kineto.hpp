@@ -33,7 +33,7 @@ struct KinetoKernel {
   int device = 0;
   std::int64_t stream = 0;
   double ts_us = 0, dur_us = 0;
-  std::optional<double> launch_us;  // the host's launch call (its cuda_runtime event)
+  std::optional<double> launch_us;  // the end of the host's launch call (its cuda_runtime event)
   std::string where;                // "/traceEvents/123" (for messages)
   // The operator that launched it (joined on External id), when the trace has it.
   std::string op;
