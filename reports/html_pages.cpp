@@ -108,6 +108,37 @@ LineChart utilisation_chart() {
 
 }  // namespace
 
+namespace {
+
+// A timeline's x axis in milliseconds for runs under a second, else seconds: the factor.
+double timeline_scale(Timeline& tl, double seconds) {
+  const bool ms = seconds < 1;
+  tl.x_label = ms ? "time (ms)" : "time (s)";
+  return ms ? 1e3 : 1;
+}
+
+// A timeline's lanes by name, every stream of the graph first, then others as they come.
+class StreamLanes {
+ public:
+  StreamLanes(Timeline& tl, const sim::TaskGraph& graph) : tl_(tl) {
+    for (std::uint32_t s = 0; s < graph.stream_count(); ++s) {
+      const sim::StreamInfo& info = graph.stream_info(sim::StreamId(s));
+      (*this)(info.device + " " + info.name);
+    }
+  }
+  int operator()(const std::string& name) {
+    const auto [it, added] = of_.try_emplace(name, static_cast<int>(tl_.lanes.size()));
+    if (added) tl_.lanes.push_back(name);
+    return it->second;
+  }
+
+ private:
+  Timeline& tl_;
+  std::map<std::string, int> of_;
+};
+
+}  // namespace
+
 void write_step_html(const std::string& path, const std::string& title, const models::StepScenario& sc, const models::StepResult& r) {
   const models::ParallelPlan& p = sc.plan;
   HtmlReport page(title, fmt::format("{} on {} x {} ({}); tp {} pp {} vp {} dp {} cp {} ep {}, {} schedule, micro-batch {}, global batch {}, "
@@ -164,19 +195,8 @@ void write_step_html(const std::string& path, const std::string& title, const mo
   tl.id = "timeline";
   tl.title = "The simulated ranks' streams over one step";
   tl.category_order = {"forward", "backward", "weight grad", "optimizer", "grad reduce", "param all-gather", "pipeline send", "transfer", "wait"};
-  const bool ms = r.step_time.to_seconds() < 1;
-  tl.x_label = ms ? "time (ms)" : "time (s)";
-  const double scale = ms ? 1e3 : 1;
-  std::map<std::string, int> lane_of;
-  const auto lane = [&](const std::string& name) {
-    const auto [it, added] = lane_of.try_emplace(name, static_cast<int>(tl.lanes.size()));
-    if (added) tl.lanes.push_back(name);
-    return it->second;
-  };
-  for (std::uint32_t s = 0; s < r.graph.stream_count(); ++s) {
-    const sim::StreamInfo& info = r.graph.stream_info(sim::StreamId(s));
-    lane(info.device + " " + info.name);
-  }
+  const double scale = timeline_scale(tl, r.step_time.to_seconds());
+  StreamLanes lane(tl, r.graph);
   for (std::uint32_t t = 0; t < r.graph.task_count() && t < r.spans.size(); ++t) {
     const sim::Span& span = r.spans[t];
     if (span.end == sim::Time::max()) continue;
@@ -225,19 +245,8 @@ void write_replay_html(const std::string& path, const ReplayPage& pg, const sim:
   for (const sim::Span& s : spans) {
     if (s.end != sim::Time::max()) last = std::max(last, s.end);
   }
-  const bool ms = last.since_start().to_seconds() < 1;
-  tl.x_label = ms ? "time (ms)" : "time (s)";
-  const double scale = ms ? 1e3 : 1;
-  std::map<std::string, int> lane_of;
-  const auto lane = [&](const std::string& name) {
-    const auto [it, added] = lane_of.try_emplace(name, static_cast<int>(tl.lanes.size()));
-    if (added) tl.lanes.push_back(name);
-    return it->second;
-  };
-  for (std::uint32_t s = 0; s < graph.stream_count(); ++s) {
-    const sim::StreamInfo& info = graph.stream_info(sim::StreamId(s));
-    lane(info.device + " " + info.name);
-  }
+  const double scale = timeline_scale(tl, last.since_start().to_seconds());
+  StreamLanes lane(tl, graph);
   for (std::uint32_t t = 0; t < graph.task_count() && t < spans.size(); ++t) {
     const sim::Span& span = spans[t];
     const auto task = sim::TaskId(t);
