@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace orrery::models {
 
@@ -71,6 +72,11 @@ struct NoRelayThroughGpus {
 struct Topology::Cache {
   std::mutex mutex;
   std::vector<std::unique_ptr<std::vector<std::uint16_t>>> to;  // per destination node
+  // Per (node, destination): the node's out-links one hop closer, in link order (the choices
+  // ECMP hashes over), filled as routes pass through: a hop then costs a lookup instead of two
+  // scans of the node's links (a switch of 512 GPUs has 512+). Node-based, so a reference stays
+  // valid while others are added.
+  std::unordered_map<std::uint64_t, std::vector<LinkIndex>> next;
 };
 
 Topology::Topology() : cache_(std::make_unique<Cache>()) {}
@@ -116,6 +122,7 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   out_[a].push_back(first);
   out_[b].push_back(first + 1);
   cache_->to.clear();
+  cache_->next.clear();
   return first;
 }
 
@@ -179,22 +186,25 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
-    std::uint32_t candidates = 0;
-    for (const LinkIndex l : out_[at]) candidates += d[links_[l].to] == next_distance ? 1u : 0u;
-    ORRERY_CHECK(candidates > 0, "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name,
-                 nodes_[at].name);
-    std::uint32_t pick = static_cast<std::uint32_t>(z % candidates);
-    for (const LinkIndex l : out_[at]) {
-      if (d[links_[l].to] != next_distance) continue;
-      if (pick-- == 0) {
-        path.push_back(l);
-        at = links_[l].to;
-        break;
-      }
-    }
+    const std::vector<LinkIndex>& candidates = next_hops(at, dst, d);
+    ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
+    const LinkIndex l = candidates[static_cast<std::size_t>(z % candidates.size())];
+    path.push_back(l);
+    at = links_[l].to;
   }
   return path;
+}
+
+const std::vector<LinkIndex>& Topology::next_hops(NodeIndex at, NodeIndex dst, const std::vector<std::uint16_t>& d) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const auto [it, added] = cache_->next.try_emplace(static_cast<std::uint64_t>(at) * nodes_.size() + dst);
+  if (added) {
+    const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
+    for (const LinkIndex l : out_[at]) {
+      if (d[links_[l].to] == next_distance) it->second.push_back(l);
+    }
+  }
+  return it->second;
 }
 
 std::vector<std::string> Topology::problems() const {

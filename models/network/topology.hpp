@@ -101,6 +101,8 @@ class Topology {
   std::int32_t server_count_ = 0;
   std::string gpu_type_;
   std::string net_kind_ = "ib";
+  // The out-links of `at` one hop closer to `dst` (distances `d` to it), cached.
+  const std::vector<LinkIndex>& next_hops(NodeIndex at, NodeIndex dst, const std::vector<std::uint16_t>& d) const;
   struct Cache;
   std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
 };
