@@ -67,6 +67,12 @@ struct CollectiveSpec {
   bool link_latency = true;
   // The most transfers the plan may hold (0: no limit): an InputError naming --chunks beyond it.
   std::size_t max_transfers = 0;
+  // Ring plans only: plan this many ring steps instead of the collective's own (0: all of them).
+  // run_collective uses it to extrapolate long rings (ring_extrapolation).
+  int ring_steps = 0;
+  // Whether run_collective may cost a long ring from two shorter runs of it (exact on the ring's
+  // steady state; tests/models/network/collectives_test.cpp checks it against the full run).
+  bool extrapolate_rings = true;
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.
@@ -107,6 +113,7 @@ struct CollectiveResult {
   std::uint64_t events = 0;
   int ranks = 0;
   int channels = 0;
+  int extrapolated_steps = 0;  // a ring costed from two shorter runs of it: its steps (0: run in full)
   std::vector<LinkLoadSample> link_loads;  // when asked for
 };
 

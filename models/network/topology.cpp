@@ -7,11 +7,6 @@
 
 #include <fmt/ranges.h>
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
-#include <boost/graph/reverse_graph.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -51,22 +46,6 @@ std::string_view to_string(LinkKind kind) {
 
 namespace {
 constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
-                                    boost::property<boost::edge_index_t, LinkIndex>>;
-
-// An edge filter for the search from a destination: GPUs are endpoints, never relays, so the
-// search does not continue from a GPU other than the destination.
-template <class G>
-struct NoRelayThroughGpus {
-  const std::vector<TopoNode>* nodes = nullptr;
-  NodeIndex dst = 0;
-  const G* graph = nullptr;
-  template <class Edge>
-  bool operator()(const Edge& e) const {
-    const auto from = static_cast<NodeIndex>(boost::source(e, *graph));
-    return from == dst || (*nodes)[from].kind != NodeKind::gpu;
-  }
-};
 }  // namespace
 
 struct Topology::Cache {
@@ -77,6 +56,8 @@ struct Topology::Cache {
   // scans of the node's links (a switch of 512 GPUs has 512+). Node-based, so a reference stays
   // valid while others are added.
   std::unordered_map<std::uint64_t, std::vector<LinkIndex>> next;
+  // Every node's in-links, for the searches from destinations (built with the first).
+  std::vector<std::vector<LinkIndex>> in;
 };
 
 Topology::Topology() : cache_(std::make_unique<Cache>()) {}
@@ -123,6 +104,7 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   out_[b].push_back(first + 1);
   cache_->to.clear();
   cache_->next.clear();
+  cache_->in.clear();
   return first;
 }
 
@@ -148,20 +130,31 @@ const std::vector<std::uint16_t>& Topology::distances_to(NodeIndex dst) const {
   if (cache_->to.size() != nodes_.size()) cache_->to.resize(nodes_.size());
   if (cache_->to[dst]) return *cache_->to[dst];
 
-  // Breadth-first search from the destination against the link direction.
-  Graph g(nodes_.size());
-  for (LinkIndex l = 0; l < links_.size(); ++l) boost::add_edge(links_[l].from, links_[l].to, l, g);
-  const auto reversed = boost::make_reverse_graph(g);
-  using Reversed = decltype(reversed);
-  const boost::filtered_graph<Reversed, NoRelayThroughGpus<Reversed>> searchable(
-      reversed, NoRelayThroughGpus<Reversed>{&nodes_, dst, &reversed});
+  // Breadth-first search from the destination against the link direction; GPUs are endpoints,
+  // never relays, so the search does not continue from a GPU other than the destination. (Its
+  // own queue over the nodes' in-links: the fabric is searched once per destination, and a
+  // 65,536-GPU data-parallel group has as many.)
+  if (cache_->in.size() != nodes_.size()) {
+    cache_->in.assign(nodes_.size(), {});
+    for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
+  }
   auto table = std::make_unique<std::vector<std::uint16_t>>(nodes_.size(), kUnreached);
-  (*table)[dst] = 0;
   std::vector<std::uint16_t>& d = *table;
-  boost::breadth_first_search(
-      searchable, dst,
-      boost::visitor(boost::make_bfs_visitor(boost::record_distances(d.data(), boost::on_tree_edge()))));
+  std::vector<NodeIndex> queue;
+  queue.reserve(nodes_.size());
   d[dst] = 0;
+  queue.push_back(dst);
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const NodeIndex x = queue[head];
+    if (x != dst && nodes_[x].kind == NodeKind::gpu) continue;
+    for (const LinkIndex l : cache_->in[x]) {
+      const NodeIndex v = links_[l].from;
+      if (d[v] == kUnreached) {
+        d[v] = static_cast<std::uint16_t>(d[x] + 1);
+        queue.push_back(v);
+      }
+    }
+  }
   cache_->to[dst] = std::move(table);
   return *cache_->to[dst];
 }
