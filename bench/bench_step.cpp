@@ -8,6 +8,8 @@
 
 #include "models/hardware/cost.hpp"
 #include "models/hardware/step_params.hpp"
+#include "models/network/collectives.hpp"
+#include "models/network/topology.hpp"
 #include "models/training/step.hpp"
 #include "policies/pipeline.hpp"
 
@@ -71,6 +73,52 @@ void bench_step_gpt3(Figures& out, bool quick) {
   sc.plan.schedule = "1f1b";
   sc.topology = fmt::format("dgx-h100:nodes={}", sc.plan.gpus() / 8);
   run(out, "step.gpt3_175b", sc, 1, true);
+}
+
+}  // namespace orrery::bench
+
+namespace orrery::bench {
+
+// A pure data-parallel step, Llama 3 8B (tp 1, pp 1, one sequence of 8192 per GPU, ZeRO-1) at
+// DP 1,024, 2,048 and 8,192 (quick: 256): its gradient reduce-scatter and parameter all-gather
+// are rings of thousands of steps on the whole fabric. Targets (issue 21): 10 s and 2 GB each.
+// Beside it, the ring that dominates, a 1 GiB all-reduce on 512 GPUs behind one switch and on
+// 64 servers of 8, costed from two short runs of it (the default) and by the full flow
+// simulation, in the same run: the wall-time ratio and whether the times agree.
+void bench_step_data_parallel(Figures& out, bool quick) {
+  for (const int dp : quick ? std::vector<int>{256} : std::vector<int>{1024, 2048, 8192}) {
+    models::StepScenario sc;
+    sc.model = models::ModelCatalog::builtin().model("llama3-8b");
+    sc.gpu = models::HardwareCatalog::builtin().gpu("H100");
+    sc.plan.dp = dp;
+    sc.plan.seq_len = 8192;
+    sc.plan.global_batch = dp;
+    sc.topology = fmt::format("dgx-h100:nodes={}", dp / 8);
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
+    const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
+    models::StepResult r;
+    const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
+    const std::string name = fmt::format("step.dp{}", dp);
+    out.push_back({name + ".wall", wall, "s (target < 10)"});
+    out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
+    out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
+    out.push_back({name + ".peak_rss", peak_rss_gb(), "GB, the process so far (target < 2)"});
+  }
+  for (const auto& [label, spec] : {std::pair{"switch512", "dgx-h100:nodes=1,gpus_per_node=512"}, std::pair{"servers64x8", "dgx-h100:nodes=64"}}) {
+    const models::Topology t = models::build_topology(quick ? "dgx-h100:nodes=1,gpus_per_node=128" : spec);
+    models::CollectiveSpec s;
+    s.op = models::CollectiveOp::all_reduce;
+    s.algo = models::CollectiveAlgo::ring;
+    s.size = sim::Bytes(1 << 30);
+    models::CollectiveResult fast, full;
+    const double fast_wall = best_seconds(3, [&] { fast = models::run_collective(t, s); });
+    s.extrapolate_rings = false;
+    const double full_wall = best_seconds(1, [&] { full = models::run_collective(t, s); });
+    const std::string name = fmt::format("network.ring.{}", label);
+    out.push_back({name + ".wall", fast_wall, "s (two short runs of the ring)"});
+    out.push_back({name + ".full_wall", full_wall, "s (every step simulated)"});
+    out.push_back({name + ".ratio", fast_wall / full_wall, fmt::format("x (same time: {})", fast.time == full.time ? "yes" : "NO")});
+  }
 }
 
 }  // namespace orrery::bench
