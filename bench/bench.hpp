@@ -58,6 +58,7 @@ void bench_network_nccl(Figures& out, bool quick);
 void bench_step_llama405b(Figures& out, bool quick);
 void bench_step_gpt3(Figures& out, bool quick);
 void bench_step_data_parallel(Figures& out, bool quick);
+void bench_step_frontier(Figures& out, bool quick);
 void bench_balance(Figures& out, bool quick);
 void bench_cluster(Figures& out, bool quick);
 void bench_calibration(Figures& out, bool quick);

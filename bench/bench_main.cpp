@@ -31,6 +31,7 @@ const std::vector<GroupSpec> kGroups = {
     {"step.gpt3", orrery::bench::bench_step_gpt3, 300},
     {"step.llama405b", orrery::bench::bench_step_llama405b, 300},
     {"step.data_parallel", orrery::bench::bench_step_data_parallel, 300},
+    {"step.frontier", orrery::bench::bench_step_frontier, 600},
     {"balance", orrery::bench::bench_balance, 300},
     {"cluster", orrery::bench::bench_cluster, 300},
     {"multimodal", orrery::bench::bench_multimodal, 300},

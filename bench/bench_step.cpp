@@ -122,3 +122,43 @@ void bench_step_data_parallel(Figures& out, bool quick) {
 }
 
 }  // namespace orrery::bench
+
+namespace orrery::bench {
+
+// DeepSeek-V3 at frontier scale, as issue 21 sets it: tp 1, pp 16, ep 64, dp = N / 16, full
+// recompute, one 4096-token sequence per GPU, GB200 in NVL72 racks of 64 GPUs, at 8,192 to
+// 131,072 GPUs (quick: 1,024): wall time, peak RSS, and the growth of wall time from the
+// smallest to the largest against the growth in GPUs (target: at most linear).
+void bench_step_frontier(Figures& out, bool quick) {
+  double first_wall = 0;
+  int first_gpus = 0;
+  for (const int n : quick ? std::vector<int>{1024} : std::vector<int>{8192, 16384, 32768, 65536, 131072}) {
+    models::StepScenario sc;
+    sc.model = models::ModelCatalog::builtin().model("deepseek-v3");
+    sc.gpu = models::HardwareCatalog::builtin().gpu("GB200");
+    sc.plan.pp = 16;
+    sc.plan.ep = 64;
+    sc.plan.dp = n / 16;
+    sc.plan.seq_len = 4096;
+    sc.plan.global_batch = n;
+    sc.plan.recompute = models::Recompute::full;
+    sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64", n / 64);
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
+    const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
+    models::StepResult r;
+    const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
+    const std::string name = fmt::format("step.deepseek_v3.{}", n);
+    out.push_back({name + ".wall", wall, "s (target < 60)"});
+    out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
+    out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
+    out.push_back({name + ".peak_rss", peak_rss_gb(), "GB, the process so far (target < 16)"});
+    if (first_gpus == 0) {
+      first_gpus = n, first_wall = wall;
+    } else {
+      out.push_back({name + ".growth", (wall / first_wall) / (static_cast<double>(n) / first_gpus),
+                     fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
+    }
+  }
+}
+
+}  // namespace orrery::bench

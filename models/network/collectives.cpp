@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 namespace orrery::models {
 
@@ -805,7 +806,11 @@ class Runner : public sim::FlowObserver {
     const Transfer& tr = plan_.transfers[i];
     route_.clear();
     if (tr.src != tr.dst) {
-      for (const LinkIndex l : topology_.route(tr.src, tr.dst, tr.flow_hash)) {
+      // A connection's transfers (a ring channel's steps) share one route: found once.
+      const RouteKey key{tr.src, tr.dst, tr.flow_hash};
+      auto found = routes_.find(key);
+      if (found == routes_.end()) found = routes_.emplace(key, topology_.route(tr.src, tr.dst, tr.flow_hash)).first;
+      for (const LinkIndex l : found->second) {
         // NVLS transfers also pass the switch's reduction port on the GPU side.
         if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
           route_.push_back(sim::LinkId(l));
@@ -843,6 +848,15 @@ class Runner : public sim::FlowObserver {
   std::vector<LinkIndex> port_of_;
   std::vector<std::uint32_t> waiting_, offsets_, dependents_;
   std::vector<sim::LinkId> route_;
+  struct RouteKey {
+    NodeIndex src, dst;
+    std::uint64_t hash;
+    bool operator==(const RouteKey&) const = default;
+  };
+  struct RouteHash {
+    std::size_t operator()(const RouteKey& k) const { return std::hash<std::uint64_t>()(k.hash ^ (std::uint64_t{k.src} << 32) ^ k.dst); }
+  };
+  std::unordered_map<RouteKey, std::vector<LinkIndex>, RouteHash> routes_;
   std::vector<LinkLoadSample> loads_;
   std::size_t done_ = 0;
   sim::Duration start_latency_ = sim::Duration::zero();
