@@ -49,7 +49,11 @@ std::optional<std::int64_t> integer_arg(const nlohmann::json& args, const char* 
   const auto it = args.find(key);
   if (it == args.end()) return std::nullopt;
   if (it->is_number_integer() || it->is_number_unsigned()) return it->get<std::int64_t>();
-  if (it->is_number_float()) return static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (!std::isfinite(v) || std::fabs(v) >= 9e18) return std::nullopt;
+    return static_cast<std::int64_t>(v);
+  }
   if (it->is_string()) {
     try {
       return std::stoll(it->get<std::string>());
@@ -104,10 +108,18 @@ std::string iso_date_of(double base_ns) {
   return buf;
 }
 
-std::int64_t numel(const std::vector<std::int64_t>& d) {
-  std::int64_t n = 1;
-  for (const std::int64_t v : d) n *= std::max<std::int64_t>(v, 0);
+// Elements of a tensor of dims `d` (as a double: recorded dims may multiply past int64).
+double numel(const std::vector<std::int64_t>& d) {
+  double n = 1;
+  for (const std::int64_t v : d) n *= static_cast<double>(std::max<std::int64_t>(v, 0));
   return d.empty() ? 0 : n;
+}
+
+// The product of the leading dims of `d` (all but the last), or 0 when it is not a sane size.
+std::int64_t rows_of(const std::vector<std::int64_t>& d) {
+  double m = 1;
+  for (std::size_t i = 0; i + 1 < d.size(); ++i) m *= static_cast<double>(d[i]);
+  return m > 0 && m < 1e12 ? static_cast<std::int64_t>(m) : 0;
 }
 
 }  // namespace
@@ -218,7 +230,7 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& source)
         const auto elems = integer_arg(args, k.collective == models::CollectiveOp::all_gather ? "Out msg nelems" : "In msg nelems");
         const double size = args.contains("dtype") && args["dtype"].is_string() ? dtype_bytes(args["dtype"].get<std::string>()) : 0;
         if (elems && size > 0) k.comm_bytes = static_cast<double>(*elems) * size;
-        k.group_size = static_cast<int>(integer_arg(args, "Group size").value_or(0));
+        k.group_size = static_cast<int>(std::clamp<std::int64_t>(integer_arg(args, "Group size").value_or(0), 0, 1 << 21));
       }
       t.kernels.push_back(std::move(k));
     }
@@ -229,6 +241,12 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& source)
   for (std::size_t i = 0; i < t.kernels.size(); ++i) {
     KinetoKernel& k = t.kernels[i];
     const auto [ext, corr] = kernel_links[i];
+    // Sizes past a petabyte or groups past a million ranks are garbled: the size is unknown.
+    const auto sane = [](KinetoKernel& x) {
+      if (x.comm_bytes < 0 || x.comm_bytes > 1e15) x.comm_bytes = 0;
+      if (x.group_size < 0 || x.group_size > (1 << 20)) x.group_size = 0;
+    };
+    sane(k);
     if (const auto it = launches.find(corr); corr >= 0 && it != launches.end()) k.launch_us = it->second;
     const auto it = ops.find(ext);
     if (ext < 0 || it == ops.end()) continue;
@@ -241,7 +259,8 @@ KinetoTrace parse_kineto_trace(std::string_view text, const std::string& source)
       const auto elems = integer_arg(op.args, k.collective == models::CollectiveOp::all_gather ? "Out msg nelems" : "In msg nelems");
       const double size = op.args.contains("dtype") && op.args["dtype"].is_string() ? dtype_bytes(op.args["dtype"].get<std::string>()) : 0;
       if (k.comm_bytes == 0 && elems && size > 0) k.comm_bytes = static_cast<double>(*elems) * size;
-      if (k.group_size == 0) k.group_size = static_cast<int>(integer_arg(op.args, "Group size").value_or(0));
+      if (k.group_size == 0) k.group_size = static_cast<int>(std::clamp<std::int64_t>(integer_arg(op.args, "Group size").value_or(0), 0, 1 << 21));
+      sane(k);
     }
   }
   std::stable_sort(t.kernels.begin(), t.kernels.end(), [](const KinetoKernel& a, const KinetoKernel& b) {
@@ -274,7 +293,7 @@ std::optional<models::Kernel> kineto_kernel(const KinetoKernel& k, std::string& 
     return std::nullopt;
   }
   if (k.category == "gpu_memcpy") {
-    if (k.bytes <= 0) {
+    if (k.bytes <= 0 || k.bytes > 1e15) {
       why = "a memcpy without its bytes";
       return std::nullopt;
     }
@@ -297,13 +316,9 @@ std::optional<models::Kernel> kineto_kernel(const KinetoKernel& k, std::string& 
     } else if ((k.op == "aten::bmm" || k.op == "aten::baddbmm") && A.size() == 3 && B.size() == 3) {
       batch = A[0], m = A[1], kk = A[2], nn = B[2];
     } else if (k.op == "aten::linear" && A.size() >= 2 && B.size() == 2) {
-      m = 1;
-      for (std::size_t i = 0; i + 1 < A.size(); ++i) m *= A[i];
-      kk = A.back(), nn = B[0];
+      m = rows_of(A), kk = A.back(), nn = B[0];
     } else if (k.op == "aten::matmul" && A.size() >= 3 && B.size() == 2) {
-      m = 1;
-      for (std::size_t i = 0; i + 1 < A.size(); ++i) m *= A[i];
-      kk = A.back(), nn = B[1];
+      m = rows_of(A), kk = A.back(), nn = B[1];
     } else {
       why = fmt::format("a GEMM under {}, whose inputs Orrery does not read as a GEMM's shape", k.op);
       return std::nullopt;
@@ -312,8 +327,9 @@ std::optional<models::Kernel> kineto_kernel(const KinetoKernel& k, std::string& 
       why = fmt::format("a GEMM of input type {}", type(a).empty() ? "(not recorded)" : type(a));
       return std::nullopt;
     }
-    if (m <= 0 || nn <= 0 || kk <= 0 || batch <= 0) {
-      why = "a GEMM with an empty dimension";
+    constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+    if (m <= 0 || nn <= 0 || kk <= 0 || batch <= 0 || m > kMaxDim || nn > kMaxDim || kk > kMaxDim || batch > kMaxDim) {
+      why = "a GEMM with an empty or impossible dimension";
       return std::nullopt;
     }
     return models::Kernel::gemm(m, nn, kk, *t, batch);
@@ -347,7 +363,8 @@ std::optional<models::Kernel> kineto_kernel(const KinetoKernel& k, std::string& 
       return std::nullopt;
     }
     const std::optional<models::DType> t = dtype_of(type(q));
-    if (!t || batch <= 0 || seq <= 0 || heads <= 0 || kv <= 0 || d <= 0) {
+    constexpr std::int64_t kMax = std::int64_t{1} << 24;
+    if (!t || batch <= 0 || seq <= 0 || heads <= 0 || kv <= 0 || d <= 0 || batch > kMax || seq > kMax || heads > kMax || kv > kMax || d > kMax) {
       why = "an attention kernel of an unread shape or type";
       return std::nullopt;
     }
@@ -367,12 +384,12 @@ std::optional<models::Kernel> kineto_kernel(const KinetoKernel& k, std::string& 
   // Bytes: every tensor input read, and an output the size of the largest written.
   double bytes = 0, largest = 0;
   for (std::size_t i = 0; i < k.input_dims.size(); ++i) {
-    const double b = static_cast<double>(numel(k.input_dims[i])) * dtype_bytes(type(i));
+    const double b = numel(k.input_dims[i]) * dtype_bytes(type(i));
     bytes += b;
     largest = std::max(largest, b);
   }
-  if (bytes <= 0) {
-    why = "a memory-bound kernel whose operator's shapes were not recorded";
+  if (bytes <= 0 || bytes > 1e15) {
+    why = bytes > 0 ? "a memory-bound kernel of more than a petabyte (garbled shapes)" : "a memory-bound kernel whose operator's shapes were not recorded";
     return std::nullopt;
   }
   return models::Kernel::memory_bound(*kind, sim::Bytes(bytes + largest), dtype_of(type(0)).value_or(models::DType::bf16));

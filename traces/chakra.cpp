@@ -26,7 +26,7 @@ namespace pb = ChakraProtoMsg;
 
 // Files above this are refused rather than read into memory (a step of 131,072 ranks writes
 // files of a few MB each).
-constexpr std::uintmax_t kMaxEtBytes = std::uintmax_t{1} << 31;
+constexpr std::uintmax_t kMaxEtBytes = std::uintmax_t{1} << 30;
 
 std::string read_bytes(const std::string& path) {
   std::error_code ec;
