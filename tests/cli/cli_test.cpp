@@ -1276,3 +1276,32 @@ TEST_CASE("orrery step --chakra-out and orrery replay --chakra") {
   CHECK(estimate.err.find("orrery: error: <command line>:--chakra-out: the traces need the emulator's graph: drop --estimate") == 0);
   CHECK_FALSE(fs::exists("chakra_cli/est.0.et"));
 }
+
+// Calibrating from a PyTorch profile, end to end: import, fit, replay; bad traces exit 1 with one
+// line and write no profile.
+TEST_CASE("orrery calibrate import, calibrate fit and replay --kineto") {
+  fs::create_directories("kineto_cli");
+  const std::string trace = std::string(ORRERY_SOURCE_DIR) + "/examples/traces/kineto-layer-synthetic.json";
+  const Result imported = run({"calibrate", "import", trace, "-o", "kineto_cli/profile.json"});
+  REQUIRE(imported.code == 0);
+  CHECK(imported.out.find("matched    49 kernels") != std::string::npos);
+  const Result fit = run({"calibrate", "fit", "kineto_cli/profile.json", "-o", "kineto_cli/curves.json"});
+  CHECK(fit.code == 0);
+  CHECK(fs::exists("kineto_cli/curves.json"));
+  const Result replay = run({"replay", "--kineto", trace, "--report", "kineto_cli/replay.json", "--html", "kineto_cli/replay.html"});
+  REQUIRE(replay.code == 0);
+  const auto report = nlohmann::json::parse(slurp("kineto_cli/replay.json"));
+  CHECK(report["step_time_s"].get<double>() == orrery::testing::Approx(report["recorded_s"].get<double>()).epsilon(0.05));
+  write("kineto_cli/cpu-only.json", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})");
+  for (const auto& args : std::vector<std::vector<std::string>>{{"calibrate", "import", "kineto_cli/cpu-only.json", "-o", "kineto_cli/bad.json"},
+                                                                {"replay", "--kineto", "kineto_cli/cpu-only.json", "--report", "kineto_cli/bad.json"},
+                                                                {"replay", "--kineto", trace, "--ranks", "64", "--report", "kineto_cli/bad.json"}}) {
+    const Result r = run(args);
+    CHECK(r.code == 1);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists("kineto_cli/bad.json"));
+  }
+  CHECK(run({"calibrate", "import", "kineto_cli/cpu-only.json", "-o", "kineto_cli/bad.json"}).err ==
+        "orrery: error: kineto_cli/cpu-only.json:/traceEvents: no GPU kernels (events of category \"kernel\"): record the trace with "
+        "ProfilerActivity.CUDA\n");
+}
