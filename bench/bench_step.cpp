@@ -79,6 +79,22 @@ void bench_step_gpt3(Figures& out, bool quick) {
 
 namespace orrery::bench {
 
+namespace {
+// One run of a scenario's step: its wall time (returned), simulated time, flows and the process's
+// peak RSS so far, against the targets.
+double step_once(Figures& out, const std::string& name, const models::StepScenario& sc, double target_s, double target_gb) {
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
+  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
+  models::StepResult r;
+  const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
+  out.push_back({name + ".wall", wall, fmt::format("s (target < {:g})", target_s)});
+  out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
+  out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
+  out.push_back({name + ".peak_rss", peak_rss_gb(), fmt::format("GB, the process so far (target < {:g})", target_gb)});
+  return wall;
+}
+}  // namespace
+
 // A pure data-parallel step, Llama 3 8B (tp 1, pp 1, one sequence of 8192 per GPU, ZeRO-1) at
 // DP 1,024, 2,048 and 8,192 (quick: 256): its gradient reduce-scatter and parameter all-gather
 // are rings of thousands of steps on the whole fabric. Targets (issue 21): 10 s and 2 GB each.
@@ -94,15 +110,7 @@ void bench_step_data_parallel(Figures& out, bool quick) {
     sc.plan.seq_len = 8192;
     sc.plan.global_batch = dp;
     sc.topology = fmt::format("dgx-h100:nodes={}", dp / 8);
-    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-    const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
-    models::StepResult r;
-    const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
-    const std::string name = fmt::format("step.dp{}", dp);
-    out.push_back({name + ".wall", wall, "s (target < 10)"});
-    out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
-    out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
-    out.push_back({name + ".peak_rss", peak_rss_gb(), "GB, the process so far (target < 2)"});
+    step_once(out, fmt::format("step.dp{}", dp), sc, 10, 2);
   }
   for (const auto& [label, spec] : {std::pair{"switch512", "dgx-h100:nodes=1,gpus_per_node=512"}, std::pair{"servers64x8", "dgx-h100:nodes=64"}}) {
     const models::Topology t = models::build_topology(quick ? "dgx-h100:nodes=1,gpus_per_node=128" : spec);
@@ -143,15 +151,8 @@ void bench_step_frontier(Figures& out, bool quick) {
     sc.plan.global_batch = n;
     sc.plan.recompute = models::Recompute::full;
     sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64", n / 64);
-    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-    const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
-    models::StepResult r;
-    const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
     const std::string name = fmt::format("step.deepseek_v3.{}", n);
-    out.push_back({name + ".wall", wall, "s (target < 60)"});
-    out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
-    out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
-    out.push_back({name + ".peak_rss", peak_rss_gb(), "GB, the process so far (target < 16)"});
+    const double wall = step_once(out, name, sc, 60, 16);
     if (first_gpus == 0) {
       first_gpus = n, first_wall = wall;
     } else {
