@@ -196,6 +196,10 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.framework = "megatron";
     apply_june_2026_moe_recipe(p, model, system, t.at(r, "container"));
     if (p.ep > 1) p.moe_dispatch = recipe_dispatch(model, system, p);
+    // Qwen3 235B-A22B on H100 overlaps its expert all-to-all with the other micro-batch in every
+    // recipe since before the 26.02 container (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*_V1 and V2,
+    // moe_a2a_overlap=True, in the workload configs at bf07e5678).
+    if (model == "qwen3-235b-a22b" && system == "DGX-H100") p.overlap_ep_comm = true;
     // LoRA rows: Megatron-Bridge's LoRA defaults (rank 32 on linear_qkv, linear_proj, linear_fc1,
     // linear_fc2; the recipes' rank is not printed).
     p.lora.enabled = t.at(r, "task") == "lora";

@@ -279,20 +279,21 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   const auto steps = orrery::validation::validate_steps(fit, md, out);
   REQUIRE(steps.tables.size() == 2);
   // Each row predicted by parameters fitted without it: Megatron-LM's tables at or below the
-  // errors of the earlier two-rows-per-GPU calibration (8.1% and 8.5%, issue 20).
+  // errors of the earlier two-rows-per-GPU calibration, as issue 20 states them ("the Megatron
+  // 2021/2024 tables stay at or below today's 8.1% / 8.5%").
   for (const auto& t : steps.tables) {
     CAPTURE(t.name);
     CHECK(t.rows >= 9);
-    CHECK(t.mape < 0.081);
+    CHECK(t.mape <= (t.name.find("2021") != std::string::npos ? 0.081 : 0.085));
   }
   check_committed(md);
   // Megatron-Bridge's runs: the rows Orrery can express run (the rest are listed with what is
-  // missing), predicted leave-one-out; a regression bound at today's 16.0% (issue 20 asks 10%).
+  // missing), predicted leave-one-out; a regression bound at today's 14.9% (issue 20 asks 10%).
   std::string bridge_md;
   const auto bridge = orrery::validation::validate_bridge(fit, bridge_md, out);
   CHECK(bridge.rows == 142);
   CHECK(bridge.run >= 136);
-  CHECK(bridge.mape < 0.17);
+  CHECK(bridge.mape < 0.16);
   // The release spread: a floor under any release-blind prediction, below the model's error.
   CHECK(bridge.release_floor > 0);
   CHECK(bridge.release_floor < bridge.mape);

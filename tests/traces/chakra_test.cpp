@@ -188,7 +188,8 @@ TEST_CASE("chakra: a hand-built workload of another shape replays as its closed 
   CHECK(r.makespan.to_seconds() == orrery::testing::Approx(expected).epsilon(0.01));
   CHECK(r.collectives == 1);
   CHECK(r.transfers == 1);
-  // Re-costed from FLOPs: a node of 1 PFLOP runs at the roofline's GEMM share of the bf16 peak.
+  // Re-costed from FLOPs: a node of 1 PFLOP runs at the roofline's GEMM share of the bf16 peak,
+  // plus its per-kernel overhead.
   ChakraWorkload flops = w;
   for (auto& t : flops.ranks) {
     for (EtNode& n : t.nodes) {
@@ -198,7 +199,7 @@ TEST_CASE("chakra: a hand-built workload of another shape replays as its closed 
   ChakraReplayOptions o = options("dgx-h100:nodes=1");
   o.recost = true;
   const ChakraReplay re = replay_chakra(flops, o);
-  const double node = 1e15 / (o.gpu.peak(models::DType::bf16).value() * o.roofline.gemm_efficiency);
+  const double node = 1e15 / (o.gpu.peak(models::DType::bf16).value() * o.roofline.gemm_efficiency) + o.roofline.kernel_overhead.to_seconds();
   CHECK(re.compute_s[1] == orrery::testing::Approx(3 * node).epsilon(1e-6));
   CHECK(re.makespan > r.makespan);
 }
