@@ -889,11 +889,9 @@ struct StepGraph {
   sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
     const double isolated = comm.collective(op, bytes, dp_group, p.tp);
     const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes);
-    if (options.keep_graph) {
-      const int rank = global_rank(stage, r);
-      const int tp_index = r % p.tp;
-      result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = rank, .peer = 0,
-                              .group_first = stage * p.tp * p.cp * p.dp + tp_index, .group_size = dp_group, .group_stride = p.tp});
+    if (options.keep_graph) {  // the group: this tensor-parallel index's ranks of the stage
+      result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = global_rank(stage, r), .peer = 0,
+                              .group_first = global_rank(stage, r % p.tp), .group_size = dp_group, .group_stride = p.tp});
     }
     return t;
   }
