@@ -128,6 +128,11 @@ std::string_view to_string(EtNodeType t) {
   return "?";
 }
 
+std::string et_node_where(const EtRankTrace& t, std::size_t i) {
+  const EtNode& n = t.nodes[i];
+  return fmt::format("node #{} (id {}, {})", i, n.id, n.name);
+}
+
 std::optional<models::CollectiveOp> collective_of(std::int64_t comm_type) {
   switch (comm_type) {
     case pb::ALL_REDUCE: return models::CollectiveOp::all_reduce;
@@ -210,7 +215,7 @@ EtRankTrace parse_chakra_et(std::string_view bytes, std::string_view source) {
     const EtNode& n = t.nodes[i];
     for (const std::uint64_t d : n.data_deps) {
       if (t.index.count(d) == 0) {
-        throw sim::InputError(t.path, fmt::format("node #{} (id {}, {})", i, n.id, n.name),
+        throw sim::InputError(t.path, et_node_where(t, i),
                               fmt::format("depends on node {}, which the trace does not have", d));
       }
     }
@@ -273,7 +278,7 @@ void check_chakra_workload(const ChakraWorkload& w, const std::string& prefix) {
     const EtRankTrace& t = w.ranks[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < t.nodes.size(); ++i) {
       const EtNode& node = t.nodes[i];
-      const std::string at = fmt::format("node #{} (id {}, {})", i, node.id, node.name);
+      const std::string at = et_node_where(t, i);
       if (!node.pg_name.empty() && w.groups.count(node.pg_name) == 0) {
         throw sim::InputError(t.path, at,
                               w.groups_path.empty()

@@ -71,6 +71,8 @@ EtRankTrace read_chakra_et(const std::string& path);
 // there is one (`groups_path` overrides `<prefix>.comm_groups.json`). Checks every pg_name a
 // node uses against the groups, and every send/recv peer against the ranks.
 ChakraWorkload read_chakra_workload(const std::string& prefix, const std::string& groups_path = "");
+// Where node i of a trace is, for messages: "node #3 (id 17, aten::mm)".
+std::string et_node_where(const EtRankTrace& t, std::size_t i);
 // The checks read_chakra_workload makes across ranks (groups, peers, required attributes).
 void check_chakra_workload(const ChakraWorkload& w, const std::string& prefix);
 // Parses a groups file's text (errors name `source` and the JSON pointer).

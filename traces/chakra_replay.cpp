@@ -25,11 +25,6 @@ struct NodeTasks {
   sim::TaskId entry{}, exit{};
 };
 
-std::string node_at(const EtRankTrace& t, std::size_t i) {
-  const EtNode& n = t.nodes[i];
-  return fmt::format("node #{} (id {}, {})", i, n.id, n.name);
-}
-
 sim::Duration seconds(double s) { return sim::ceil_duration_ns(s * 1e9); }
 
 class Replayer {
@@ -121,7 +116,7 @@ class Replayer {
     const EtNode& n = t.nodes[i];
     if (!o_.recost) return sim::Duration::microseconds(static_cast<std::int64_t>(n.duration_micros));
     if (!n.num_ops && !n.tensor_size) {
-      throw sim::InputError(t.path, node_at(t, i), "re-costing needs num_ops or tensor_size; the node has neither");
+      throw sim::InputError(t.path, et_node_where(t, i), "re-costing needs num_ops or tensor_size; the node has neither");
     }
     const models::RooflineParams& p = o_.roofline;
     const double flops = n.num_ops ? static_cast<double>(*n.num_ops) : 0.0;
@@ -166,10 +161,10 @@ class Replayer {
         const EtRankTrace& t = w_.ranks[static_cast<std::size_t>(r)];
         const EtNode& n = t.nodes[i];
         if (*n.comm_type != *n0.comm_type || *n.comm_size != *n0.comm_size) {
-          throw sim::InputError(t.path, node_at(t, i),
+          throw sim::InputError(t.path, et_node_where(t, i),
                                 fmt::format("collective #{} on group {} is comm_type {} of {} bytes here but comm_type {} of {} bytes on rank {} ({})", k + 1,
                                             group.empty() ? "of all ranks" : sim::quote(group), *n.comm_type, *n.comm_size, *n0.comm_type,
-                                            *n0.comm_size, r0, node_at(t0, i0)));
+                                            *n0.comm_size, r0, et_node_where(t0, i0)));
         }
       }
       const int stride = stride_of(group, members, t0, i0);
@@ -209,7 +204,7 @@ class Replayer {
     const int stride = sorted[1] - sorted[0];
     for (std::size_t j = 2; j < sorted.size(); ++j) {
       if (sorted[j] - sorted[j - 1] != stride) {
-        throw sim::InputError(w_.groups_path.empty() ? t.path : w_.groups_path, group.empty() ? node_at(t, i) : "/" + group,
+        throw sim::InputError(w_.groups_path.empty() ? t.path : w_.groups_path, group.empty() ? et_node_where(t, i) : "/" + group,
                               fmt::format("group {} has ranks {} and {} {} apart but {} and {} {} apart: Orrery costs collectives among evenly "
                                           "spaced ranks", sim::quote(group), sorted[0], sorted[1], stride, sorted[j - 1], sorted[j],
                                           sorted[j] - sorted[j - 1]));
@@ -233,7 +228,7 @@ class Replayer {
     }
     const auto unmatched = [&](int rank, std::size_t i, std::string_view what) {
       const EtRankTrace& t = w_.ranks[static_cast<std::size_t>(rank)];
-      throw sim::InputError(t.path, node_at(t, i), std::string(what));
+      throw sim::InputError(t.path, et_node_where(t, i), std::string(what));
     };
     for (auto& [key, list] : sends) {
       const auto [src, dst, tag] = key;
@@ -247,7 +242,7 @@ class Replayer {
         const EtNode& s = ts.nodes[si];
         const EtNode& d = td.nodes[ri];
         if (*s.comm_size != *d.comm_size) {
-          unmatched(dst, ri, fmt::format("receives {} bytes from rank {}, which sends {} ({})", *d.comm_size, src, *s.comm_size, node_at(ts, si)));
+          unmatched(dst, ri, fmt::format("receives {} bytes from rank {}, which sends {} ({})", *d.comm_size, src, *s.comm_size, et_node_where(ts, si)));
         }
         const double bytes = static_cast<double>(*s.comm_size);
         const bool over_nic = src / rates_.gpus_per_unit != dst / rates_.gpus_per_unit;
