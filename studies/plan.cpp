@@ -161,10 +161,12 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   models::FabricCosts fabric(s.topology, models::CommModel::nccl_closed);
   std::map<std::string, std::unique_ptr<models::PipelineSchedule>> schedules;
   for (const std::string& name : s.schedules) schedules[name] = policies::pipeline_schedules().create(name, {}, {s.source, "/constraints/schedules"});
-  const bool interleaved = schedules.contains("interleaved-1f1b");
+  // Schedules of several chunks per stage: interleaving (any vp), zb-v (even vp), stp (vp 2).
+  const auto chunked = [](const std::string& name) { return name == "interleaved-1f1b" || name == "zb-v" || name == "stp"; };
+  const bool interleaved = std::any_of(s.schedules.begin(), s.schedules.end(), chunked);
   std::vector<std::string> flat;  // one-chunk schedules (pp = 1 runs only the first)
   for (const std::string& name : s.schedules) {
-    if (name != "interleaved-1f1b") flat.push_back(name);
+    if (!chunked(name)) flat.push_back(name);
   }
 
   std::string first_reason;
@@ -182,7 +184,13 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
           for (const int mb : s.micro_batches) {
             for (int vp = 1; vp <= (pp > 1 ? s.max_vp : 1); ++vp) {
               if (vp > 1 && !interleaved) break;
-              std::vector<std::string> names = vp > 1 ? std::vector<std::string>{"interleaved-1f1b"} : flat;
+              std::vector<std::string> names = flat;
+              if (vp > 1) {
+                names.clear();
+                for (const std::string& name : s.schedules) {
+                  if (name == "interleaved-1f1b" || (name == "zb-v" && vp % 2 == 0) || (name == "stp" && vp == 2)) names.push_back(name);
+                }
+              }
               if (pp == 1 && names.size() > 1) names.resize(1);
               if (names.empty()) continue;
               for (const std::string& name : names) {
@@ -201,7 +209,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                 models::PipelinePlan order;
                 try {
                   models::validate_plan(p, s.model, s.gpus, s.source, "/plan");
-                  order = schedule.plan({pp, p.micro_batches(), vp}, s.source, "/plan/schedule");
+                  order = schedule.plan(models::pipeline_shape(p), s.source, "/plan/schedule");
                 } catch (const sim::InputError& e) {
                   if (first_reason.empty()) first_reason = e.what();
                   result.pruned_divisibility += variants;

@@ -19,7 +19,7 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
   tail_s_ = base.tail_s;
   memory_ = base.memory;
   oom_ = base.oom;
-  pipe_ = {p.pp, p.micro_batches(), p.vp};
+  pipe_ = pipeline_shape(p);
   plan_ = schedule.plan(pipe_, "<scenario>", "/plan/schedule");
   linear_ = layer_linear_costs(sc_, cost);
   heads_ = m.heads / p.tp;

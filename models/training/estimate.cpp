@@ -26,7 +26,7 @@ MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedu
   validate_plan(sc.plan, sc.model, cluster_gpus(sc.topology), sc.source, "/plan");
   validate_precision(sc.plan, sc.gpu, sc.source, "/plan");
   validate_offload(sc.plan, sc.model, sc.gpu, sc.source, "/plan");
-  const PipelinePlan order = schedule.plan({sc.plan.pp, sc.plan.micro_batches(), sc.plan.vp}, sc.source, "/plan/schedule");
+  const PipelinePlan order = schedule.plan(pipeline_shape(sc.plan), sc.source, "/plan/schedule");
   return estimate_memory(sc.plan, sc.model, order);
 }
 
@@ -77,7 +77,7 @@ struct Pipeline {
   const std::vector<ChunkOpCosts> own_chunks;  // before the collectives are added
   std::vector<ZeroCosts> zc;
 
-  const ChunkOpCosts& chunk(int c, int stage) const { return chunks[static_cast<std::size_t>(c * p.pp + stage)]; }
+  const ChunkOpCosts& chunk(int c, int stage) const { return chunks[static_cast<std::size_t>(shape.virtual_stage(stage, c))]; }
   // One op's time on a stage: its chunk's F, B + W, B or W.
   double op_seconds(const PipeOp& op, int stage) const {
     const ChunkOpCosts& k = chunk(op.chunk, stage);
@@ -156,7 +156,7 @@ std::vector<StageSums> stage_sums(const Pipeline& x) {
   std::vector<StageSums> st(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     StageSums& sum = st[static_cast<std::size_t>(s)];
-    for (int c = 0; c < p.vp; ++c) {
+    for (int c = 0; c < x.shape.chunks; ++c) {
       const ChunkOpCosts& k = x.chunk(c, s);
       sum.f += k.f.seconds();
       sum.b += k.b.seconds();
@@ -243,7 +243,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
   const ParallelPlan& p = x.p;
   const int dp_group = x.dp_group;
   const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
-  const bool split = x.kind == "zb-h1";
+  const bool split = x.split_ops;
   std::vector<double> tail(static_cast<std::size_t>(p.pp), 0.0);
   double head = 0;
   if (dp_group > 1) {
@@ -271,14 +271,14 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
       } else if (p.zero >= 1) {
         if (p.overlap_param_gather) {
           double issued = 0, wait = 0;
-          for (int cc = 0; cc < p.vp; ++cc) {
+          for (int cc = 0; cc < x.shape.chunks; ++cc) {
             const ChunkOpCosts& k = x.chunk(cc, s);
             const int n = std::max(1, k.layers);
             const double g = x.fabric.collective(CollectiveOp::all_gather, k.trainable / n * param_gather_bytes(p), dp_group, p.tp);
             const double d = k.f.seconds() / n;
             // The chunk's first forward starts after the stage's ramp and, with interleaving,
             // after p forwards of each earlier chunk.
-            const double start = ramp_in + cc * p.pp * (sum.f / p.vp);
+            const double start = ramp_in + cc * p.pp * (sum.f / x.shape.chunks);
             wait = std::max(wait, issued + std::max(g, n * g - (n - 1) * d) - start);
             issued += n * g;
           }
@@ -304,14 +304,14 @@ struct StepEnd {
 // the first).
 StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const CostModel& cost, const GpuSpec& gpu, const std::vector<double>& tail) {
   const ParallelPlan& p = x.p;
-  const bool split = x.kind == "zb-h1";
+  const bool split = x.split_ops;
   double end = 0, lead = 0;
   std::vector<double> opt(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     const StageSums& sum = st[static_cast<std::size_t>(s)];
     const double params = p.zero >= 1 ? sum.params / x.dp_group : sum.params;
     int layers = 0;
-    for (int c = 0; c < p.vp; ++c) layers += x.chunk(c, s).layers;
+    for (int c = 0; c < x.shape.chunks; ++c) layers += x.chunk(c, s).layers;
     opt[static_cast<std::size_t>(s)] = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, gpu, params, layers)
                                                                     : seconds_of(cost, Kernel::optimizer(std::max<std::int64_t>(1, std::llround(params))));
     end = std::max(end, tail[static_cast<std::size_t>(s)] + opt[static_cast<std::size_t>(s)] - lead);
@@ -330,7 +330,7 @@ std::vector<double> first_grad_buckets(const Pipeline& x) {
   plan_makespan(x.order, x.shape, x.op_duration(), &spans);
   std::vector<bool> seen(static_cast<std::size_t>(p.pp), false);
   for (const OpSpan& o : spans) {
-    const bool grads = o.op.kind != PipeOpKind::forward && (!x.split_ops || o.op.kind == PipeOpKind::backward_weight);
+    const bool grads = o.op.kind == PipeOpKind::backward || o.op.kind == PipeOpKind::backward_weight;
     const auto st_i = static_cast<std::size_t>(o.stage);
     if (!grads || (seen[st_i] && first_grad[st_i] <= o.start)) continue;
     first_grad[st_i] = seen[st_i] ? std::min(first_grad[st_i], o.start) : o.start;
@@ -357,8 +357,8 @@ void apply_zero_bound(const Pipeline& x, const std::vector<double>& opt, double 
   double ramp_in = 0, lower = 0;
   for (int s = 0; s < p.pp; ++s) {
     double busy = 0, gathers = 0, after_gathers = 0;
-    for (int cc = 0; cc < p.vp; ++cc) {
-      const auto i = static_cast<std::size_t>(cc * p.pp + s);
+    for (int cc = 0; cc < x.shape.chunks; ++cc) {
+      const auto i = static_cast<std::size_t>(x.shape.virtual_stage(s, cc));
       const int n = std::max(1, x.chunks[i].layers);
       if (bound_zero3) {
         busy += mbs * n * (2 * x.zc[i].g + (p.overlap_grad_reduce ? x.zc[i].r : 0.0)) + (p.overlap_grad_reduce ? 0.0 : mbs * x.zc[i].R);
@@ -416,7 +416,14 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   validate_precision(p, sc.gpu, sc.source, "/plan");
   validate_offload(p, sc.model, sc.gpu, sc.source, "/plan");
   const int mbs = p.micro_batches();
-  const PipelineShape shape{p.pp, mbs, p.vp};
+  // Per stage: one micro-batch through all its chunks.
+  std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
+  PipelineShape shape = pipeline_shape(p);
+  shape.costs = {0, 0, 0};
+  for (const ChunkOpCosts& k : chunks) {
+    const double n = static_cast<double>(chunks.size());
+    shape.costs.f += k.f.seconds() / n, shape.costs.b += k.b.seconds() / n, shape.costs.w += k.w.seconds() / n;
+  }
   const PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
 
   StepEstimate e;
@@ -425,8 +432,6 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   check_host_memory(e.memory, p, m, sc.gpu, sc.source, "/plan");
   e.oom = out_of_memory(e.memory, sc.gpu);
 
-  // Per stage: one micro-batch through all its chunks.
-  std::vector<ChunkOpCosts> chunks = chunk_op_costs(sc, cost, fabric);
   const int dp_group = p.dp * p.cp;
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
   Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1, dp_traffic_stage(p) >= 3 && dp_group > 1, chunks,

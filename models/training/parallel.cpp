@@ -72,6 +72,9 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     if (p.cp > 1) bad("cp", fmt::format("cp={}: context parallelism over {}'s Mamba-2 layers is not modelled; expected cp=1", p.cp, m.name));
   }
   if (p.vp > 1 && p.pp == 1) bad("vp", fmt::format("vp={} needs pipeline parallelism (pp > 1)", p.vp));
+  if (p.schedule == "dualpipe" && p.vp != 1) {
+    bad("vp", fmt::format("vp={}: dualpipe holds one virtual stage per stage for each direction (two chunks by itself); expected vp=1", p.vp));
+  }
   if (p.global_batch % (p.micro_batch * p.dp) != 0) {
     bad("global_batch", fmt::format("micro_batch={} x dp={} = {} does not divide the global batch of {} sequences", p.micro_batch, p.dp,
                                     p.micro_batch * p.dp, p.global_batch));
@@ -202,6 +205,19 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
 bool ep_folded(const ParallelPlan& p) { return p.ep > 1 && (p.dp * p.cp) % p.ep != 0; }
 int ep_stride(const ParallelPlan& p) { return ep_folded(p) ? 1 : p.tp; }
 double expert_dp(const ParallelPlan& p) { return static_cast<double>(p.dp) * p.cp * (ep_folded(p) ? p.tp : 1) / p.ep; }
+
+PipelinePlacement pipeline_placement(const ParallelPlan& p) {
+  if (p.schedule == "zb-v" || p.schedule == "stp") return PipelinePlacement::vee;
+  if (p.schedule == "dualpipe") return PipelinePlacement::bidirectional;
+  return PipelinePlacement::interleaved;
+}
+
+PipelineShape pipeline_shape(const ParallelPlan& p) {
+  const PipelinePlacement where = pipeline_placement(p);
+  return {p.pp, p.micro_batches(), where == PipelinePlacement::bidirectional ? 2 * p.vp : p.vp, where};
+}
+
+int virtual_stage_of(const ParallelPlan& p, int stage, int chunk) { return pipeline_shape(p).virtual_stage(stage, chunk); }
 
 int layers_of(const ParallelPlan& p, const ModelSpec& m, int vs) {
   if (!p.pipeline_layout.empty()) return p.pipeline_layout[static_cast<std::size_t>(vs)];
@@ -376,7 +392,7 @@ double offloaded_optimizer_bytes(const ParallelPlan& p, const ModelSpec& m) {
   double trainable = 0;
   for (int stage = 0; stage < p.pp; ++stage) {
     double t = 0;
-    for (int c = 0; c < p.vp; ++c) t += chunk_gpu_params(m, p, c * p.pp + stage).trainable;
+    for (int c = 0; c < pipeline_shape(p).chunks; ++c) t += chunk_gpu_params(m, p, virtual_stage_of(p, stage, c)).trainable;
     trainable = std::max(trainable, t);
   }
   return 12 * trainable / (p.zero >= 1 ? static_cast<double>(p.dp) * p.cp : 1.0);
@@ -517,8 +533,8 @@ struct StageParams {
 
 StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
   StageParams s;
-  for (int c = 0; c < p.vp; ++c) {
-    const int vs = c * p.pp + stage;
+  for (int c = 0; c < pipeline_shape(p).chunks; ++c) {
+    const int vs = virtual_stage_of(p, stage, c);
     const GpuParams g = chunk_gpu_params(m, p, vs);
     s.dense += g.dense;
     s.expert += g.expert;
@@ -612,10 +628,11 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     }
     // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
     double largest_layer_kept = 0;  // one micro-batch's, the stage's largest layer
-    std::vector<double> chunk_bytes(static_cast<std::size_t>(p.vp), 0.0);
+    const int chunks = pipeline_shape(p).chunks;
+    std::vector<double> chunk_bytes(static_cast<std::size_t>(chunks), 0.0);
     double layer_backward_peak = 0;
-    for (int c = 0; c < p.vp; ++c) {
-      const int vs = c * p.pp + stage;
+    for (int c = 0; c < chunks; ++c) {
+      const int vs = virtual_stage_of(p, stage, c);
       const int first = first_layer_of(p, m, vs);
       for (int l = first; l < first + layers_of(p, m, vs); ++l) {
         const double kept = layer_activation_bytes(p, m, l);

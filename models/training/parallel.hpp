@@ -206,6 +206,16 @@ bool ep_folded(const ParallelPlan& plan);
 int ep_stride(const ParallelPlan& plan);
 double expert_dp(const ParallelPlan& plan);
 
+// How plan.schedule places the model's chunks on the stages (PipelineShape::placement): vee for
+// the V-shaped schedules (zb-v, stp), bidirectional for dualpipe, interleaved for the others.
+// policies/pipeline.cpp's schedules report the same (tested).
+PipelinePlacement pipeline_placement(const ParallelPlan& plan);
+// The pipeline's shape: pp stages, the micro-batches, the chunks each stage runs (vp, or two
+// for a bidirectional schedule, one per direction, over vp = 1 virtual stage per stage).
+PipelineShape pipeline_shape(const ParallelPlan& plan);
+// The virtual stage chunk c of `stage` holds (pipeline_shape(plan).virtual_stage).
+int virtual_stage_of(const ParallelPlan& plan, int stage, int chunk);
+
 // Layers of virtual stage vs (0 .. pp*vp-1): as even as possible, earlier stages taking one
 // more when the layers do not divide.
 int layers_of(const ParallelPlan& plan, const ModelSpec& model, int virtual_stage);

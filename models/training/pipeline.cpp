@@ -3,6 +3,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 namespace orrery::models {
@@ -15,6 +16,44 @@ std::string_view to_string(PipeOpKind k) {
     case PipeOpKind::backward_weight: return "W";
   }
   return "?";
+}
+
+std::string_view to_string(PipelinePlacement p) {
+  switch (p) {
+    case PipelinePlacement::interleaved: return "interleaved";
+    case PipelinePlacement::vee: return "vee";
+    case PipelinePlacement::bidirectional: return "bidirectional";
+  }
+  return "?";
+}
+
+int PipelineShape::virtual_stage(int stage, int chunk) const {
+  switch (placement) {
+    case PipelinePlacement::interleaved: return chunk * stages + stage;
+    case PipelinePlacement::vee: return chunk * stages + (chunk % 2 == 0 ? stage : stages - 1 - stage);
+    case PipelinePlacement::bidirectional: return chunk == 0 ? stage : stages - 1 - stage;
+  }
+  return -1;
+}
+
+PipelineShape::Slot PipelineShape::slot(int vs, int mb) const {
+  switch (placement) {
+    case PipelinePlacement::interleaved: return {vs % stages, vs / stages};
+    case PipelinePlacement::vee: {
+      const int chunk = vs / stages, at = vs % stages;
+      return {chunk % 2 == 0 ? at : stages - 1 - at, chunk};
+    }
+    case PipelinePlacement::bidirectional: {
+      const int d = direction(mb);
+      return {d == 0 ? vs : stages - 1 - vs, d};
+    }
+  }
+  return {-1, -1};
+}
+
+int PipelineShape::direction(int mb) const {
+  if (placement != PipelinePlacement::bidirectional) return -1;
+  return mb < (micro_batches + 1) / 2 ? 0 : 1;
 }
 
 namespace {
@@ -30,14 +69,13 @@ struct Done {
 // List-schedules the plan: repeatedly runs the next op of any stage whose dependencies are
 // done. Returns the makespan, or throws if some stage can never proceed.
 double run_plan(const PipelinePlan& plan, const PipelineShape& s, const TimedOpDuration& duration_of, std::vector<OpSpan>* spans) {
-  const int p = s.stages, v = s.chunks;
+  const int p = s.stages, v = s.chunks, vstages = s.virtual_stages();
   ORRERY_CHECK(static_cast<int>(plan.size()) == p, "plan has {} stages, expected {}", plan.size(), p);
-  Done done(p * v, s.micro_batches);
+  Done done(vstages, s.micro_batches);
   std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
   std::vector<double> free_at(static_cast<std::size_t>(p), 0);
   std::size_t remaining = 0;
   for (const auto& ops : plan) remaining += ops.size();
-  const std::size_t expected = static_cast<std::size_t>(p * v * s.micro_batches);
   double makespan = 0;
   while (remaining > 0) {
     bool progressed = false;
@@ -47,7 +85,9 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, const TimedOpD
         const PipeOp& op = plan[st][next[st]];
         ORRERY_CHECK(op.chunk >= 0 && op.chunk < v && op.micro_batch >= 0 && op.micro_batch < s.micro_batches,
                      "stage {} op {} out of range", stage, next[st]);
-        const int vs = op.chunk * p + stage;
+        ORRERY_CHECK(s.direction(op.micro_batch) < 0 || s.direction(op.micro_batch) == op.chunk, "stage {} runs micro-batch {} on chunk {}, not its direction's",
+                     stage, op.micro_batch, op.chunk);
+        const int vs = s.virtual_stage(stage, op.chunk);
         double ready = free_at[st];
         bool ok = true;
         const auto need = [&](double t) {
@@ -63,7 +103,7 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, const TimedOpD
           case PipeOpKind::backward_input:
             ORRERY_CHECK(done.at(done.b, vs, op.micro_batch) < 0, "backward {} of vs {} twice", op.micro_batch, vs);
             need(done.at(done.f, vs, op.micro_batch));
-            if (vs + 1 < p * v) need(done.at(done.b, vs + 1, op.micro_batch));
+            if (vs + 1 < vstages) need(done.at(done.b, vs + 1, op.micro_batch));
             break;
           case PipeOpKind::backward_weight:
             ORRERY_CHECK(done.at(done.w, vs, op.micro_batch) < 0, "weight grad {} of vs {} twice", op.micro_batch, vs);
@@ -89,7 +129,6 @@ double run_plan(const PipelinePlan& plan, const PipelineShape& s, const TimedOpD
     ORRERY_CHECK(done.f[i] >= 0 && done.b[i] >= 0 && done.w[i] >= 0, "plan misses an op (virtual stage {}, micro-batch {})",
                  static_cast<int>(i) / s.micro_batches, static_cast<int>(i) % s.micro_batches);
   }
-  (void)expected;
   return makespan;
 }
 
@@ -123,16 +162,34 @@ double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const
   return run_plan(plan, shape, duration, spans);
 }
 
-int peak_in_flight(const PipelinePlan& plan) {
-  int peak = 0;
-  for (const auto& ops : plan) {
-    int live = 0;
-    for (const PipeOp& op : ops) {
-      if (op.kind == PipeOpKind::forward) peak = std::max(peak, ++live);
-      if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) --live;
-    }
+int peak_in_flight(const std::vector<PipeOp>& ops) {
+  int peak = 0, live = 0;
+  for (const PipeOp& op : ops) {
+    if (op.kind == PipeOpKind::forward) peak = std::max(peak, ++live);
+    if (op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_input) --live;
   }
   return peak;
+}
+
+int peak_in_flight(const PipelinePlan& plan) {
+  int peak = 0;
+  for (const auto& ops : plan) peak = std::max(peak, peak_in_flight(ops));
+  return peak;
+}
+
+double max_stage_idle(const std::vector<OpSpan>& spans, int stages) {
+  std::vector<double> first(static_cast<std::size_t>(stages), std::numeric_limits<double>::infinity()), last(first.size(), 0), busy(first.size(), 0);
+  for (const OpSpan& s : spans) {
+    const auto i = static_cast<std::size_t>(s.stage);
+    first[i] = std::min(first[i], s.start);
+    last[i] = std::max(last[i], s.end);
+    busy[i] += s.end - s.start;
+  }
+  double idle = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    if (busy[i] > 0) idle = std::max(idle, last[i] - first[i] - busy[i]);
+  }
+  return idle;
 }
 
 }  // namespace orrery::models

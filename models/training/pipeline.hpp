@@ -3,8 +3,15 @@
 // dependency rules); policies/pipeline.cpp registers the schedules (GPipe, 1F1B, interleaved
 // 1F1B, ZB-H1).
 //
-// A model is cut into `stages` x `chunks` virtual stages; virtual stage vs = chunk * stages +
-// stage runs on `stage` (Megatron's interleaving). Dependencies between ops:
+// A model is cut into virtual stages, placed on the stages as the schedule's placement says:
+//   interleaved    stages x chunks virtual stages, vs = chunk * stages + stage (Megatron's);
+//   vee            the same count, every odd chunk running the stages backwards (ZB-V's V
+//                  shape for two chunks: vs = stage and 2 stages - 1 - stage), so the first
+//                  and the last virtual stage share stage 0;
+//   bidirectional  `stages` virtual stages, each held twice (DualPipe): the first half of the
+//                  micro-batches enters at stage 0 and runs chunk 0 (vs = stage), the second
+//                  half enters at the last stage and runs chunk 1 (vs = stages - 1 - stage).
+// Dependencies between ops:
 //   forward(vs, mb)         after forward(vs - 1, mb)
 //   backward(vs, mb)        after forward(vs, mb) and backward(vs + 1, mb)   [B: input grads]
 //   backward_weight(vs, mb) after backward_input(vs, mb)                      [W: weight grads]
@@ -23,16 +30,48 @@ enum class PipeOpKind : std::uint8_t { forward, backward, backward_input, backwa
 std::string_view to_string(PipeOpKind);
 
 struct PipeOp {
+  PipeOp() = default;
+  PipeOp(PipeOpKind k, int mb, int c, bool pair = false) : kind(k), micro_batch(mb), chunk(c), paired(pair) {}
+
   PipeOpKind kind = PipeOpKind::forward;
   int micro_batch = 0;
   int chunk = 0;  // model chunk on this stage (0 .. chunks-1)
+  // Issued together with the stage's next op of the opposite pass (a forward with a backward):
+  // DualPipe's overlapped pairs and STP's braided units, whose tensor- and expert-parallel
+  // communication runs while the partner computes.
+  bool paired = false;
   friend bool operator==(const PipeOp&, const PipeOp&) = default;
 };
 
+enum class PipelinePlacement : std::uint8_t { interleaved, vee, bidirectional };
+std::string_view to_string(PipelinePlacement);
+
 struct PipelineShape {
+  PipelineShape() = default;
+  PipelineShape(int stage_count, int micro_batch_count, int chunk_count = 1, PipelinePlacement where = PipelinePlacement::interleaved)
+      : stages(stage_count), micro_batches(micro_batch_count), chunks(chunk_count), placement(where) {}
+
   int stages = 1;
   int micro_batches = 1;
-  int chunks = 1;  // virtual stages per stage
+  int chunks = 1;  // model chunks per stage
+  PipelinePlacement placement = PipelinePlacement::interleaved;
+  // One chunk's forward, input-gradient and weight-gradient times, relative: what schedules
+  // built by simulating the pipeline (the zero-bubble heuristic) order by. Equal by default.
+  struct Costs {
+    double f = 1, b = 1, w = 1;
+  } costs;
+
+  // The model's virtual stages: stages x chunks, or `stages` when bidirectional.
+  int virtual_stages() const { return placement == PipelinePlacement::bidirectional ? stages : stages * chunks; }
+  // The virtual stage chunk `chunk` of `stage` holds.
+  int virtual_stage(int stage, int chunk) const;
+  // Where micro-batch `mb` runs virtual stage vs.
+  struct Slot {
+    int stage, chunk;
+  };
+  Slot slot(int vs, int mb) const;
+  // The chunk micro-batch `mb` runs on every stage when bidirectional (its direction); -1 otherwise.
+  int direction(int mb) const;
 };
 
 using PipelinePlan = std::vector<std::vector<PipeOp>>;  // per stage, in order
@@ -41,6 +80,8 @@ class PipelineSchedule {
  public:
   virtual ~PipelineSchedule() = default;
   virtual std::string_view name() const = 0;
+  // How the schedule places the model's chunks on the stages (PipelineShape::placement).
+  virtual PipelinePlacement placement() const { return PipelinePlacement::interleaved; }
   // Per stage, the ops in the order the stage runs them. Throws InputError (naming `where`)
   // when the shape does not suit the schedule (e.g. interleaving needs micro-batches to be a
   // multiple of the stages).
@@ -73,5 +114,13 @@ double plan_makespan(const PipelinePlan& plan, const PipelineShape& shape, const
 // The peak number of micro-batches whose forward activations a stage holds at once (forward
 // done, backward not yet), over all stages, counted in chunks.
 int peak_in_flight(const PipelinePlan& plan);
+// The same for one stage.
+int peak_in_flight(const std::vector<PipeOp>& stage_ops);
+
+// The longest time a stage waits between its first op's start and its last op's end (the
+// bubble of a schedule whose stages start one forward apart by construction, as ZB-H2's
+// parallelogram: its ramp is no bubble once the next step's forwards start beside this step's
+// last weight gradients).
+double max_stage_idle(const std::vector<OpSpan>& spans, int stages);
 
 }  // namespace orrery::models

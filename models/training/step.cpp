@@ -224,11 +224,15 @@ struct OpCost {
   double compute = 0;  // kernel time
   double comm = 0;     // exposed communication inside the op
   double flops = 0;    // executed by one GPU
+  // Of comm, the tensor- and expert-parallel collectives a partner op's compute can hide when
+  // the schedule pairs the op (PipeOp::paired).
+  double pairable = 0;
   double seconds() const { return compute + comm; }
   OpCost& operator+=(const OpCost& o) {
     compute += o.compute;
     comm += o.comm;
     flops += o.flops;
+    pairable += o.pairable;
     return *this;
   }
 };
@@ -520,8 +524,10 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       tf = sub * ar;
       tb = sub * ar;
     }
-    lc.f.comm += p.overlap_tp_comm ? overlapped(tf, gemm_f, c.overlap) : tf;
-    lc.b.comm += p.overlap_tp_comm ? overlapped(tb, gemm_bw, c.overlap) : tb;
+    const double xf = p.overlap_tp_comm ? overlapped(tf, gemm_f, c.overlap) : tf;
+    const double xb = p.overlap_tp_comm ? overlapped(tb, gemm_bw, c.overlap) : tb;
+    lc.f.comm += xf, lc.f.pairable += xf;
+    lc.b.comm += xb, lc.b.pairable += xb;
   }
   // Context parallelism: ring passes K and V around (cp - 1 steps, overlapped with the
   // attention steps), and K, V and their gradients backward; Ulysses re-shards heads and
@@ -544,8 +550,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap);
     lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap);
   } else {
-    lc.f.comm += ep_a2a;
-    lc.b.comm += ep_a2a;
+    lc.f.comm += ep_a2a, lc.f.pairable += ep_a2a;
+    lc.b.comm += ep_a2a, lc.b.pairable += ep_a2a;
   }
   // Recompute: full reruns the layer's forward in the backward; selective reruns core
   // attention when its scores were not kept (flash attention recomputes them anyway).
@@ -809,17 +815,23 @@ StepResult run_step(const StepScenario& sc, const CostModel& cost, const Pipelin
 
 namespace {
 
-// The schedule's order of ops per stage, once the model and the plan are valid on the cluster.
-PipelinePlan checked_order(const StepScenario& sc, const ClusterSpec& cluster, const PipelineSchedule& schedule) {
+// Checks the model and the plan on the cluster.
+void check_scenario(const StepScenario& sc, const ClusterSpec& cluster) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
-  const int cluster_gpus = cluster.units() * cluster.per_unit();
   validate_model(m, sc.source, "/model");
-  validate_plan(p, m, cluster_gpus, sc.source, "/plan");
+  validate_plan(p, m, cluster.units() * cluster.per_unit(), sc.source, "/plan");
   validate_precision(p, sc.gpu, sc.source, "/plan");
   validate_offload(p, m, sc.gpu, sc.source, "/plan");
-  const int mbs = p.micro_batches();
-  const PipelineShape shape{p.pp, mbs, p.vp};
+}
+
+// The schedule's order of ops per stage, on a valid scenario; `costs` are one chunk's mean op
+// times (the schedules that simulate the pipeline to order it use them).
+PipelinePlan scheduled_order(const StepScenario& sc, const PipelineSchedule& schedule, const PipelineShape::Costs& costs) {
+  const ModelSpec& m = sc.model;
+  const ParallelPlan& p = sc.plan;
+  PipelineShape shape = pipeline_shape(p);
+  shape.costs = costs;
   PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
   if (p.activation_offload != "none") check_host_memory(estimate_memory(p, m, order), p, m, sc.gpu, sc.source, "/plan");
   return order;
@@ -836,6 +848,16 @@ class ChunkCosts {
   }
   // Virtual stage vs's ops for one micro-batch.
   LayerCost of(int vs) { return reuse_ ? chunk_costs_[static_cast<std::size_t>(vs)] : chunk(vs); }
+  // A virtual stage's mean op times (B and W apart; W none when nothing is trained).
+  PipelineShape::Costs mean() {
+    PipelineShape::Costs c{0, 0, 0};
+    const int n = ctx_.p.virtual_stages();
+    for (int vs = 0; vs < n; ++vs) {
+      const LayerCost lc = of(vs);
+      c.f += lc.f.seconds() / n, c.b += lc.b.seconds() / n, c.w += lc.w.seconds() / n;
+    }
+    return c;
+  }
 
  private:
   LayerCost chunk(int vs) {
@@ -937,6 +959,7 @@ struct StepGraph {
   CommCost& comm;
   ChunkCosts& costs;
   const int mbs;
+  const PipelineShape shape;  // where each virtual stage runs
   const int vstages;
   // Communication outside the ops: pipeline transfers and data-parallel gradients/parameters.
   const double act_bytes;
@@ -976,6 +999,7 @@ StepGraph::StepGraph(const StepScenario& scenario, const CostModel& cost_model, 
       comm(comm_cost),
       costs(chunk_costs),
       mbs(p.micro_batches()),
+      shape(pipeline_shape(p)),
       vstages(p.virtual_stages()),
       act_bytes(pipeline_send_bytes(m, p)),
       pp_stride(p.tp * p.cp * p.dp),
@@ -1036,9 +1060,7 @@ struct RankBuilder {
   sim::TaskId dp_transfer(std::string_view name, CollectiveOp op, double bytes) { return s.dp_transfer(name, stage, r, op, bytes); }
   // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
   // the schedule splits B and W.
-  bool completes_grads(const PipeOp& op) const {
-    return op.kind != PipeOpKind::forward && (!s.split || op.kind == PipeOpKind::backward_weight);
-  }
+  bool completes_grads(const PipeOp& op) const { return op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_weight; }
   // ZeRO-3 also partitions the parameters: every forward and every backward (B) op gathers its
   // chunk's parameters again, for every micro-batch (ZeRO paper sec. 7.2.3; PyTorch FSDP
   // FULL_SHARD, Zhao et al. VLDB'23, which frees them after the forward). W needs only the
@@ -1052,7 +1074,7 @@ struct RankBuilder {
   }
   int pieces_of(std::size_t i) const {
     const PipeOp& op = ops[i];
-    const int vs = op.chunk * p.pp + stage;
+    const int vs = s.shape.virtual_stage(stage, op.chunk);
     const bool buckets = reduces_in_buckets(i);
     const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
     return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
@@ -1120,9 +1142,9 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
       compute(add_rank_stream(step, device, stage_index, replica)),
       zero3(dp_traffic_stage(p) >= 3 && dp_group > 1),
       gather_buckets(p.zero >= 1 && !zero3 && p.overlap_param_gather && dp_group > 1),
-      gathers(static_cast<std::size_t>(p.vp)),
-      first_forward_seen(static_cast<std::size_t>(p.vp), false),
-      last_grad_op(static_cast<std::size_t>(p.vp), 0),
+      gathers(static_cast<std::size_t>(step.shape.chunks)),
+      first_forward_seen(static_cast<std::size_t>(step.shape.chunks), false),
+      last_grad_op(static_cast<std::size_t>(step.shape.chunks), 0),
       ops(step.order[static_cast<std::size_t>(stage_index)]),
       grads_per_micro_batch(dp_traffic_stage(p) >= 2 && dp_group > 1) {
   rt.f.assign(static_cast<std::size_t>(s.vstages * s.mbs), sim::TaskId{});
@@ -1138,8 +1160,8 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
 // ZeRO-1 and -2, overlapped: every chunk's parameter buckets, issued at the step's start.
 void RankBuilder::add_step_start_gathers() {
   if (!gather_buckets) return;
-  for (int c = 0; c < p.vp; ++c) {
-    const int vs = c * p.pp + stage;
+  for (int c = 0; c < s.shape.chunks; ++c) {
+    const int vs = s.shape.virtual_stage(stage, c);
     const int n = std::max(1, layers_of(p, m, vs));
     const double bytes = trainable_params(m, p, vs) / n * param_gather_bytes(p);
     for (int piece = 0; piece < n; ++piece) {
@@ -1153,7 +1175,7 @@ void RankBuilder::add_step_start_gathers() {
 void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* after) {
   if (i >= ops.size() || !gathers_params(ops[i]) || !p.overlap_param_gather || zero3_gathers.count({i, piece}) > 0) return;
   const PipeOp& op = ops[i];
-  const int vs = op.chunk * p.pp + stage;
+  const int vs = s.shape.virtual_stage(stage, op.chunk);
   const int n = pieces_of(i);
   const sim::TaskId ag = chain(dp_transfer(
       fmt::format("{} param all-gather {}{} vs{} bucket {}", device, op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
@@ -1165,7 +1187,7 @@ void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* afte
 // Op i of the stage: its compute pieces, the gathers they wait for and the buckets they send.
 void RankBuilder::add_op(std::size_t i) {
   const PipeOp& op = ops[i];
-  const int vs = op.chunk * p.pp + stage;
+  const int vs = s.shape.virtual_stage(stage, op.chunk);
   const LayerCost lc = s.costs.of(vs);
   OpCost oc;
   const char* tag = "F";
@@ -1174,6 +1196,13 @@ void RankBuilder::add_op(std::size_t i) {
     case PipeOpKind::backward: oc = lc.b, oc += lc.w, tag = "BW"; break;
     case PipeOpKind::backward_input: oc = lc.b, tag = "B"; break;
     case PipeOpKind::backward_weight: oc = lc.w, tag = "W"; break;
+  }
+  // A paired op's tensor- and expert-parallel collectives run while its partner of the opposite
+  // pass computes (DualPipe's overlapped pairs, STP's braids).
+  if (op.paired && oc.pairable > 0) {
+    const double partner = op.kind == PipeOpKind::forward ? lc.b.compute : lc.f.compute;
+    oc.comm += overlapped(oc.pairable, partner, s.cost.overlap_efficiency()) - oc.pairable;
+    oc.pairable = 0;
   }
   s.hw_flops += oc.flops;
   // The op that completes a chunk's gradients runs layer by layer when gradient reduction
@@ -1266,14 +1295,17 @@ void RankBuilder::add_step_end() {
   rt.last_op = *prev;
   if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
     double params = 0;
-    for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage);
+    for (int c = 0; c < s.shape.chunks; ++c) params += trainable_params(m, p, s.shape.virtual_stage(stage, c));
     const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * grad_reduce_bytes(p)));
     g.add_dependency(rt.last_op, red);
     reduces.push_back(red);
   }
   double params = 0;
   int layers = 0;
-  for (int c = 0; c < p.vp; ++c) params += trainable_params(m, p, c * p.pp + stage), layers += layers_of(p, m, c * p.pp + stage);
+  for (int c = 0; c < s.shape.chunks; ++c) {
+    const int vs = s.shape.virtual_stage(stage, c);
+    params += trainable_params(m, p, vs), layers += layers_of(p, m, vs);
+  }
   const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
   rt.optimizer_s = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, s.sc.gpu, p.zero >= 1 ? params / dp_group : params, layers)
                                                 : s.cost.time(opt).to_seconds();
@@ -1292,18 +1324,19 @@ void RankBuilder::add_step_end() {
 // Pipeline dependencies between stages, through a transfer of the activations (forward) or
 // their gradients (backward) from one stage's GPU to the next's.
 void add_pipeline_sends(StepGraph& s) {
-  const ParallelPlan& p = s.p;
   sim::TaskGraph& g = s.g;
   for (int r = 0; r < s.replicas; ++r) {
     for (int vs = 0; vs < s.vstages; ++vs) {
-      const int stage = vs % p.pp;
-      RankTasks& me = s.ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
       for (int mb = 0; mb < s.mbs; ++mb) {
+        const int stage = s.shape.slot(vs, mb).stage;
+        RankTasks& me = s.ranks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
         const std::size_t k = s.idx(vs, mb);
+        // Between two virtual stages on one GPU (the bottom of a V), nothing is sent.
         if (vs > 0) {
-          RankTasks& up = s.ranks[static_cast<std::size_t>((vs - 1) % p.pp)][static_cast<std::size_t>(r)];
-          if (p.pp > 1) {
-            const sim::TaskId send = s.pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), (vs - 1) % p.pp, vs % p.pp, r);
+          const int from = s.shape.slot(vs - 1, mb).stage;
+          RankTasks& up = s.ranks[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
+          if (from != stage) {
+            const sim::TaskId send = s.pp_send(fmt::format("send F{} vs{}->{}", mb, vs - 1, vs), from, stage, r);
             g.add_dependency(up.f[s.idx(vs - 1, mb)], send);
             g.add_dependency(send, me.f_entry[k]);
           } else {
@@ -1311,9 +1344,10 @@ void add_pipeline_sends(StepGraph& s) {
           }
         }
         if (vs + 1 < s.vstages) {
-          RankTasks& down = s.ranks[static_cast<std::size_t>((vs + 1) % p.pp)][static_cast<std::size_t>(r)];
-          if (p.pp > 1) {
-            const sim::TaskId send = s.pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), (vs + 1) % p.pp, vs % p.pp, r);
+          const int from = s.shape.slot(vs + 1, mb).stage;
+          RankTasks& down = s.ranks[static_cast<std::size_t>(from)][static_cast<std::size_t>(r)];
+          if (from != stage) {
+            const sim::TaskId send = s.pp_send(fmt::format("send B{} vs{}->{}", mb, vs + 1, vs), from, stage, r);
             g.add_dependency(down.b[s.idx(vs + 1, mb)], send);
             g.add_dependency(send, me.b_entry[k]);
           } else {
@@ -1418,9 +1452,10 @@ void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample
 
 StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
   const ClusterSpec cluster = parse_cluster(sc.topology);
-  const PipelinePlan order = checked_order(sc, cluster, schedule);
+  check_scenario(sc, cluster);
   CommCost comm(cluster, options.comm);
   ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm, sc.gpu), options.reuse);
+  const PipelinePlan order = scheduled_order(sc, schedule, costs.mean());
   StepGraph step(sc, cost, options, cluster, order, comm, costs);
   for (int stage = 0; stage < sc.plan.pp; ++stage) {
     for (int r = 0; r < step.replicas; ++r) RankBuilder(step, stage, r).build();
@@ -1437,7 +1472,10 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
 
 std::vector<std::vector<int>> stage_layers(const ParallelPlan& p, const ModelSpec& m) {
   std::vector<std::vector<int>> out(static_cast<std::size_t>(std::max(1, p.pp)));
-  for (int vs = 0; vs < p.virtual_stages(); ++vs) out[static_cast<std::size_t>(vs % p.pp)].push_back(layers_of(p, m, vs));
+  const PipelineShape shape = pipeline_shape(p);
+  for (int stage = 0; stage < std::max(1, p.pp); ++stage) {
+    for (int c = 0; c < shape.chunks; ++c) out[static_cast<std::size_t>(stage)].push_back(layers_of(p, m, shape.virtual_stage(stage, c)));
+  }
   return out;
 }
 
