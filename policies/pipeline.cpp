@@ -92,8 +92,8 @@ class ZeroBubbleH1 final : public models::PipelineSchedule {
 // each backward's input gradients (B) as soon as they can, and the weight gradients (W) wherever
 // a stage would otherwise wait), simulated on the shape's relative op costs. Each stage, when
 // free, takes in order: a ready B (the earliest ready, then the lowest micro-batch); a ready
-// forward while the stage holds fewer than `limit[stage]` chunks' activations (the deepest chunk
-// first, then the lowest micro-batch); a pending W (oldest first); else it waits for the next op
+// forward (the deepest chunk first, then the lowest micro-batch), of the first chunk only while
+// the stage holds fewer than `limit[stage]` chunks' activations; a pending W (oldest first); else it waits for the next op
 // to end anywhere. With `braid`, a forward and a ready B of another micro-batch are issued as one
 // pair, back to back (STP's braided units).
 struct Greedy {
@@ -101,7 +101,7 @@ struct Greedy {
   bool braid = false;
 };
 
-PipelinePlan greedy_order(const PipelineShape& s, const Greedy& rule) {
+std::optional<PipelinePlan> greedy_once(const PipelineShape& s, const Greedy& rule) {
   const int p = s.stages, v = s.chunks, m = s.micro_batches, vstages = s.virtual_stages();
   const auto idx = [&](int vs, int mb) { return static_cast<std::size_t>(vs * m + mb); };
   constexpr double kNever = -1;
@@ -140,11 +140,16 @@ PipelinePlan greedy_order(const PipelineShape& s, const Greedy& rule) {
           if (!b || since < b_since || (since == b_since && mb < b->second)) b = {c, mb}, b_since = since;
         }
       }
-      if (f && live[st] >= rule.limit[st]) f.reset();
+      // The limit holds back new micro-batches (the first chunk's forwards); a deeper chunk's forward
+      // continues one the stage already holds, and leads to the backwards that free memory.
+      std::optional<std::pair<int, int>> held;  // a forward the limit holds back
+      if (f && f->first == 0 && live[st] >= rule.limit[st]) held = f, f.reset();
       const auto run = [&](PipeOpKind kind, std::pair<int, int> cm, bool paired = false) {
         const int vs = s.virtual_stage(stage, cm.first);
         plan[st].push_back({kind, cm.second, cm.first, paired});
-        const double took = kind == PipeOpKind::forward ? s.costs.f : kind == PipeOpKind::backward_input ? s.costs.b : s.costs.w;
+        // Ops of no cost (a frozen chunk's W) still take a sliver of time, so that time moves on.
+        const double took = std::max(1e-9 * (s.costs.f + s.costs.b + s.costs.w) + 1e-15,
+                                     kind == PipeOpKind::forward ? s.costs.f : kind == PipeOpKind::backward_input ? s.costs.b : s.costs.w);
         const double end = free_at[st] = std::max(free_at[st], t) + took;
         ends.insert(end);
         if (kind == PipeOpKind::forward) {
@@ -170,12 +175,28 @@ PipelinePlan greedy_order(const PipelineShape& s, const Greedy& rule) {
         pending_w[st].pop_front();
       } else {
         const auto next = ends.upper_bound(t);
-        ORRERY_CHECK(next != ends.end(), "the greedy pipeline order stalls on stage {} at {} with {} ops left", stage, t, left[st]);
-        free_at[st] = *next;
+        if (next != ends.end()) {
+          free_at[st] = *next;
+        } else {
+          // Nothing else will end: only a forward past the limit lets the pipeline go on.
+          if (!held) return std::nullopt;
+          run(PipeOpKind::forward, *held);
+        }
       }
     }
   }
   return plan;
+}
+
+// The order, or where the heuristic paints itself into a corner on unequal costs (every stage
+// waiting on another), the same without the memory limit.
+PipelinePlan greedy_order(const PipelineShape& s, const Greedy& rule) {
+  if (std::optional<PipelinePlan> plan = greedy_once(s, rule)) return *plan;
+  Greedy unlimited = rule;
+  unlimited.limit.assign(rule.limit.size(), std::numeric_limits<int>::max());
+  std::optional<PipelinePlan> plan = greedy_once(s, unlimited);
+  ORRERY_CHECK(plan.has_value(), "the greedy pipeline order stalls without a memory limit ({} stages, {} micro-batches)", s.stages, s.micro_batches);
+  return *plan;
 }
 
 // Megatron-LM's interleaved schedule (schedules.py, forward_backward_pipelining_with_interleaving):

@@ -382,6 +382,50 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
 
 }  // namespace
 
+// Pipeline schedules side by side on a step scenario without a workload: the emulated step
+// under each, the plan's chunks per stage as each needs them (one for gpipe, 1f1b, zb-h1, zb-h2
+// and dualpipe, which holds two directions by itself; the scenario's vp, or 2, for
+// interleaved-1f1b; 2 for stp; the scenario's even vp, or 2, for zb-v).
+void compare_schedules(const CompareOptions& o, const traces::StepScenarioFile& file, const std::string& policy_list, std::ostream& out) {
+  const std::vector<PolicySpec> specs = parse_policies(policy_list);
+  std::vector<std::unique_ptr<models::PipelineSchedule>> schedules;
+  for (const PolicySpec& s : specs) schedules.push_back(policies::pipeline_schedules().create(s.name, s.params, {"<command line>", "--policies"}));
+  const std::unique_ptr<models::CostModel> cost = step_cost_model(file);
+  if (o.progress != nullptr) o.progress->set_total(static_cast<int>(schedules.size()));
+  out << fmt::format("scenario  {}\n", file.name.empty() ? o.scenario_path : file.name);
+  out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>9}\n", "schedule", "vp", "step time", "tokens/s", "bubble", "peak memory", "speedup");
+  reports::Report report;
+  report.set("/scenario", file.name.empty() ? o.scenario_path : file.name);
+  double base = 0;
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    models::StepScenario sc = file.scenario;
+    const std::string name(schedules[i]->name());
+    const int given = sc.plan.vp;
+    if (name == "interleaved-1f1b") sc.plan.vp = given > 1 ? given : 2;
+    else if (name == "zb-v") sc.plan.vp = given > 1 && given % 2 == 0 ? given : 2;
+    else if (name == "stp") sc.plan.vp = 2;
+    else sc.plan.vp = 1;
+    sc.plan.schedule = name;
+    const models::StepResult r = models::run_step(sc, *cost, *schedules[i], {});
+    if (i == 0) base = r.tokens_per_s;
+    const double peak = r.memory.total();
+    out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>8.2f}x\n", name, sc.plan.vp, sim::to_string(r.step_time),
+                       reports::human::rate(r.tokens_per_s, "tokens/s"), reports::human::percent(r.bubble_fraction), reports::human::gib(peak),
+                       r.tokens_per_s / base);
+    const std::string at = fmt::format("/policies/{}", i);
+    report.set(at + "/name", name);
+    report.set(at + "/vp", static_cast<std::int64_t>(sc.plan.vp));
+    report.set(at + "/step_time_s", r.step_time.to_seconds());
+    report.set(at + "/tokens_per_s", r.tokens_per_s);
+    report.set(at + "/bubble_fraction", r.bubble_fraction);
+    report.set(at + "/peak_memory_bytes", peak);
+    report.set(at + "/oom", r.oom);
+    report.set(at + "/speedup", r.tokens_per_s / base);
+    if (o.progress != nullptr) o.progress->advance();
+  }
+  emit_report(report, o.report_path, o.report_json);
+}
+
 void compare(const CompareOptions& given, std::ostream& shown) {
   check_outputs({{"--report", given.report_path}, {"--trace", given.trace_path}, {"--html", given.html_path}});
   // One progress line for the whole comparison; each kind of scenario sets its total. The rows,
@@ -424,9 +468,18 @@ void compare(const CompareOptions& given, std::ostream& shown) {
     return;
   }
   if (!o.jobs_path.empty()) throw sim::InputError("<command line>", "--jobs", "expected a cluster scenario (a \"jobs\" section) with --jobs");
-  const std::string policy_list = o.policies.empty() ? "packing,wlb-llm,libra" : o.policies;
   const models::HardwareCatalog gpus = traces::load_gpu_catalog(o.gpus_path);
   const traces::StepScenarioFile file = traces::load_step_scenario(o.scenario_path, gpus);
+  // A step scenario without a workload compares pipeline schedules.
+  if (!file.has_workload) {
+    if (!o.trace_path.empty() || !o.html_path.empty()) {
+      throw sim::InputError("<command line>", o.trace_path.empty() ? "--html" : "--trace", "a comparison of pipeline schedules writes --report only");
+    }
+    compare_schedules(o, file, o.policies.empty() ? "1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe" : o.policies, out);
+    progress.finish();
+    return;
+  }
+  const std::string policy_list = o.policies.empty() ? "packing,wlb-llm,libra" : o.policies;
   const Comparison c = run_comparison(file, o.scenario_path, policy_list, o.steps, o.trace_path, o.trace_step, o.progress);
   progress.finish();
   out << fmt::format("scenario  {}\nworkload  {} steps of {} tokens ({}), jitter {}\n", file.name.empty() ? o.scenario_path : file.name, o.steps,

@@ -150,6 +150,8 @@ struct MultimodalValidationSummary {
   int checks = 0, held = 0;
 };
 MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostream& out);
+// Pipeline schedules: closed forms with uniform costs and the papers' rankings on emulated steps.
+void validate_schedules(std::string& markdown, std::ostream& out);
 
 // Reproduces StreamRL's claims on the RL simulator (policy ranking, skewness-aware dispatch,
 // heterogeneous cost); appends a markdown section.
