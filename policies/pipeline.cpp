@@ -101,7 +101,13 @@ struct Greedy {
   bool braid = false;
 };
 
-std::optional<PipelinePlan> greedy_once(const PipelineShape& s, const Greedy& rule) {
+std::optional<PipelinePlan> greedy_once(const PipelineShape& shape, const Greedy& rule) {
+  // The costs relative to the forward, to a twentieth: the emulator's and the estimate's slightly
+  // different costs of one step give one order (and one memory peak).
+  PipelineShape s = shape;
+  const double unit = shape.costs.f > 0 ? shape.costs.f : std::max({shape.costs.b, shape.costs.w, 1.0});
+  const auto relative = [unit](double c) { return std::round(20 * c / unit) / 20; };
+  s.costs = {relative(shape.costs.f), relative(shape.costs.b), relative(shape.costs.w)};
   const int p = s.stages, v = s.chunks, m = s.micro_batches, vstages = s.virtual_stages();
   const auto idx = [&](int vs, int mb) { return static_cast<std::size_t>(vs * m + mb); };
   constexpr double kNever = -1;
@@ -116,6 +122,27 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& s, const Greedy& ru
   std::set<double> ends;  // every op's end so far: when a waiting stage looks again
   PipelinePlan plan(static_cast<std::size_t>(p));
   const auto done_by = [](double end, double t) { return end != kNever && end <= t; };
+  const auto run_on = [&](int stage, double t, PipeOpKind kind, std::pair<int, int> cm, bool paired) {
+    const auto st = static_cast<std::size_t>(stage);
+    const int vs = s.virtual_stage(stage, cm.first);
+    plan[st].push_back({kind, cm.second, cm.first, paired});
+    // Ops of no cost (a frozen chunk's W) still take a sliver of time, so that time moves on.
+    const double took = std::max(1e-9 * (s.costs.f + s.costs.b + s.costs.w) + 1e-15,
+                                 kind == PipeOpKind::forward ? s.costs.f : kind == PipeOpKind::backward_input ? s.costs.b : s.costs.w);
+    const double end = free_at[st] = std::max(free_at[st], t) + took;
+    ends.insert(end);
+    if (kind == PipeOpKind::forward) {
+      f_end[idx(vs, cm.second)] = end, ++live[st];
+      ++next_f[st * static_cast<std::size_t>(v) + static_cast<std::size_t>(cm.first)];
+      in_flight[st].push_back(cm);
+    }
+    if (kind == PipeOpKind::backward_input) {
+      b_end[idx(vs, cm.second)] = end, --live[st], pending_w[st].push_back(cm);
+      std::erase(in_flight[st], cm);
+    }
+    --left[st];
+  };
+  std::vector<std::pair<int, std::optional<std::pair<int, int>>>> waiting;  // stages with nothing to run at t
   while (true) {
     double t = std::numeric_limits<double>::infinity();
     for (int stage = 0; stage < p; ++stage) {
@@ -144,25 +171,7 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& s, const Greedy& ru
       // continues one the stage already holds, and leads to the backwards that free memory.
       std::optional<std::pair<int, int>> held;  // a forward the limit holds back
       if (f && f->first == 0 && live[st] >= rule.limit[st]) held = f, f.reset();
-      const auto run = [&](PipeOpKind kind, std::pair<int, int> cm, bool paired = false) {
-        const int vs = s.virtual_stage(stage, cm.first);
-        plan[st].push_back({kind, cm.second, cm.first, paired});
-        // Ops of no cost (a frozen chunk's W) still take a sliver of time, so that time moves on.
-        const double took = std::max(1e-9 * (s.costs.f + s.costs.b + s.costs.w) + 1e-15,
-                                     kind == PipeOpKind::forward ? s.costs.f : kind == PipeOpKind::backward_input ? s.costs.b : s.costs.w);
-        const double end = free_at[st] = std::max(free_at[st], t) + took;
-        ends.insert(end);
-        if (kind == PipeOpKind::forward) {
-          f_end[idx(vs, cm.second)] = end, ++live[st];
-          ++next_f[st * static_cast<std::size_t>(v) + static_cast<std::size_t>(cm.first)];
-          in_flight[st].push_back(cm);
-        }
-        if (kind == PipeOpKind::backward_input) {
-          b_end[idx(vs, cm.second)] = end, --live[st], pending_w[st].push_back(cm);
-          std::erase(in_flight[st], cm);
-        }
-        --left[st];
-      };
+      const auto run = [&](PipeOpKind kind, std::pair<int, int> cm, bool paired = false) { run_on(stage, t, kind, cm, paired); };
       if (rule.braid && f && b) {
         run(PipeOpKind::forward, *f, true);
         run(PipeOpKind::backward_input, *b, true);
@@ -174,16 +183,22 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& s, const Greedy& ru
         run(PipeOpKind::backward_weight, pending_w[st].front());
         pending_w[st].pop_front();
       } else {
-        const auto next = ends.upper_bound(t);
-        if (next != ends.end()) {
-          free_at[st] = *next;
-        } else {
-          // Nothing else will end: only a forward past the limit lets the pipeline go on.
-          if (!held) return std::nullopt;
-          run(PipeOpKind::forward, *held);
-        }
+        waiting.push_back({stage, held});
       }
     }
+    // A stage with nothing to run looks again when the next op anywhere ends (ops the other
+    // stages issued at t included); when none will, only a forward past the limit goes on.
+    for (const auto& [stage, held] : waiting) {
+      const auto st = static_cast<std::size_t>(stage);
+      const auto next = ends.upper_bound(t);
+      if (next != ends.end()) {
+        free_at[st] = *next;
+      } else {
+        if (!held) return std::nullopt;
+        run_on(stage, t, PipeOpKind::forward, *held, false);
+      }
+    }
+    waiting.clear();
   }
   return plan;
 }
@@ -245,6 +260,7 @@ class Interleaved final : public models::PipelineSchedule {
 class ZeroBubbleH2 final : public models::PipelineSchedule {
  public:
   std::string_view name() const override { return "zb-h2"; }
+  bool orders_by_cost() const override { return true; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     require_one_chunk(s, name(), source, where);
     Greedy rule;
@@ -262,6 +278,7 @@ class ZeroBubbleV final : public models::PipelineSchedule {
  public:
   std::string_view name() const override { return "zb-v"; }
   models::PipelinePlacement placement() const override { return models::PipelinePlacement::vee; }
+  bool orders_by_cost() const override { return true; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     if (s.chunks < 2 || s.chunks % 2 != 0) {
       bad_shape(source, where, fmt::format("zb-v runs an even number of model chunks per stage in a V, found {} (set vp to 2)", s.chunks));
@@ -281,6 +298,7 @@ class Braided final : public models::PipelineSchedule {
  public:
   std::string_view name() const override { return "stp"; }
   models::PipelinePlacement placement() const override { return models::PipelinePlacement::vee; }
+  bool orders_by_cost() const override { return true; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     if (s.chunks != 2) bad_shape(source, where, fmt::format("stp braids two model chunks per stage in a V, found {} (set vp to 2)", s.chunks));
     Greedy rule;

@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -219,7 +220,11 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                   for (const int z : s.zero) {
                     p.recompute = rc;
                     p.zero = z;
-                    const models::MemoryEstimate mem = models::estimate_memory(p, s.model, order);
+                    // A schedule that orders by the op costs (the zero-bubble heuristic) holds what
+                    // its order on the estimate's costs holds: the estimate's memory.
+                    std::optional<models::StepEstimate> est;
+                    if (schedule.orders_by_cost()) est = models::estimate_step(sc, cost, schedule, fabric);
+                    const models::MemoryEstimate mem = est ? est->memory : models::estimate_memory(p, s.model, order);
                     if (smallest == 0 || mem.total() < smallest) {
                       smallest = mem.total();
                       smallest_plan = plan_label(p);
@@ -228,7 +233,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                       ++result.pruned_memory;
                       continue;
                     }
-                    survivors.push_back({p, models::estimate_step(sc, cost, schedule, fabric), std::nullopt});
+                    survivors.push_back({p, est ? *est : models::estimate_step(sc, cost, schedule, fabric), std::nullopt});
                     ++result.estimated;
                   }
                 }

@@ -36,7 +36,7 @@ struct PlanSearchSpec {
   int max_ep = 64;
   int max_vp = 8;
   std::vector<int> micro_batches = {1, 2, 4};
-  std::vector<std::string> schedules = {"1f1b", "interleaved-1f1b", "zb-h1", "gpipe"};  // zb-h2, zb-v, dualpipe, stp on request
+  std::vector<std::string> schedules = {"1f1b", "interleaved-1f1b", "zb-h1", "gpipe", "zb-h2", "zb-v", "dualpipe", "stp"};
   std::vector<models::Recompute> recompute = {models::Recompute::none, models::Recompute::selective, models::Recompute::full};
   std::vector<int> zero = {0, 1, 2, 3};
   bool overlap_tp_comm = false;

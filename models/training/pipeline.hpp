@@ -82,6 +82,9 @@ class PipelineSchedule {
   virtual std::string_view name() const = 0;
   // How the schedule places the model's chunks on the stages (PipelineShape::placement).
   virtual PipelinePlacement placement() const { return PipelinePlacement::interleaved; }
+  // Whether the order depends on PipelineShape::costs (the zero-bubble heuristic's): its memory
+  // is then known only with the step's op costs.
+  virtual bool orders_by_cost() const { return false; }
   // Per stage, the ops in the order the stage runs them. Throws InputError (naming `where`)
   // when the shape does not suit the schedule (e.g. interleaving needs micro-batches to be a
   // multiple of the stages).

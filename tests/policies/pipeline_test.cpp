@@ -206,3 +206,24 @@ TEST_CASE("every registered schedule reports the placement the plan helpers give
     CHECK(policies::pipeline_schedules().create(name, {}, {"t", ""})->placement() == models::pipeline_placement(plan));
   }
 }
+
+// The heuristic orders every shape on any cost mix (check_plan: every op once, no deadlock),
+// including shapes with fewer micro-batches than stages and ops of no cost (a frozen W).
+TEST_CASE("ZB-H2, ZB-V and STP order every shape and cost mix") {
+  for (const char* name : {"zb-h2", "zb-v", "stp"}) {
+    const int v = std::string(name) == "zb-h2" ? 1 : 2;
+    for (int p = 2; p <= 8; ++p) {
+      for (int m = 1; m <= 3 * p; ++m) {
+        for (const auto& [f, b, w] : {std::tuple{1.0, 1.0, 1.0}, {1.0, 1.5, 0.7}, {1.0, 2.0, 0.0}, {1.0, 0.3, 3.0}, {0.0, 0.0, 0.0}, {3.0, 1.0, 1.0}}) {
+          CAPTURE(name);
+          CAPTURE(p);
+          CAPTURE(m);
+          PipelineShape shape = shape_of(name, p, m, v);
+          shape.costs = {f, b, w};
+          const models::PipelinePlan order = plan(name, shape);
+          if (v == 1) CHECK(models::peak_in_flight(order) <= 2 * p - 1);
+        }
+      }
+    }
+  }
+}
