@@ -387,13 +387,13 @@ void DitAttention::validate(int heads, std::int64_t head_dim, std::string_view s
   const auto fail = [&](const std::string& field, const std::string& what) {
     throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), what);
   };
-  if (!head_sparsity.empty() && static_cast<int>(head_sparsity.size()) != heads) {
-    fail("head_sparsity", fmt::format("found {} sparsities, expected one per head of the DiT ({})", head_sparsity.size(), heads));
-  }
   for (std::size_t h = 0; h < head_sparsity.size(); ++h) {
     if (!(head_sparsity[h] >= 0 && head_sparsity[h] < 1)) {
       fail(fmt::format("head_sparsity/{}", h), fmt::format("found {}, expected a sparsity in [0, 1) (the fraction of key blocks the head skips)", head_sparsity[h]));
     }
+  }
+  if (!head_sparsity.empty() && static_cast<int>(head_sparsity.size()) != heads) {
+    fail("head_sparsity", fmt::format("found {} sparsities, expected one per head of the DiT ({})", head_sparsity.size(), heads));
   }
   if (estimator_rank < 0 || estimator_rank > head_dim) {
     fail("estimator_rank", fmt::format("found {}, expected 0 (no estimator) to the head dimension {}", estimator_rank, head_dim));
