@@ -299,7 +299,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     }
     policies.push_back(policies::multimodal_pipelines().create("megatron-1f1b", {}, {"<command line>", "--policies"}));
     caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, a->configure(sc.attention, *dit, o.scenario_path)));
-    names.emplace_back(a->name());
+    // A row per spec, so that dsv at several sparsities reads apart: "dsv:sparsity=0.8".
+    std::string label(a->name());
+    for (const auto& [key, value] : s.params) label += fmt::format("{}{}={}", label.size() == a->name().size() ? ":" : ";", key, sim::to_string(value));
+    names.push_back(label);
   }
   models::MultimodalSetup setup = models::multimodal_setup(sc.model, cost, sc.gpu, sc.tp, sc.pp, sc.dp, sc.micro_batch, sc.p2p);
   setup.nvlink = sc.nvlink;
