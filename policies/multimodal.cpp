@@ -151,7 +151,8 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
           b.seconds += x.layers * (ls.b + ls.w);
           const models::ModuleWork w = costs.work(x.module, mbs[u(mb)]);
           f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
-          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp / cp_share(setup, m.modules[u(x.module)]);
+          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
+                        cp_share(setup, m.modules[u(x.module)]);
         }
         b.out_bytes = vs > 0 ? prog.ops[u(fwd(vs - 1, mb))].out_bytes : 0;
         if (vs > 0) f.deps.push_back(fwd(vs - 1, mb));
@@ -465,7 +466,8 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
             f.seconds += unit.layers * ls.f;
             b.seconds += unit.layers * (ls.b + ls.w);
             f.activation_bytes += unit.layers * models::activation_bytes_per_token(m.modules[u(unit.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
-            f.out_bytes = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp / cp_share(setup, m.modules[u(unit.module)]);
+            f.out_bytes = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
+                          cp_share(setup, m.modules[u(unit.module)]);
           }
           // Priority among ready forwards: by modality rank then sub-micro-batch (modality-major),
           // or by progress through the batch then modality rank.
@@ -590,7 +592,9 @@ const sim::Registry<models::DitAttentionPolicy>& dit_attentions() {
             {"rank", sim::ParamType::integer, std::int64_t{-1}, "the estimator's rank (-1: the scenario's, else 16; 0: no estimator)"}},
            [](const sim::Params& p) {
              const double s = p.get_number("sparsity"), spread = p.get_number("spread");
-             if (s != -1 && !(s >= 0 && s < 1)) throw sim::InputError("<policy>", "dsv/sparsity", fmt::format("found {}, expected a sparsity in [0, 1) (or -1)", s));
+             if (s != -1 && !(s >= 0 && s < 1)) {
+               throw sim::InputError("<policy>", "dsv/sparsity", fmt::format("found {}, expected a sparsity in [0, 1) (or -1)", s));
+             }
              if (!(spread >= 0 && spread < 1)) throw sim::InputError("<policy>", "dsv/spread", fmt::format("found {}, expected a spread in [0, 1)", spread));
              const std::int64_t k = p.get_int("rank");
              if (k < -1 || k > 1024) throw sim::InputError("<policy>", "dsv/rank", fmt::format("found {}, expected -1 (the scenario's) or 0 to 1024", k));

@@ -283,19 +283,23 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   const bool attention = std::all_of(specs.begin(), specs.end(), [](const PolicySpec& s) { return policies::dit_attentions().contains(s.name); });
   const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
   std::vector<std::unique_ptr<models::MultimodalPipelinePolicy>> policies;
+  // Pipeline policies share one cost cache (their layers cost alike); attention policies each
+  // have their own.
   std::vector<std::unique_ptr<models::ModuleCostCache>> caches;
+  if (!attention) caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, sc.attention));
   std::vector<std::string> names;
   for (const PolicySpec& s : specs) {
     if (!attention) {
       policies.push_back(policies::multimodal_pipelines().create(s.name, s.params, {"<command line>", "--policies"}));
-      caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, sc.attention));
       names.emplace_back(policies.back()->name());
       continue;
     }
     const auto a = policies::dit_attentions().create(s.name, s.params, {"<command line>", "--policies"});
-    const auto dit = std::find_if(sc.model.modules.begin(), sc.model.modules.end(), [](const models::ModuleSpec& m) { return m.kind == models::ModuleKind::video_dit; });
+    const auto dit = std::find_if(sc.model.modules.begin(), sc.model.modules.end(),
+                                  [](const models::ModuleSpec& m) { return m.kind == models::ModuleKind::video_dit; });
     if (dit == sc.model.modules.end()) {
-      throw sim::InputError("<command line>", "--policies", fmt::format("found video attention policy {}, but {} has no video DiT", sim::quote(s.name), sc.model.name));
+      throw sim::InputError("<command line>", "--policies",
+                            fmt::format("found video attention policy {}, but {} has no video DiT", sim::quote(s.name), sc.model.name));
     }
     policies.push_back(policies::multimodal_pipelines().create("megatron-1f1b", {}, {"<command line>", "--policies"}));
     caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, a->configure(sc.attention, *dit, o.scenario_path)));
@@ -342,7 +346,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
-    const models::ModuleCostCache& costs = *caches[i];
+    const models::ModuleCostCache& costs = *caches[attention ? i : 0];
     if (o.progress != nullptr) o.progress->note(specs[i].name);
     policy.prepare(setup, batches.front(), costs);
     std::vector<double> steps;

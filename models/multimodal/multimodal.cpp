@@ -389,7 +389,8 @@ void DitAttention::validate(int heads, std::int64_t head_dim, std::string_view s
   };
   for (std::size_t h = 0; h < head_sparsity.size(); ++h) {
     if (!(head_sparsity[h] >= 0 && head_sparsity[h] < 1)) {
-      fail(fmt::format("head_sparsity/{}", h), fmt::format("found {}, expected a sparsity in [0, 1) (the fraction of key blocks the head skips)", head_sparsity[h]));
+      fail(fmt::format("head_sparsity/{}", h),
+           fmt::format("found {}, expected a sparsity in [0, 1) (the fraction of key blocks the head skips)", head_sparsity[h]));
     }
   }
   if (!head_sparsity.empty() && static_cast<int>(head_sparsity.size()) != heads) {
