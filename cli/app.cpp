@@ -176,11 +176,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->required();
   compare_cmd->add_option("--policies", compare_options.policies,
                           fmt::format("Comma-separated; parameters as name:key=value;key=value. Step scenarios: {} (default packing,wlb-llm,libra); "
-                                      "multimodal: {} (default all three); cluster: {} (default fifo,tiresias,gavel,arena); RL: {} (default all "
+                                      "multimodal: {} (default all three), or video attention: {} (default dense,dsv when the scenario has an \"attention\"); "
+                                      "cluster: {} (default fifo,tiresias,gavel,arena); RL: {} (default all "
                                       "four). Every policy and its parameters are listed below",
-                                      policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::multimodal),
+                                      policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::multimodal), policy_names(PolicyFamily::video_attention),
                                       policy_names(PolicyFamily::cluster), policy_names(PolicyFamily::rl)));
-  compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::multimodal, PolicyFamily::cluster, PolicyFamily::rl,
+  compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::multimodal, PolicyFamily::video_attention, PolicyFamily::cluster,
+                                              PolicyFamily::rl,
                                               PolicyFamily::rl_dispatcher}));
   compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
   compare_cmd->add_flag("--skip-bad-rows", compare_options.skip_bad_rows, "Cluster scenarios: skip malformed trace rows instead of failing");
@@ -330,7 +332,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);
     if (*policies_cmd) {
-      out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::cluster, PolicyFamily::multimodal, PolicyFamily::rl,
+      out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::cluster, PolicyFamily::multimodal,
+                             PolicyFamily::video_attention, PolicyFamily::rl,
                              PolicyFamily::rl_dispatcher});
     }
     if (*cost_cmd) cost(cost_options, out);

@@ -31,6 +31,9 @@ struct Unit {
 };
 using Partition = std::vector<std::vector<Unit>>;  // per stage (or chunk)
 
+// The GPUs a module's tokens are split over beyond TP: a video DiT's context parallelism.
+int cp_share(const MultimodalSetup& setup, const models::ModuleSpec& m) { return m.kind == ModuleKind::video_dit ? std::max(1, setup.cp) : 1; }
+
 int unit_layers(const models::ModuleSpec& m) { return m.kind == ModuleKind::projector ? 1 : m.shape.layers; }
 
 double layer_params(const models::ModuleSpec& m) {
@@ -147,8 +150,9 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
           f.seconds += x.layers * ls.f;
           b.seconds += x.layers * (ls.b + ls.w);
           const models::ModuleWork w = costs.work(x.module, mbs[u(mb)]);
-          f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp) * static_cast<double>(w.tokens);
-          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp;
+          f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
+          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
+                        cp_share(setup, m.modules[u(x.module)]);
         }
         b.out_bytes = vs > 0 ? prog.ops[u(fwd(vs - 1, mb))].out_bytes : 0;
         if (vs > 0) f.deps.push_back(fwd(vs - 1, mb));
@@ -461,8 +465,9 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
             const models::ModuleWork w = costs.work(unit.module, subs[i][j].content);
             f.seconds += unit.layers * ls.f;
             b.seconds += unit.layers * (ls.b + ls.w);
-            f.activation_bytes += unit.layers * models::activation_bytes_per_token(m.modules[u(unit.module)], setup.tp) * static_cast<double>(w.tokens);
-            f.out_bytes = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp;
+            f.activation_bytes += unit.layers * models::activation_bytes_per_token(m.modules[u(unit.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
+            f.out_bytes = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
+                          cp_share(setup, m.modules[u(unit.module)]);
           }
           // Priority among ready forwards: by modality rank then sub-micro-batch (modality-major),
           // or by progress through the batch then modality rank.
@@ -543,7 +548,62 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
   std::vector<double> caps_;
 };
 
+class DenseAttention final : public models::DitAttentionPolicy {
+ public:
+  std::string_view name() const override { return "dense"; }
+  models::DitAttention configure(const models::DitAttention& scenario, const models::ModuleSpec&, const std::string&) const override {
+    models::DitAttention a = scenario;
+    a.head_sparsity.clear();
+    return a;
+  }
+};
+
+class Dsv final : public models::DitAttentionPolicy {
+ public:
+  Dsv(double sparsity, double spread, int rank) : sparsity_(sparsity), spread_(spread), rank_(rank) {}
+  std::string_view name() const override { return "dsv"; }
+  models::DitAttention configure(const models::DitAttention& scenario, const models::ModuleSpec& dit, const std::string& source) const override {
+    models::DitAttention a = scenario;
+    if (sparsity_ >= 0) a.head_sparsity = models::spread_sparsity(dit.shape.heads, sparsity_, spread_, "<policy>", "dsv/sparsity");
+    if (!a.sparse()) {
+      throw sim::InputError(source, "/multimodal/attention",
+                            "dsv: found no head sparsities, expected the scenario's attention/head_sparsity (or sparsity) or the policy's dsv:sparsity=...");
+    }
+    if (rank_ >= 0) a.estimator_rank = rank_;
+    a.validate(dit.shape.heads, dit.shape.head_dim, "<policy>", "dsv");
+    return a;
+  }
+
+ private:
+  double sparsity_, spread_;
+  int rank_;
+};
+
 }  // namespace
+
+const sim::Registry<models::DitAttentionPolicy>& dit_attentions() {
+  static const sim::Registry<models::DitAttentionPolicy> registry = [] {
+    sim::Registry<models::DitAttentionPolicy> r("video attention policy");
+    r.add({"dense", "full attention; context parallelism per the scenario (hybrid: the cheaper of head-parallel and ring per layer)", {},
+           [](const sim::Params&) { return std::make_unique<DenseAttention>(); }});
+    r.add({"dsv", "DSV: per-head block-sparse attention with a low-rank estimator, sparsity-aware hybrid context parallelism",
+           {{"sparsity", sim::ParamType::number, -1.0, "mean fraction of key blocks a head skips, in [0, 1) (-1: the scenario's head sparsities)"},
+            {"spread", sim::ParamType::number, 0.05, "with sparsity: the heads' sparsities spread evenly over sparsity +- spread"},
+            {"rank", sim::ParamType::integer, std::int64_t{-1}, "the estimator's rank (-1: the scenario's, else 16; 0: no estimator)"}},
+           [](const sim::Params& p) {
+             const double s = p.get_number("sparsity"), spread = p.get_number("spread");
+             if (s != -1 && !(s >= 0 && s < 1)) {
+               throw sim::InputError("<policy>", "dsv/sparsity", fmt::format("found {}, expected a sparsity in [0, 1) (or -1)", s));
+             }
+             if (!(spread >= 0 && spread < 1)) throw sim::InputError("<policy>", "dsv/spread", fmt::format("found {}, expected a spread in [0, 1)", spread));
+             const std::int64_t k = p.get_int("rank");
+             if (k < -1 || k > 1024) throw sim::InputError("<policy>", "dsv/rank", fmt::format("found {}, expected -1 (the scenario's) or 0 to 1024", k));
+             return std::make_unique<Dsv>(s, spread, static_cast<int>(k));
+           }});
+    return r;
+  }();
+  return registry;
+}
 
 const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
   static const sim::Registry<models::MultimodalPipelinePolicy> registry = [] {

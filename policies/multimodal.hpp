@@ -15,6 +15,15 @@
 //                     candidate scheduled greedily (1F1B when a backward is ready, else the
 //                     earliest feasible forward) under each stage's activation memory, and run
 //                     on the pipeline emulator; the fastest wins
+// Video DiT attention policies, registered by name (compared by `orrery compare --policies
+// dense,dsv` on a multimodal scenario with a video DiT):
+//   dense   full attention; context parallelism as the scenario's attention/cp_mode says
+//           (hybrid: per layer the cheaper of Ulysses-style head parallelism and ring attention)
+//   dsv     DSV (arXiv 2502.07590): per-head block-sparse attention with its low-rank
+//           estimator, and its hybrid sparsity-aware context parallelism (heads dealt by LPT on
+//           their kept work, or a ring that moves only the kept key-value blocks, whichever
+//           costs less per layer); the heads' sparsities from the scenario's attention, or
+//           `sparsity` +- `spread` spread evenly over the heads
 #pragma once
 
 #include "models/multimodal/multimodal_pipeline.hpp"
@@ -23,5 +32,6 @@
 namespace orrery::policies {
 
 const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines();
+const sim::Registry<models::DitAttentionPolicy>& dit_attentions();
 
 }  // namespace orrery::policies

@@ -274,14 +274,43 @@ namespace {
 // Multimodal scenarios: the same batches under each pipeline policy.
 void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   if (o.steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", o.steps));
-  const std::string list = o.policies.empty() ? "megatron-1f1b,modality-static,pipeweaver" : o.policies;
-  const std::vector<PolicySpec> specs = parse_policies(list);
-  std::vector<std::unique_ptr<models::MultimodalPipelinePolicy>> policies;
-  for (const PolicySpec& s : specs) policies.push_back(policies::multimodal_pipelines().create(s.name, s.params, {"<command line>", "--policies"}));
   const traces::MultimodalScenario sc = traces::load_multimodal_scenario(o.scenario_path);
+  // Pipeline policies on the scenario's attention, or (a scenario with a video DiT's
+  // "attention", or --policies naming attention policies) video attention policies under
+  // megatron-1f1b: the same batches either way.
+  const std::string list = !o.policies.empty() ? o.policies : sc.attention_given ? "dense,dsv" : "megatron-1f1b,modality-static,pipeweaver";
+  const std::vector<PolicySpec> specs = parse_policies(list);
+  const bool attention = std::all_of(specs.begin(), specs.end(), [](const PolicySpec& s) { return policies::dit_attentions().contains(s.name); });
   const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
+  std::vector<std::unique_ptr<models::MultimodalPipelinePolicy>> policies;
+  // Pipeline policies share one cost cache (their layers cost alike); attention policies each
+  // have their own.
+  std::vector<std::unique_ptr<models::ModuleCostCache>> caches;
+  if (!attention) caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, sc.attention));
+  std::vector<std::string> names;
+  for (const PolicySpec& s : specs) {
+    if (!attention) {
+      policies.push_back(policies::multimodal_pipelines().create(s.name, s.params, {"<command line>", "--policies"}));
+      names.emplace_back(policies.back()->name());
+      continue;
+    }
+    const auto a = policies::dit_attentions().create(s.name, s.params, {"<command line>", "--policies"});
+    const auto dit = std::find_if(sc.model.modules.begin(), sc.model.modules.end(),
+                                  [](const models::ModuleSpec& m) { return m.kind == models::ModuleKind::video_dit; });
+    if (dit == sc.model.modules.end()) {
+      throw sim::InputError("<command line>", "--policies",
+                            fmt::format("found video attention policy {}, but {} has no video DiT", sim::quote(s.name), sc.model.name));
+    }
+    policies.push_back(policies::multimodal_pipelines().create("megatron-1f1b", {}, {"<command line>", "--policies"}));
+    caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, a->configure(sc.attention, *dit, o.scenario_path)));
+    // A row per spec, so that dsv at several sparsities reads apart: "dsv:sparsity=0.8".
+    std::string label(a->name());
+    for (const auto& [key, value] : s.params) label += fmt::format("{}{}={}", label.size() == a->name().size() ? ":" : ";", key, sim::to_string(value));
+    names.push_back(label);
+  }
   models::MultimodalSetup setup = models::multimodal_setup(sc.model, cost, sc.gpu, sc.tp, sc.pp, sc.dp, sc.micro_batch, sc.p2p);
   setup.nvlink = sc.nvlink;
+  setup.cp = sc.cp;
   setup.source = o.scenario_path;
   // The batches: the trace's in turn, or the generator's; the first also profiles the static
   // decisions (partitions, sub-micro-batch sizes).
@@ -302,9 +331,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
                             fmt::format("a batch of {} samples is smaller than dp {} x micro_batch {}", b.size(), sc.dp, sc.micro_batch));
     }
   }
-  const models::ModuleCostCache costs(sc.model, cost, sc.tp, sc.nvlink);
-  out << fmt::format("scenario  {}: {} on {} x {} (tp {}, pp {}, dp {}); {} steps of {} samples\n", sc.name.empty() ? o.scenario_path : sc.name,
-                     sc.model.name, sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps, batches.front().size());
+  const std::string cp = sc.cp > 1 ? fmt::format(", cp {}", sc.cp) : "";
+  out << fmt::format("scenario  {}: {} on {} x {} (tp {}, pp {}, dp {}{}); {} steps of {} samples\n", sc.name.empty() ? o.scenario_path : sc.name,
+                     sc.model.name, sc.tp * sc.pp * sc.dp * sc.cp, sc.gpu.name, sc.tp, sc.pp, sc.dp, cp, o.steps, batches.front().size());
+  if (attention) out << "pipeline  megatron-1f1b for every video attention policy\n";
   out << fmt::format("{:<26} {:>10} {:>10} {:>11} {:>8} {:>10} {:>8} {:>12}\n", "policy", "step p50", "step p99", "samples/s", "bubble",
                      "imbalance", "speedup", "candidates");
   reports::Report report;
@@ -316,6 +346,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
+    const models::ModuleCostCache& costs = *caches[attention ? i : 0];
     if (o.progress != nullptr) o.progress->note(specs[i].name);
     policy.prepare(setup, batches.front(), costs);
     std::vector<double> steps;
@@ -356,13 +387,26 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     const double sps = samples / time, p50 = percentile(steps, 0.5), p99 = percentile(steps, 0.99);
     if (i == 0) base = sps;
     const double n = static_cast<double>(o.steps);
-    out << fmt::format("{:<26} {:>8.3f} s {:>8.3f} s {:>11.2f} {:>7.1f}% {:>10.3f} {:>7.2f}x {:>12}\n", policy.name(), p50, p99, sps, 100 * bubble / n,
+    out << fmt::format("{:<26} {:>8.3f} s {:>8.3f} s {:>11.2f} {:>7.1f}% {:>10.3f} {:>7.2f}x {:>12}\n", names[i], p50, p99, sps, 100 * bubble / n,
                        imbalance / n, sps / base, candidates);
+    if (attention) {
+      // One DiT layer on the first batch's first sample: its attention, and how CP ran it.
+      const auto d = static_cast<int>(std::find_if(sc.model.modules.begin(), sc.model.modules.end(), [](const models::ModuleSpec& m) {
+                                        return m.kind == models::ModuleKind::video_dit;
+                                      }) - sc.model.modules.begin());
+      const models::ModuleWork w = costs.work(d, {batches.front().front()});
+      const models::DitAttentionCost c = models::dit_attention_cost(sc.model.modules[static_cast<std::size_t>(d)], w.docs, cost, sc.tp, costs.attention());
+      out << fmt::format("{:<26} a {}-token sample: attention {:.1f} ms a layer (fwd+bwd), {}kept {:.3f}, estimator {:.1f}%\n", "", w.tokens,
+                         (c.f + c.b) * 1e3, sc.cp > 1 ? fmt::format("cp {} {}, ", sc.cp, models::to_string(c.mode)) : "", c.kept,
+                         100 * c.estimator_f / (c.f + c.b));
+      report.set(fmt::format("/policies/{}/attention_layer_s", i), c.f + c.b);
+      report.set(fmt::format("/policies/{}/cp_mode", i), std::string(models::to_string(c.mode)));
+    }
     if (candidates > 0) {
       out << fmt::format("{:<26} search: {:.0f} candidates/s, {:.3f} s per step\n", "", search > 0 ? static_cast<double>(candidates) / search : 0.0, search / n);
     }
     const std::string at = fmt::format("/policies/{}", i);
-    report.set(at + "/name", std::string(policy.name()));
+    report.set(at + "/name", names[i]);
     report.set(at + "/step_time_p50_s", p50);
     report.set(at + "/step_time_p99_s", p99);
     report.set(at + "/samples_per_s", sps);
@@ -370,7 +414,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/stage_imbalance", imbalance / n);
     report.set(at + "/speedup", sps / base);
     report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
-    page.policies.push_back({std::string(policy.name()), steps, sps, bubble / n, imbalance / n});
+    page.policies.push_back({names[i], steps, sps, bubble / n, imbalance / n});
   }
   if (!o.html_path.empty()) reports::write_step_compare_html(o.html_path, page);
   if (!o.trace_path.empty()) {

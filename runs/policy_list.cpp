@@ -24,6 +24,7 @@ FamilyText text_of(PolicyFamily f) {
   switch (f) {
     case PolicyFamily::sequence: return {"Sequence policies", "compare --policies on a step scenario with a \"workload\""};
     case PolicyFamily::multimodal: return {"Multimodal pipeline policies", "compare --policies on a multimodal scenario"};
+    case PolicyFamily::video_attention: return {"Video DiT attention policies", "compare --policies on a multimodal scenario with a video DiT"};
     case PolicyFamily::cluster: return {"Cluster schedulers", "cluster --policy; compare --policies on a cluster scenario"};
     case PolicyFamily::rl: return {"RL policies", "compare --policies on an RL scenario"};
     case PolicyFamily::rl_dispatcher: return {"RL dispatchers", "an RL policy's dispatcher=NAME, or the scenario's"};
@@ -58,6 +59,7 @@ auto with_registry(PolicyFamily f, F&& fn) {
   switch (f) {
     case PolicyFamily::sequence: return fn(policies::sequence_policies());
     case PolicyFamily::multimodal: return fn(policies::multimodal_pipelines());
+    case PolicyFamily::video_attention: return fn(policies::dit_attentions());
     case PolicyFamily::cluster: return fn(policies::cluster_schedulers());
     case PolicyFamily::rl: return fn(policies::rl_policies());
     case PolicyFamily::rl_dispatcher: return fn(policies::rl_dispatchers());

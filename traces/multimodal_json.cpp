@@ -114,7 +114,48 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
   if (auto v = mm.optional("nvlink")) s.nvlink = v->as_bandwidth().value();
   s.p2p = 50e9;
   if (auto v = mm.optional("p2p")) s.p2p = v->as_bandwidth().value();
+  const int dit = [&] {
+    for (std::size_t i = 0; i < s.model.modules.size(); ++i) {
+      if (s.model.modules[i].kind == models::ModuleKind::video_dit) return static_cast<int>(i);
+    }
+    return -1;
+  }();
+  const auto needs_dit = [&](const JsonNode& v, std::string_view what) {
+    if (dit < 0) v.fail(fmt::format("found {} for model {}, which has no video DiT; expected no {}", what, sim::quote(s.model.name), what));
+  };
+  if (auto v = mm.optional("cp")) {
+    s.cp = count(*v, 1, 1024);
+    if (s.cp > 1) needs_dit(*v, "context parallelism");
+  }
+  s.attention.cp = s.cp;
+  if (auto v = mm.optional("attention")) {
+    needs_dit(*v, "an attention");
+    s.attention_given = true;
+    const models::ModuleSpec& d = s.model.modules[static_cast<std::size_t>(dit)];
+    JsonObject a = v->as_object();
+    if (auto h = a.optional("head_sparsity")) {
+      for (const JsonNode& x : h->as_array()) s.attention.head_sparsity.push_back(x.as_number());
+    }
+    const auto spread = a.optional("spread");
+    if (auto m = a.optional("sparsity")) {
+      if (!s.attention.head_sparsity.empty()) m->fail("found both sparsity and head_sparsity; expected one of them");
+      s.attention.head_sparsity = models::spread_sparsity(d.shape.heads, m->as_number(), spread ? spread->as_number() : 0.0, path, m->pointer());
+    } else if (spread) {
+      spread->fail("found a spread without a sparsity; expected sparsity with it");
+    }
+    if (auto r = a.optional("estimator_rank")) s.attention.estimator_rank = count(*r, 0, 1 << 16);
+    if (auto c = a.optional("cp_mode")) s.attention.cp_mode = models::parse_cp_mode(c->as_string(), path, c->pointer());
+    a.finish();
+    s.attention.validate(d.shape.heads, d.shape.head_dim, path, v->pointer());
+    if (s.attention.cp_mode == models::CpMode::head && s.cp > d.shape.heads / s.tp) {
+      throw sim::InputError(path, v->pointer() + "/cp_mode",
+                            fmt::format("found head with cp {}, more GPUs than the {} heads per tensor-parallel rank; expected ring or hybrid", s.cp,
+                                        d.shape.heads / s.tp));
+    }
+  }
   mm.finish();
+  // Context parallelism inside a node (8 GPUs) runs on NVLink, beyond it on the p2p link.
+  s.attention.cp_bandwidth = s.tp * s.cp <= 8 ? s.nvlink : s.p2p;
   for (const models::ModuleSpec& m : s.model.modules) {
     if (m.kind == models::ModuleKind::projector) continue;
     if (m.shape.heads % s.tp != 0) {

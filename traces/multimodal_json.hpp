@@ -2,8 +2,14 @@
 //   {"name": "...",
 //    "multimodal": {"model": "qwen2-vl-7b" | {custom module graph, below},
 //                   "gpu": "H100", "tp": 2, "pp": 4, "dp": 8, "micro_batch": 4,
-//                   "nvlink": "450 GB/s", "p2p": "400 Gb/s"},   (links default to the GPU's NVLink
+//                   "nvlink": "450 GB/s", "p2p": "400 Gb/s",    (links default to the GPU's NVLink
 //                                                                 and a 400 Gb/s NIC)
+//                   "cp": 4,          (a video DiT's context parallelism: GPUs per video; on NVLink
+//                                      while tp x cp <= 8, else on the p2p link)
+//                   "attention": {"head_sparsity": [0.9, ...] | "sparsity": 0.9, "spread": 0.05,
+//                                 "estimator_rank": 16, "cp_mode": "hybrid" | "head" | "ring"}},
+//                                     (DSV's block-sparse attention for the video DiT:
+//                                      models/multimodal/multimodal.hpp)
 //    "workload": {"trace": "batches.jsonl"} | {"mix": {...MultimodalMix fields...}, "seed": 1}}
 // A custom model: {"name": "my-vlm", "modules": [{"name": "vision", "kind": "vision_encoder",
 //   "layers": 32, "hidden": 1280, "heads": 16, "ffn_hidden": 5120, "mlp": "gelu", "patch": 14,
@@ -27,6 +33,9 @@ struct MultimodalScenario {
   models::GpuSpec gpu;
   int tp = 1, pp = 1, dp = 1, micro_batch = 1;
   double nvlink = 0, p2p = 0;  // bytes/s
+  int cp = 1;                  // the video DiT's context parallelism
+  models::DitAttention attention;  // the video DiT's attention (cp and its link included)
+  bool attention_given = false;    // the scenario has an "attention" (compare: dense against dsv)
   std::string trace_path;      // workload: a JSONL trace, or
   models::MultimodalMix mix;   // a generator
   std::uint64_t seed = 1;

@@ -67,6 +67,94 @@ models::MultimodalMix t2v_mix() {
   return t2v;
 }
 
+// DSV (arXiv 2502.07590): block-sparse attention with a low-rank estimator and sparsity-aware
+// context parallelism on HunyuanVideo's DiT, against dense attention, over sparsity and length.
+template <class Check>
+void validate_dsv(std::string& md, const Check& check) {
+  const models::MultimodalModel& m = models::MultimodalCatalog::builtin().model("hunyuan-video-13b");
+  const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
+  const models::RooflineCostModel cost(gpu, models::training_roofline_params(gpu));
+  const int tp = 2, cp = 4;
+  const int dit = m.find("dit");
+  const models::ModuleSpec& spec = m.modules[static_cast<std::size_t>(dit)];
+  // One clip's training compute on its tp x cp GPUs: every layer of every module, forward and
+  // backward (the frozen text encoder forward only).
+  const auto clip_seconds = [&](int frames, const models::DitAttention& a) {
+    models::MultimodalSample x;
+    x.text_tokens = 256;
+    x.videos.push_back({frames, 544, 960});
+    double t = 0;
+    for (std::size_t i = 0; i < m.modules.size(); ++i) {
+      const models::ModuleWork w = models::module_work(m, static_cast<int>(i), {x});
+      t += m.modules[i].shape.layers * models::module_layer_seconds(m.modules[i], w, cost, tp, gpu.nvlink_bandwidth, a).total();
+    }
+    return t;
+  };
+  const auto attention = [&](double sparsity) {
+    models::DitAttention a;
+    a.cp = cp;
+    a.cp_bandwidth = gpu.nvlink_bandwidth;
+    if (sparsity > 0) a.head_sparsity = models::spread_sparsity(spec.shape.heads, sparsity, std::min(0.03, sparsity), "<validation>", "/sparsity");
+    return a;
+  };
+  const std::vector<int> frames = {33, 129, 257, 513, 1025};
+  const std::vector<double> sparsity = {0.5, 0.8, 0.9, 0.95};
+  md += "### DSV: block-sparse attention for video DiTs\n\n";
+  md += "DSV (Tan et al., arXiv 2502.07590) predicts each head's critical key-value blocks with a low-rank estimator, computes attention on\n"
+        "them only, and places heads (or ring chunks) on context-parallel GPUs by their sparsity. It reports up to 3.02x training throughput\n"
+        "over dense attention, scaling to 128 GPUs and 520K tokens, with attention up to 95% of the time. Here: HunyuanVideo 13B, 544x960\n"
+        "clips and a 256-token prompt, one clip's training compute (every layer, forward and backward) on tp 2 x cp 4 H100s with roofline\n"
+        "costs; DSV's heads spread evenly over sparsity +- 0.03, a rank-16 estimator; dense and DSV each take, per layer, the cheaper of\n"
+        "head-parallel and ring context parallelism (models/multimodal/multimodal.hpp; validation/validate_multimodal.cpp).\n\n";
+  md += "| frames | tokens | dense s/clip | attention share | cp (dense) |";
+  for (const double s : sparsity) md += fmt::format(" DSV {:.2f} |", s);
+  md += " cp (DSV 0.90) |\n|---|---|---|---|---|";
+  for (std::size_t k = 0; k < sparsity.size(); ++k) md += "---|";
+  md += "---|\n";
+  std::vector<std::vector<double>> speedup;
+  for (const int f : frames) {
+    models::MultimodalSample x;
+    x.text_tokens = 256;
+    x.videos.push_back({f, 544, 960});
+    const models::ModuleWork w = models::module_work(m, dit, {x});
+    const double dense = clip_seconds(f, attention(0));
+    const models::DitAttentionCost da = models::dit_attention_cost(spec, w.docs, cost, tp, attention(0));
+    const double share = spec.shape.layers * (da.f + da.b) / dense;
+    md += fmt::format("| {} | {} | {:.2f} | {:.0f}% | {} |", f, w.tokens, dense, 100 * share, models::to_string(da.mode));
+    speedup.emplace_back();
+    for (const double s : sparsity) {
+      speedup.back().push_back(dense / clip_seconds(f, attention(s)));
+      md += fmt::format(" {:.2f}x |", speedup.back().back());
+    }
+    md += fmt::format(" {} |\n", models::to_string(models::dit_attention_cost(spec, w.docs, cost, tp, attention(0.9)).mode));
+  }
+  bool faster = true, with_sparsity = true, with_length = true;
+  double best = 0;
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    for (std::size_t k = 0; k < sparsity.size(); ++k) {
+      if (sparsity[k] >= 0.8) faster = faster && speedup[i][k] > 1;
+      if (k > 0) with_sparsity = with_sparsity && speedup[i][k] > speedup[i][k - 1];
+      if (i > 0) with_length = with_length && speedup[i][k] > speedup[i - 1][k];
+      best = std::max(best, speedup[i][k]);
+    }
+  }
+  // At the paper's 520K-token scale, DSV at 0.9 against the paper's 3.02x (not a check: the
+  // magnitude is the model's, see the text).
+  const double at_scale = speedup.back()[2];
+  md += fmt::format("\n- DSV is faster than dense attention at sparsity 0.8 and above, at every length **{}**.\n", check(faster));
+  md += fmt::format("- Its speedup grows with sparsity at every length **{}**, and with the sequence length at every sparsity **{}**.\n",
+                    check(with_sparsity), check(with_length));
+  md += fmt::format("- The magnitude is above the paper's: at 520K tokens and sparsity 0.9 DSV is {:.2f}x dense here ({:.1f}x the paper's best,\n"
+                    "  3.02x; the table's largest gain is {:.2f}x).\n\n",
+                    at_scale, at_scale / 3.02, best);
+  md += "Why the gains are larger here: they are one clip's compute with the sparsity fixed, where the paper's are end-to-end training\n"
+        "throughput, whose sparsity is what its models learn (lower early in training), and which also pays its estimator's training stage,\n"
+        "its Triton kernels' gap to a dense FlashAttention-class kernel, data loading, the VAE and synchronisation. The roofline charges a\n"
+        "block-sparse kernel only for its shorter key visits (efficiency L / (L + half_kv), L the kept keys a query block visits), so on long\n"
+        "clips, where attention is over 90% of the dense step, the gain approaches 1 / (1 - s) of the attention; the paper measures no such\n"
+        "kernel here to calibrate against (../shared/data has none). Per-layer sparsities are taken equal; DSV's vary by layer and step.\n\n";
+}
+
 }  // namespace
 
 MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& out) {
@@ -197,6 +285,7 @@ MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& o
                       "batches takes {:.4f} s against {:.4f} s (m = 16): the closed form {} for both.\n\n",
                       m1, f1, m2, f2, check(std::abs(m1 - f1) < 1e-9 * f1 && std::abs(m2 - f2) < 1e-9 * f2));
   }
+  validate_dsv(md, check);
   out << fmt::format("multimodal: {} of {} claims hold\n", summary.held, summary.checks);
   return summary;
 }

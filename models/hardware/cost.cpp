@@ -97,7 +97,9 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
         q_tiles += n_tiles;
         // A sliding window of w keys reaches back at most c key tiles (its own included).
         const double c = k.window > 0 ? d((k.window + tile - 2) / tile + 1) : n_tiles;
-        visits += !k.causal ? n_tiles * n_tiles : n_tiles <= c ? n_tiles * (n_tiles + 1) / 2 : c * (c + 1) / 2 + (n_tiles - c) * c;
+        // Block-sparse: each query tile visits its kept key tiles, whole ones, at least one.
+        const double kept_tiles = k.kept < 1 ? std::max(1.0, std::round(k.kept * n_tiles)) : n_tiles;
+        visits += !k.causal ? n_tiles * kept_tiles : n_tiles <= c ? n_tiles * (n_tiles + 1) / 2 : c * (c + 1) / 2 + (n_tiles - c) * c;
       }
       const bool fwd = k.kind == KernelKind::attention_fwd;
       const double per_pair = fwd ? 2 * (d(k.head_dim) + d(k.head_dim_v)) : 2 * (3 * d(k.head_dim) + 2 * d(k.head_dim_v));
@@ -154,7 +156,8 @@ std::vector<double> kernel_features(const Kernel& k) {
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: {
       const double t = d(tokens(k));
-      return {t * d(k.heads), t > 0 ? sum_squares(k) / t : 0, d(k.head_dim)};
+      // A block-sparse kernel visits `kept` of the keys: a dense one of that effective length.
+      return {t * d(k.heads), t > 0 ? sum_squares(k) / t * (k.causal ? 1.0 : k.kept) : 0, d(k.head_dim)};
     }
     case KernelKind::optimizer: return {d(k.params)};
     default: return {k.bytes};

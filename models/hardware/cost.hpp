@@ -60,7 +60,8 @@ struct RooflineParams {
   // executed FLOPs are those of the whole tiles (for a causal mask, the tiles on and below the
   // diagonal), and efficiency = e_pass * L / (L + half_kv) * d / (d + half_head_dim), where L is
   // the mean key/value tokens a query tile visits (its fixed per-tile work amortises over L) and
-  // d the head dimension (the softmax work per query-key pair amortises over d).
+  // d the head dimension (the softmax work per query-key pair amortises over d). A block-sparse
+  // kernel (Kernel::kept < 1) visits only its kept key tiles, so its L shrinks with them.
   double attention_fwd_efficiency = 0.9533;
   double attention_bwd_efficiency = 0.9434;
   double attention_half_kv = 197.66;

@@ -143,6 +143,7 @@ sim::Flops flops(const Kernel& x) {
     case KernelKind::attention_bwd: {
       double p = 0;
       for (const std::int64_t l : x.doc_lens) p += pairs(l, x.causal, x.window);
+      if (!x.causal) p *= x.kept;
       const double per_pair = x.kind == KernelKind::attention_fwd ? 2 * (d(x.head_dim) + d(x.head_dim_v))
                                                                   : 2 * (3 * d(x.head_dim) + 2 * d(x.head_dim_v));
       return sim::Flops(p * per_pair * d(x.heads));
@@ -182,10 +183,11 @@ std::string describe(const Kernel& x) {
       return fmt::format("grouped_gemm groups={} m={} n={} k={} {}", x.group_m.size(), x.m, x.n, x.k, to_string(x.dtype));
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd:
-      return fmt::format("{} docs={} tokens={} heads={} kv_heads={} head_dim={}{}{}{} {}", to_string(x.kind),
+      return fmt::format("{} docs={} tokens={} heads={} kv_heads={} head_dim={}{}{}{}{} {}", to_string(x.kind),
                          x.doc_lens.size(), tokens(x), x.heads, x.kv_heads, x.head_dim,
                          x.head_dim_v != x.head_dim ? fmt::format(" head_dim_v={}", x.head_dim_v) : "",
-                         x.causal ? " causal" : "", x.window > 0 ? fmt::format(" window={}", x.window) : "", to_string(x.dtype));
+                         x.causal ? " causal" : "", x.window > 0 ? fmt::format(" window={}", x.window) : "",
+                         x.kept < 1 && !x.causal ? fmt::format(" kept={:g}", x.kept) : "", to_string(x.dtype));
     case KernelKind::optimizer: return fmt::format("optimizer params={}", x.params);
     default: return fmt::format("{} bytes={} {}", to_string(x.kind), sim::to_string(sim::Bytes(x.bytes)), to_string(x.dtype));
   }

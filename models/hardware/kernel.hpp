@@ -60,6 +60,10 @@ struct Kernel {
   // causal attention over a sliding window: a query sees its last `window` keys (itself
   // included); 0 = all earlier keys.
   std::int64_t window = 0;
+  // block-sparse (non-causal) attention, as DSV's kernels (arXiv 2502.07590): each query tile
+  // visits only this fraction of its document's key tiles (at least one); 1 = dense. Set it on a
+  // Kernel::attention; the FLOPs and the executed tiles scale by it, the bytes do not.
+  double kept = 1;
   // memory-bound kinds: bytes read plus bytes written.
   double bytes = 0;
   // optimizer: parameters updated.
@@ -82,7 +86,8 @@ inline constexpr double kAdamBytesPerParam = 30;
 
 // Useful floating-point operations, exact: GEMMs 2mnk; attention 2(d_qk + d_v) per query-key
 // pair and head forward, 2(3 d_qk + 2 d_v) backward (recompute QK^T, then dV, dP, dQ, dK), a
-// causal document of length l having l(l+1)/2 pairs (with a window w < l: w(w+1)/2 + (l-w)w). Memory-bound kinds count 0.
+// causal document of length l having l(l+1)/2 pairs (with a window w < l: w(w+1)/2 + (l-w)w);
+// a block-sparse one (kept < 1) kept x l^2. Memory-bound kinds count 0.
 sim::Flops flops(const Kernel&);
 // Compulsory HBM traffic: every operand read once and every result written once.
 sim::Bytes min_bytes(const Kernel&);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <numeric>
 
 namespace orrery::models {
 
@@ -362,7 +364,197 @@ ModuleWork module_work(const MultimodalModel& m, int index, const std::vector<Mu
   return w;
 }
 
-LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, const CostModel& cost, int tp, double nvlink) {
+// ---------------------------------------------------------------------------------------
+// A video DiT's attention: context parallelism and DSV's block sparsity
+
+std::string_view to_string(CpMode m) {
+  switch (m) {
+    case CpMode::hybrid: return "hybrid";
+    case CpMode::head: return "head";
+    case CpMode::ring: return "ring";
+  }
+  return "?";
+}
+
+CpMode parse_cp_mode(std::string_view text, std::string_view source, std::string_view where) {
+  for (const CpMode m : {CpMode::hybrid, CpMode::head, CpMode::ring}) {
+    if (to_string(m) == text) return m;
+  }
+  throw sim::InputError(std::string(source), std::string(where), fmt::format("found {}, expected hybrid, head or ring", sim::quote(text)));
+}
+
+void DitAttention::validate(int heads, std::int64_t head_dim, std::string_view source, std::string_view where) const {
+  const auto fail = [&](const std::string& field, const std::string& what) {
+    throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), what);
+  };
+  for (std::size_t h = 0; h < head_sparsity.size(); ++h) {
+    if (!(head_sparsity[h] >= 0 && head_sparsity[h] < 1)) {
+      fail(fmt::format("head_sparsity/{}", h),
+           fmt::format("found {}, expected a sparsity in [0, 1) (the fraction of key blocks the head skips)", head_sparsity[h]));
+    }
+  }
+  if (!head_sparsity.empty() && static_cast<int>(head_sparsity.size()) != heads) {
+    fail("head_sparsity", fmt::format("found {} sparsities, expected one per head of the DiT ({})", head_sparsity.size(), heads));
+  }
+  if (estimator_rank < 0 || estimator_rank > head_dim) {
+    fail("estimator_rank", fmt::format("found {}, expected 0 (no estimator) to the head dimension {}", estimator_rank, head_dim));
+  }
+}
+
+std::vector<double> spread_sparsity(int heads, double mean, double spread, std::string_view source, std::string_view where) {
+  std::vector<double> out;
+  for (int h = 0; h < heads; ++h) {
+    const double v = heads == 1 ? mean : mean + spread * (1 - 2.0 * h / (heads - 1));
+    if (!(v >= 0 && v < 1)) {
+      throw sim::InputError(std::string(source), std::string(where),
+                            fmt::format("found sparsity {} and spread {}: head {} would skip {} of its key blocks, expected every head's sparsity in [0, 1)",
+                                        mean, spread, h, v));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> lpt_heads(const std::vector<double>& work, int ranks) {
+  std::vector<int> order(work.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return work[static_cast<std::size_t>(x)] > work[static_cast<std::size_t>(y)]; });
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(std::max(1, ranks)));
+  std::vector<double> load(out.size(), 0.0);
+  for (const int h : order) {
+    const auto r = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    out[r].push_back(h);
+    load[r] += work[static_cast<std::size_t>(h)];
+  }
+  return out;
+}
+
+namespace {
+
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 1.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// One tensor-parallel rank's attention over its heads, whose kept fractions are `kept`.
+DitAttentionCost rank_attention(const ModuleSpec& dit, const std::vector<std::int64_t>& docs, const CostModel& cost, const DitAttention& a,
+                                const std::vector<double>& kept, CpMode mode) {
+  const ModelSpec& sh = dit.shape;
+  const std::int64_t hd = sh.head_dim, r = a.sparse() ? a.estimator_rank : 0;
+  const double e = 2;  // bf16 bytes
+  const auto n = static_cast<std::int64_t>(kept.size());
+  const int cp = a.cp;
+  std::int64_t T = 0;
+  for (const std::int64_t l : docs) T += l;
+  const std::int64_t local = (T + cp - 1) / cp;
+  const auto sec = [&](const Kernel& k) { return cost.time(k).to_seconds(); };
+  const auto attn = [&](Pass p, const std::vector<std::int64_t>& d, std::int64_t heads, double k) {
+    Kernel x = Kernel::attention(p, d, heads, std::max<std::int64_t>(1, heads * sh.kv_heads / sh.heads), hd, false, DType::bf16);
+    x.kept = k;
+    return sec(x);
+  };
+  const auto comm = [&](double bytes) { return a.cp_bandwidth > 0 ? bytes / a.cp_bandwidth : 0.0; };
+  // The estimator's scores of `queries` query tokens of a document of l against its l keys for
+  // `heads` heads: the rank-r queries of each query block (the kernel's tile) pooled to one, as
+  // DSV groups queries so that a block shares its critical key-value blocks: a [blocks, r] x
+  // [r, l] GEMM per head.
+  const std::int64_t block = [&] {
+    const auto* roofline = dynamic_cast<const RooflineCostModel*>(&cost);
+    return roofline != nullptr ? roofline->params().attention_tile : RooflineParams{}.attention_tile;
+  }();
+  const auto scores = [&](std::int64_t queries, std::int64_t l, std::int64_t heads) {
+    return r > 0 ? sec(Kernel::gemm((queries + block - 1) / block, l, r, DType::bf16, heads)) : 0.0;
+  };
+  // The estimator's projection of the local tokens to rank-r Q and K for the rank's heads.
+  const double projection = r > 0 ? sec(Kernel::gemm(local, 2 * r * n, sh.hidden, DType::bf16)) : 0.0;
+  DitAttentionCost c;
+  c.mode = mode;
+  c.kept = mean_of(kept);
+  if (cp == 1) {
+    c.estimator_f = projection;
+    for (const std::int64_t l : docs) c.estimator_f += scores(l, l, n);
+    c.f = attn(Pass::forward, docs, n, c.kept) + c.estimator_f;
+    c.b = attn(Pass::backward, docs, n, c.kept);
+    return c;
+  }
+  if (mode == CpMode::head) {
+    if (n < cp) {
+      c.f = c.b = std::numeric_limits<double>::infinity();
+      return c;
+    }
+    const std::vector<std::vector<int>> groups = lpt_heads(kept, cp);
+    double f = 0, b = 0, est = 0, busiest = 0, phase = 0;
+    for (const std::vector<int>& g : groups) {
+      std::vector<double> k;
+      for (const int h : g) k.push_back(kept[static_cast<std::size_t>(h)]);
+      const auto m = static_cast<std::int64_t>(g.size());
+      double e_r = projection;
+      for (const std::int64_t l : docs) e_r += scores(l, l, m);
+      f = std::max(f, attn(Pass::forward, docs, m, mean_of(k)) + e_r);
+      b = std::max(b, attn(Pass::backward, docs, m, mean_of(k)));
+      est = std::max(est, e_r);
+      busiest = std::max(busiest, std::accumulate(k.begin(), k.end(), 0.0));
+      // An all-to-all phase ends with its busiest GPU, on full-duplex links: what it receives
+      // (the other GPUs' tokens of its heads) or sends (its tokens of the other heads).
+      const double in = static_cast<double>(T - local) * static_cast<double>(m), out = static_cast<double>(local) * static_cast<double>(n - m);
+      phase = std::max(phase, std::max(in, out) * static_cast<double>(hd) * e);
+    }
+    // Forward: Q, K, V (and the estimator's rank-r Q and K) in, O out; backward: dO in, dQ,
+    // dK, dV out.
+    c.comm_f = comm(phase * (4 + 2.0 * static_cast<double>(r) / static_cast<double>(hd)));
+    c.comm_b = comm(phase * 4);
+    c.f = f + c.comm_f;
+    c.b = b + c.comm_b;
+    c.estimator_f = est;
+    c.imbalance = busiest / (std::accumulate(kept.begin(), kept.end(), 0.0) / cp);
+    return c;
+  }
+  // Ring: cp steps over chunks of l/cp keys, all heads; the K and V chunk of the kept blocks
+  // (backward also dK and dV) moves while the step before computes.
+  std::vector<std::int64_t> chunk;
+  for (const std::int64_t l : docs) chunk.push_back((l + cp - 1) / cp);
+  const std::int64_t kv = std::max<std::int64_t>(1, n * sh.kv_heads / sh.heads);
+  const double step_bytes = 2.0 * static_cast<double>(local) * static_cast<double>(kv) * static_cast<double>(hd) * e * c.kept;
+  const double tf = attn(Pass::forward, chunk, n, c.kept), tb = attn(Pass::backward, chunk, n, c.kept);
+  const double mf = comm(step_bytes), mb = comm(2 * step_bytes);
+  c.comm_f = (cp - 1) * std::max(0.0, mf - tf);
+  c.comm_b = (cp - 1) * std::max(0.0, mb - tb);
+  c.estimator_f = projection;
+  if (r > 0) {
+    // The low-rank K of every token on every GPU (an all-gather), then its queries against all.
+    c.estimator_f += comm(static_cast<double>(T - local) * static_cast<double>(r * n) * e);
+    for (const std::int64_t l : docs) c.estimator_f += scores((l + cp - 1) / cp, l, n);
+  }
+  c.f = cp * tf + c.comm_f + c.estimator_f;
+  c.b = cp * tb + c.comm_b;
+  return c;
+}
+
+}  // namespace
+
+DitAttentionCost dit_attention_cost(const ModuleSpec& dit, const std::vector<std::int64_t>& docs, const CostModel& cost, int tp, const DitAttention& a,
+                                    CpMode mode) {
+  const int heads = dit.shape.heads, per = std::max(1, heads / std::max(1, tp));
+  DitAttentionCost worst;
+  worst.f = worst.b = -1;
+  // Every tensor-parallel rank holds its own heads; without sparsity they are all alike.
+  for (int k = 0; k < (a.sparse() ? tp : 1); ++k) {
+    std::vector<double> kept;
+    for (int j = 0; j < per; ++j) kept.push_back(a.sparse() ? 1 - a.head_sparsity[static_cast<std::size_t>((k * per + j) % heads)] : 1.0);
+    const DitAttentionCost c = rank_attention(dit, docs, cost, a, kept, mode);
+    if (c.f + c.b > worst.f + worst.b) worst = c;
+  }
+  return worst;
+}
+
+DitAttentionCost dit_attention_cost(const ModuleSpec& dit, const std::vector<std::int64_t>& docs, const CostModel& cost, int tp, const DitAttention& a) {
+  if (a.cp == 1 || a.cp_mode != CpMode::hybrid) return dit_attention_cost(dit, docs, cost, tp, a, a.cp_mode == CpMode::ring ? CpMode::ring : CpMode::head);
+  // DSV's hybrid: per layer, whichever costs less (ties: head).
+  const DitAttentionCost head = dit_attention_cost(dit, docs, cost, tp, a, CpMode::head);
+  const DitAttentionCost ring = dit_attention_cost(dit, docs, cost, tp, a, CpMode::ring);
+  return ring.f + ring.b < head.f + head.b ? ring : head;
+}
+
+LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, const CostModel& cost, int tp, double nvlink, const DitAttention& attention) {
   LayerSeconds out;
   if (work.tokens <= 0) return out;
   const auto t = [&](const Kernel& k) { return cost.time(k).to_seconds(); };
@@ -379,13 +571,23 @@ LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, c
     gemm(rows, inner / tp, sh.ffn_hidden);
     if (s.projector_hidden > 0) gemm(rows, sh.hidden, inner / tp);
   } else {
-    const std::int64_t T = work.tokens, h = sh.hidden, hd = sh.head_dim;
+    // A video DiT under context parallelism: each GPU runs 1/cp of the tokens through the
+    // layer's other kernels.
+    const bool dit = s.kind == ModuleKind::video_dit;
+    const int cp = dit ? std::max(1, attention.cp) : 1;
+    const std::int64_t T = (work.tokens + cp - 1) / cp, h = sh.hidden, hd = sh.head_dim;
     const std::int64_t heads = std::max<std::int64_t>(1, sh.heads / tp), kv = std::max<std::int64_t>(1, sh.kv_heads / tp);
     gemm(T, (heads + 2 * kv) * hd, h);
     gemm(T, h, heads * hd);
     const bool causal = s.kind == ModuleKind::llm || s.kind == ModuleKind::text_encoder;
-    out.f += t(Kernel::attention(Pass::forward, work.docs, heads, kv, hd, causal, DType::bf16));
-    out.b += t(Kernel::attention(Pass::backward, work.docs, heads, kv, hd, causal, DType::bf16));
+    if (dit && (attention.sparse() || cp > 1)) {
+      const DitAttentionCost a = dit_attention_cost(s, work.docs, cost, tp, attention);
+      out.f += a.f;
+      out.b += a.b;
+    } else {
+      out.f += t(Kernel::attention(Pass::forward, work.docs, heads, kv, hd, causal, DType::bf16));
+      out.b += t(Kernel::attention(Pass::backward, work.docs, heads, kv, hd, causal, DType::bf16));
+    }
     const std::int64_t f = sh.ffn_hidden / tp;
     const std::int64_t up = sh.mlp == MlpKind::swiglu ? 2 * f : f;
     gemm(T, up, h);

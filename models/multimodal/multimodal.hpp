@@ -152,14 +152,77 @@ struct ModuleWork {
 };
 ModuleWork module_work(const MultimodalModel& m, int module, const std::vector<MultimodalSample>& samples);
 
+// A video DiT's attention: context parallelism over each video's tokens and DSV's block
+// sparsity (Tan et al., "DSV: Exploiting Dynamic Sparsity to Accelerate Large-Scale Video DiT
+// Training", arXiv 2502.07590). DSV predicts, per head and query block, the critical key-value
+// blocks with a low-rank estimator (a rank-r projection of Q and K and their r-wide QK^T) and
+// computes attention on those blocks only; heads differ in how sparse they are. Costed here:
+//   - each head keeps 1 - sparsity of its key blocks: a block-sparse attention kernel
+//     (Kernel::kept) over the heads of a rank at their mean kept fraction, forward and backward;
+//   - the estimator, forward only (the block choice is not differentiated through): the
+//     projection GEMM [tokens, hidden] x [hidden, 2 r heads] and, per document and head, the
+//     low-rank QK^T at block granularity, [l / b, r] x [r, l] (b the kernel's tile: the rank-r
+//     queries of a block pooled to one, DSV's query grouping);
+//   - with cp > 1 GPUs per video, per layer the cheaper of (cp_mode hybrid; or the one named)
+//       head   Ulysses-style: two all-to-alls per pass (Q, K, V in, O out; backward dO in, dQ,
+//              dK, dV out), each head's whole sequence on one GPU, heads dealt to the GPUs by
+//              LPT on their kept work (DSV's sparsity-aware head placement); needs cp <= heads
+//              per TP rank; the all-to-alls are exposed;
+//       ring   ring attention: each GPU keeps its 1/cp of the queries and every head, the K and
+//              V chunks go round cp - 1 times (backward also dK and dV) and only the kept
+//              blocks travel; each step's transfer overlaps that step's kernel, over a chunk of
+//              l/cp keys; the estimator's low-rank K is all-gathered first.
+// Dense attention (no sparsities) takes the same choice with every head kept whole.
+enum class CpMode : std::uint8_t { hybrid, head, ring };
+std::string_view to_string(CpMode);
+// "hybrid", "head" or "ring"; InputError at `where` otherwise.
+CpMode parse_cp_mode(std::string_view text, std::string_view source, std::string_view where);
+
+struct DitAttention {
+  int cp = 1;                         // GPUs sharing each video's tokens
+  double cp_bandwidth = 0;            // bytes/s per GPU between them (0: communication is free)
+  std::vector<double> head_sparsity;  // per head of the DiT (before TP), in [0, 1); empty: dense
+  int estimator_rank = 16;            // r of DSV's low-rank estimator; 0: no estimator
+  CpMode cp_mode = CpMode::hybrid;
+  bool sparse() const { return !head_sparsity.empty(); }
+  // InputError at `where` (naming the field) for a sparsity outside [0, 1), a list whose length
+  // is not the DiT's `heads`, a rank outside 0 to head_dim, or cp < 1.
+  void validate(int heads, std::int64_t head_dim, std::string_view source, std::string_view where) const;
+};
+
+// `heads` sparsities spread evenly from mean - spread to mean + spread (one head: the mean),
+// head 0 the sparsest; InputError naming `where` when they leave [0, 1).
+std::vector<double> spread_sparsity(int heads, double mean, double spread, std::string_view source, std::string_view where);
+
+// Forward and backward seconds of one layer's attention (with its CP communication and the
+// estimator) of a video DiT over `docs`, on the slowest of its `tp` tensor-parallel ranks
+// (rank k holds heads k heads/tp to (k+1) heads/tp - 1).
+struct DitAttentionCost {
+  double f = 0, b = 0;
+  double estimator_f = 0;           // of f: the estimator (and its all-gather)
+  double comm_f = 0, comm_b = 0;    // exposed CP communication in f and b
+  CpMode mode = CpMode::head;       // what ran (cp > 1)
+  double imbalance = 1;             // head mode: the busiest GPU's kept work / the mean
+  double kept = 1;                  // mean kept fraction of the slowest rank's heads
+};
+DitAttentionCost dit_attention_cost(const ModuleSpec& dit, const std::vector<std::int64_t>& docs, const CostModel& cost, int tp, const DitAttention& a);
+// One CP mode's cost (head: InputError-free, infinite f and b when cp exceeds the heads per rank).
+DitAttentionCost dit_attention_cost(const ModuleSpec& dit, const std::vector<std::int64_t>& docs, const CostModel& cost, int tp, const DitAttention& a,
+                                    CpMode mode);
+// LPT: heads (by their work, heaviest first, ties by index) each to the least-loaded of `ranks`;
+// per rank its heads' indices.
+std::vector<std::vector<int>> lpt_heads(const std::vector<double>& work, int ranks);
+
 // Forward, input-gradient and weight-gradient seconds of one layer of a module (projectors:
 // of the projector) over `work`, on `tp` tensor-parallel GPUs with `nvlink` bytes/s each for
 // the layer's TP all-reduces (ring: 2 (tp-1)/tp x bytes / nvlink; two per pass). Frozen
-// modules have no B or W.
+// modules have no B or W. A video DiT's attention follows `attention` (above); with cp > 1 its
+// other kernels and all-reduces run on 1/cp of the tokens.
 struct LayerSeconds {
   double f = 0, b = 0, w = 0;
   double total() const { return f + b + w; }
 };
-LayerSeconds module_layer_seconds(const ModuleSpec& module, const ModuleWork& work, const CostModel& cost, int tp, double nvlink);
+LayerSeconds module_layer_seconds(const ModuleSpec& module, const ModuleWork& work, const CostModel& cost, int tp, double nvlink,
+                                  const DitAttention& attention = {});
 
 }  // namespace orrery::models

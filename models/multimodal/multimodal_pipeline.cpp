@@ -192,7 +192,7 @@ LayerSeconds ModuleCostCache::layer(int module, const std::vector<MultimodalSamp
   const ModuleSpec& spec = model_.modules[static_cast<std::size_t>(module)];
   if (!reuse_) {
     ++misses_;
-    return module_layer_seconds(spec, w, cost_, tp_, nvlink_);
+    return module_layer_seconds(spec, w, cost_, tp_, nvlink_, attention_);
   }
   // Projectors see no documents: their key is their token counts.
   auto key = std::make_pair(module, w.docs.empty() ? std::vector<std::int64_t>{w.tokens, w.out_tokens} : w.docs);
@@ -201,14 +201,15 @@ LayerSeconds ModuleCostCache::layer(int module, const std::vector<MultimodalSamp
     return it->second;
   }
   ++misses_;
-  const LayerSeconds s = module_layer_seconds(spec, w, cost_, tp_, nvlink_);
+  const LayerSeconds s = module_layer_seconds(spec, w, cost_, tp_, nvlink_, attention_);
   cache_.emplace(std::move(key), s);
   return s;
 }
 
-double activation_bytes_per_token(const ModuleSpec& module, int tp) {
+double activation_bytes_per_token(const ModuleSpec& module, int tp, int cp) {
   if (!module.trainable) return 0;
-  return 34.0 * static_cast<double>(module.shape.hidden) / std::max(1, tp);
+  const int split = module.kind == ModuleKind::video_dit ? std::max(1, cp) : 1;
+  return 34.0 * static_cast<double>(module.shape.hidden) / std::max(1, tp) / split;
 }
 
 MultimodalStep multimodal_step(MultimodalPipelinePolicy& policy, const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch,

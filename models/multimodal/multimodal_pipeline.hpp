@@ -96,8 +96,10 @@ std::string action_lists_json(const PipeProgram& program, const ActionLists& act
 // Per-layer costs of a module over a set of samples, cached by (module, documents).
 class ModuleCostCache {
  public:
-  ModuleCostCache(const MultimodalModel& model, const CostModel& cost, int tp, double nvlink, bool reuse = true)
-      : model_(model), cost_(cost), tp_(tp), nvlink_(nvlink), reuse_(reuse) {}
+  // `attention`: the video DiT's (context parallelism, DSV's sparsity); other modules ignore it.
+  ModuleCostCache(const MultimodalModel& model, const CostModel& cost, int tp, double nvlink, bool reuse = true, DitAttention attention = {})
+      : model_(model), cost_(cost), tp_(tp), nvlink_(nvlink), reuse_(reuse), attention_(std::move(attention)) {}
+  const DitAttention& attention() const { return attention_; }
   LayerSeconds layer(int module, const std::vector<MultimodalSample>& samples) const;
   ModuleWork work(int module, const std::vector<MultimodalSample>& samples) const { return module_work(model_, module, samples); }
   std::size_t hits() const { return hits_; }
@@ -109,6 +111,7 @@ class ModuleCostCache {
   int tp_;
   double nvlink_;
   bool reuse_;
+  DitAttention attention_;
   mutable std::map<std::pair<int, std::vector<std::int64_t>>, LayerSeconds> cache_;
   mutable std::size_t hits_ = 0, misses_ = 0;
 };
@@ -116,13 +119,15 @@ class ModuleCostCache {
 // Activation bytes a layer of a module keeps per token until its backward: 34 x hidden / tp
 // with sequence parallelism and flash attention (Korthikanti et al. 2022, arXiv 2205.05198,
 // Table 2: 34 sbh/t once the attention scores' 5as^2b/t term is gone); frozen modules keep none.
-double activation_bytes_per_token(const ModuleSpec& module, int tp);
+// A video DiT under context parallelism keeps 1/cp of its tokens on each GPU.
+double activation_bytes_per_token(const ModuleSpec& module, int tp, int cp = 1);
 
 // What a multimodal pipeline policy works with: the model, the costs, the parallel shape.
 struct MultimodalSetup {
   const MultimodalModel* model = nullptr;
   const CostModel* cost = nullptr;
   int tp = 1, pp = 1, dp = 1;
+  int cp = 1;                 // GPUs per video in a video DiT (its tokens split cp ways)
   int micro_batch = 1;        // samples per micro-batch (static baselines)
   double nvlink = 0;          // bytes/s per GPU, for TP all-reduces
   double p2p = 0;             // bytes/s between pipeline stages
@@ -154,6 +159,17 @@ class MultimodalPipelinePolicy {
   virtual void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) = 0;
   // One data-parallel rank's pipeline over its samples.
   virtual MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) = 0;
+};
+
+// How a video DiT's attention runs: a policy turns the scenario's attention (its context
+// parallelism and, where given, DSV's head sparsities) into the one the costs use; `orrery
+// compare` runs the same batches under each (policies/multimodal.hpp registers them).
+class DitAttentionPolicy {
+ public:
+  virtual ~DitAttentionPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // InputError naming `source` when the policy cannot apply to this DiT.
+  virtual DitAttention configure(const DitAttention& scenario, const ModuleSpec& dit, const std::string& source) const = 0;
 };
 
 // A global batch: samples dealt round-robin to the data-parallel ranks; the step is the slowest.
