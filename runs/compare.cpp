@@ -14,6 +14,7 @@
 #include "models/training/doc_lengths.hpp"
 #include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/cluster.hpp"
+#include "policies/moe.hpp"
 #include "policies/multimodal.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/sequence.hpp"
@@ -426,31 +427,46 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
 
 }  // namespace
 
-// Pipeline schedules side by side on a step scenario without a workload: the emulated step
-// under each, the plan's chunks per stage as each needs them (one for gpipe, 1f1b, zb-h1, zb-h2
-// and dualpipe, which holds two directions by itself; the scenario's vp, or 2, for
-// interleaved-1f1b; 2 for stp; the scenario's even vp, or 2, for zb-v).
-void compare_schedules(const CompareOptions& o, const traces::StepScenarioFile& file, const std::string& policy_list, std::ostream& out) {
+// Step policies side by side on a step scenario without a workload: pipeline schedules (each
+// with the plan's chunks per stage it needs: one for gpipe, 1f1b, zb-h1, zb-h2 and dualpipe,
+// which holds two directions by itself; the scenario's vp, or 2, for interleaved-1f1b; 2 for
+// stp; the scenario's even vp, or 2, for zb-v) and MoE communication policies (on the
+// scenario's schedule); the emulated step under each.
+void compare_step_policies(const CompareOptions& o, const traces::StepScenarioFile& file, const std::string& policy_list, std::ostream& out) {
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
-  std::vector<std::unique_ptr<models::PipelineSchedule>> schedules;
-  for (const PolicySpec& s : specs) schedules.push_back(policies::pipeline_schedules().create(s.name, s.params, {"<command line>", "--policies"}));
+  struct Entry {
+    std::string name;
+    models::StepScenario sc;
+    std::unique_ptr<models::PipelineSchedule> schedule;
+  };
+  std::vector<Entry> entries;
+  for (const PolicySpec& s : specs) {
+    Entry e{s.name, file.scenario, nullptr};
+    if (policies::ep_comm_policies().contains(s.name)) {
+      policies::ep_comm_policies().create(s.name, s.params, {"<command line>", "--policies"})->apply(e.sc.plan);
+      e.schedule = policies::pipeline_schedules().create(e.sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
+    } else {
+      e.schedule = policies::pipeline_schedules().create(s.name, s.params, {"<command line>", "--policies"});
+      const int given = e.sc.plan.vp;
+      if (s.name == "interleaved-1f1b") e.sc.plan.vp = given > 1 ? given : 2;
+      else if (s.name == "zb-v") e.sc.plan.vp = given > 1 && given % 2 == 0 ? given : 2;
+      else if (s.name == "stp") e.sc.plan.vp = 2;
+      else e.sc.plan.vp = 1;
+      e.sc.plan.schedule = s.name;
+    }
+    entries.push_back(std::move(e));
+  }
   const std::unique_ptr<models::CostModel> cost = step_cost_model(file);
-  if (o.progress != nullptr) o.progress->set_total(static_cast<int>(schedules.size()));
+  if (o.progress != nullptr) o.progress->set_total(static_cast<int>(entries.size()));
   out << fmt::format("scenario  {}\n", file.name.empty() ? o.scenario_path : file.name);
-  out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>9}\n", "schedule", "vp", "step time", "tokens/s", "bubble", "peak memory", "speedup");
+  out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>9}\n", "policy", "vp", "step time", "tokens/s", "bubble", "peak memory", "speedup");
   reports::Report report;
   report.set("/scenario", file.name.empty() ? o.scenario_path : file.name);
   double base = 0;
-  for (std::size_t i = 0; i < schedules.size(); ++i) {
-    models::StepScenario sc = file.scenario;
-    const std::string name(schedules[i]->name());
-    const int given = sc.plan.vp;
-    if (name == "interleaved-1f1b") sc.plan.vp = given > 1 ? given : 2;
-    else if (name == "zb-v") sc.plan.vp = given > 1 && given % 2 == 0 ? given : 2;
-    else if (name == "stp") sc.plan.vp = 2;
-    else sc.plan.vp = 1;
-    sc.plan.schedule = name;
-    const models::StepResult r = models::run_step(sc, *cost, *schedules[i], {});
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const models::StepScenario& sc = entries[i].sc;
+    const std::string& name = entries[i].name;
+    const models::StepResult r = models::run_step(sc, *cost, *entries[i].schedule, {});
     if (i == 0) base = r.tokens_per_s;
     const double peak = r.memory.total();
     out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>8.2f}x\n", name, sc.plan.vp, sim::to_string(r.step_time),
@@ -519,7 +535,7 @@ void compare(const CompareOptions& given, std::ostream& shown) {
     if (!o.trace_path.empty() || !o.html_path.empty()) {
       throw sim::InputError("<command line>", o.trace_path.empty() ? "--html" : "--trace", "a comparison of pipeline schedules writes --report only");
     }
-    compare_schedules(o, file, o.policies.empty() ? "1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe" : o.policies, out);
+    compare_step_policies(o, file, o.policies.empty() ? "1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe" : o.policies, out);
     progress.finish();
     return;
   }

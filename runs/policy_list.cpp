@@ -1,6 +1,7 @@
 #include "runs/policy_list.hpp"
 
 #include "policies/cluster.hpp"
+#include "policies/moe.hpp"
 #include "policies/multimodal.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/rl.hpp"
@@ -28,7 +29,8 @@ FamilyText text_of(PolicyFamily f) {
     case PolicyFamily::cluster: return {"Cluster schedulers", "cluster --policy; compare --policies on a cluster scenario"};
     case PolicyFamily::rl: return {"RL policies", "compare --policies on an RL scenario"};
     case PolicyFamily::rl_dispatcher: return {"RL dispatchers", "an RL policy's dispatcher=NAME, or the scenario's"};
-    case PolicyFamily::pipeline: return {"Pipeline schedules", "a step scenario's \"plan\": {\"schedule\": NAME}"};
+    case PolicyFamily::pipeline: return {"Pipeline schedules", "a step scenario's \"plan\": {\"schedule\": NAME}; compare --policies on a step scenario without a \"workload\""};
+    case PolicyFamily::ep_comm: return {"MoE communication policies", "a step scenario's \"plan\": {\"ep_comm\": ...}; compare --policies on a step scenario without a \"workload\""};
   }
   return {"", ""};
 }
@@ -63,6 +65,7 @@ auto with_registry(PolicyFamily f, F&& fn) {
     case PolicyFamily::cluster: return fn(policies::cluster_schedulers());
     case PolicyFamily::rl: return fn(policies::rl_policies());
     case PolicyFamily::rl_dispatcher: return fn(policies::rl_dispatchers());
+    case PolicyFamily::ep_comm: return fn(policies::ep_comm_policies());
     case PolicyFamily::pipeline: break;
   }
   return fn(policies::pipeline_schedules());

@@ -79,6 +79,7 @@ std::string plan_line(const models::ParallelPlan& p) {
   if (p.fp8_attention) line += " fp8_attention";
   if (p.cuda_graphs != "none") line += fmt::format(" cuda_graphs={}", p.cuda_graphs);
   if (p.overlap_ep_comm) line += " overlap_ep_comm";
+  if (p.ep_comm != "inline") line += " ep_comm=" + p.ep_comm;
   if (p.fused_moe_mlp) line += " fused_moe_mlp";
   return line;
 }

@@ -62,7 +62,7 @@ void Executor::begin(std::uint32_t task) {
   spans_[task].start = now;
   for (ExecutionObserver* o : observers_) o->on_task_start(TaskId(task), now);
   if (graph_.kind(TaskId(task)) == TaskKind::transfer) {
-    network_->start(graph_.route(TaskId(task)), graph_.bytes(TaskId(task)), task, 1.0, graph_.duration(TaskId(task)));
+    network_->start(graph_.route(TaskId(task)), graph_.bytes(TaskId(task)), task, graph_.weight(TaskId(task)), graph_.duration(TaskId(task)));
     return;
   }
   engine_.schedule_after(graph_.duration(TaskId(task)), [this, task] { finish(task); });

@@ -34,10 +34,12 @@ TaskId TaskGraph::add_delay(std::string_view name, Duration duration) {
   return add_task(name, kNoStream, duration, TaskKind::delay);
 }
 
-TaskId TaskGraph::add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency) {
+TaskId TaskGraph::add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency, double weight) {
   ORRERY_CHECK(bytes.value() >= 0 && std::isfinite(bytes.value()), "transfer {} of {} bytes", name, bytes.value());
+  ORRERY_CHECK(weight > 0 && std::isfinite(weight), "transfer {} of weight {}", name, weight);
   const TaskId t = add_task(name, kNoStream, latency, TaskKind::transfer);
-  transfers_.push_back(Transfer{index_of(t), static_cast<std::uint32_t>(route_pool_.size()), static_cast<std::uint32_t>(route.size()), bytes.value()});
+  transfers_.push_back(
+      Transfer{index_of(t), static_cast<std::uint32_t>(route_pool_.size()), static_cast<std::uint32_t>(route.size()), bytes.value(), weight});
   route_pool_.insert(route_pool_.end(), route.begin(), route.end());
   return t;
 }
@@ -51,6 +53,11 @@ const TaskGraph::Transfer* TaskGraph::transfer(TaskId t) const {
 std::span<const LinkId> TaskGraph::route(TaskId t) const {
   const Transfer* x = transfer(t);
   return x == nullptr ? std::span<const LinkId>{} : std::span<const LinkId>(route_pool_.data() + x->route_begin, x->route_size);
+}
+
+double TaskGraph::weight(TaskId t) const {
+  const Transfer* x = transfer(t);
+  return x == nullptr ? 1.0 : x->weight;
 }
 
 Bytes TaskGraph::bytes(TaskId t) const {

@@ -39,8 +39,9 @@ class TaskGraph {
   TaskId add_compute(std::string_view name, StreamId stream, Duration duration);
   TaskId add_delay(std::string_view name, Duration duration);
   // A transfer of `bytes` over `route` on the executor's FlowNetwork (it waits `latency` on top
-  // of its links' latencies, then shares bandwidth with every other flow); it takes no stream.
-  TaskId add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency = Duration::zero());
+  // of its links' latencies, then shares bandwidth with every other flow, `weight` times a
+  // weight-1 flow's share); it takes no stream.
+  TaskId add_transfer(std::string_view name, std::span<const LinkId> route, Bytes bytes, Duration latency = Duration::zero(), double weight = 1.0);
   // `after` may start only once `before` has finished.
   void add_dependency(TaskId before, TaskId after);
   void reserve(std::size_t tasks, std::size_t dependencies);
@@ -54,6 +55,7 @@ class TaskGraph {
   // A transfer's route and size (empty and zero for other tasks).
   std::span<const LinkId> route(TaskId t) const;
   Bytes bytes(TaskId t) const;
+  double weight(TaskId t) const;  // a transfer's share weight (1 for other tasks)
   bool has_transfers() const { return !transfers_.empty(); }
   Duration duration(TaskId t) const { return Duration::nanoseconds(tasks_[index_of(t)].duration_ns); }
   // The stream of a compute task; nullopt for a delay.
@@ -79,6 +81,7 @@ class TaskGraph {
     std::uint32_t route_begin;
     std::uint32_t route_size;
     double bytes;
+    double weight;
   };
   TaskId add_task(std::string_view name, std::uint32_t stream, Duration duration, TaskKind kind);
   const Transfer* transfer(TaskId t) const;

@@ -206,6 +206,10 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
   if (auto v = plan.optional("fp8_attention")) p.fp8_attention = v->as_bool();
   if (auto v = plan.optional("overlap_ep_comm")) p.overlap_ep_comm = v->as_bool();
+  if (auto v = plan.optional("ep_comm")) {
+    p.ep_comm = v->as_string();
+    if (p.ep_comm != "inline" && p.ep_comm != "fair" && p.ep_comm != "lina") v->fail(fmt::format("found {}, expected inline, fair or lina", sim::quote(p.ep_comm)));
+  }
   if (auto v = plan.optional("fused_moe_mlp")) p.fused_moe_mlp = v->as_bool();
   if (auto v = plan.optional("cuda_graphs")) {
     p.cuda_graphs = v->as_string();

@@ -117,6 +117,12 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     if (sum != p.seq_len) bad("documents", fmt::format("documents sum to {} tokens, expected seq_len = {}", sum, p.seq_len));
   }
   if (p.expert_imbalance < 1.0) bad("expert_imbalance", fmt::format("found {}, expected 1 (balanced) or more", p.expert_imbalance));
+  if (p.ep_comm != "inline" && p.ep_comm != "fair" && p.ep_comm != "lina") {
+    bad("ep_comm", fmt::format("found {}, expected inline, fair or lina", sim::quote(p.ep_comm)));
+  }
+  if (p.ep_comm != "inline" && p.overlap_ep_comm) {
+    bad("ep_comm", fmt::format("{} puts the all-to-alls on the links as flows; overlap_ep_comm hides them inside the op: expected one of the two", p.ep_comm));
+  }
   if (p.moe_dispatch != "nccl" && p.moe_dispatch != "deepep") {
     bad("moe_dispatch", fmt::format("found {}, expected nccl or deepep", sim::quote(p.moe_dispatch)));
   }

@@ -129,6 +129,12 @@ struct ParallelPlan {
   // dispatch and combine hide behind the other pass's compute (as the overlapped TP
   // communication does: at least the share 1 - overlap stays exposed).
   bool overlap_ep_comm = false;
+  // Where a layer's expert-parallel all-to-alls run: "inline" (their simulated time inside the
+  // op, alone on the fabric), or as flows on the GPU's own links beside its data-parallel
+  // buckets: "fair" (sharing bandwidth max-min fairly, as NCCL's streams do), or "lina" (Lina,
+  // Li et al., USENIX ATC'23: the all-reduce partitioned into small micro-ops so that every
+  // all-to-all goes first; in the fluid model, a strict priority).
+  std::string ep_comm = "inline";
   // Megatron-Core's cutedsl_fused_grouped_mlp: an expert MLP's grouped GEMMs run as one CuTe DSL
   // kernel with the SwiGLU and the low-precision casts of its inputs in the GEMMs' prologues and
   // epilogues, so those element-wise passes over the routed tokens are gone.

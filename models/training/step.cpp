@@ -227,12 +227,15 @@ struct OpCost {
   // Of comm, the tensor- and expert-parallel collectives a partner op's compute can hide when
   // the schedule pairs the op (PipeOp::paired).
   double pairable = 0;
+  // Of comm, the expert-parallel all-to-alls (moved onto the links as flows by plan.ep_comm).
+  double ep = 0;
   double seconds() const { return compute + comm; }
   OpCost& operator+=(const OpCost& o) {
     compute += o.compute;
     comm += o.comm;
     flops += o.flops;
     pairable += o.pairable;
+    ep += o.ep;
     return *this;
   }
 };
@@ -549,6 +552,9 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   if (p.overlap_ep_comm) {
     lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap);
     lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap);
+  } else if (p.ep_comm != "inline") {
+    lc.f.comm += ep_a2a, lc.f.ep += ep_a2a;
+    lc.b.comm += ep_a2a, lc.b.ep += ep_a2a;
   } else {
     lc.f.comm += ep_a2a, lc.f.pairable += ep_a2a;
     lc.b.comm += ep_a2a, lc.b.pairable += ep_a2a;
@@ -895,6 +901,7 @@ struct RankTasks {
   std::vector<sim::TaskId> f_entry;
   sim::TaskId last_op{}, optimizer{};
   std::vector<std::pair<sim::TaskId, double>> ops;  // (task, exposed comm inside) for the breakdown
+  std::vector<sim::TaskId> ep;                      // expert all-to-alls as flows (plan.ep_comm), between its ops
   double optimizer_s = 0;
 };
 
@@ -935,6 +942,15 @@ struct StepGraph {
     const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
     const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
     return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
+  }
+  // One GPU's share of expert-parallel all-to-alls that take `isolated` seconds alone on the
+  // fabric, as a flow on its NIC (the EP group spans servers) or NVLink; plan.ep_comm "lina"
+  // gives it strict priority over the data-parallel buckets there (a weight of 10^4).
+  sim::TaskId ep_transfer(std::string_view name, int stage, int r, double isolated) {
+    const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
+    const bool nic = static_cast<long>(p.ep) * ep_stride(p) > gpn;
+    const std::array<sim::LinkId, 2> route = nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(isolated * (nic ? rails.nic : rails.nvlink)), sim::Duration::zero(), p.ep_comm == "lina" ? 1e4 : 1.0);
   }
   // A transfer of the activations (forward) or their gradients (backward) from one stage's GPU
   // to the next's.
@@ -1077,7 +1093,13 @@ struct RankBuilder {
     const int vs = s.shape.virtual_stage(stage, op.chunk);
     const bool buckets = reduces_in_buckets(i);
     const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
-    return buckets || gated_zero3 ? std::max(1, layers_of(p, m, vs)) : 1;
+    return buckets || gated_zero3 || ep_flows(op, vs) ? std::max(1, layers_of(p, m, vs)) : 1;
+  }
+  // Whether op's expert-parallel all-to-alls run as flows beside the buckets, layer by layer.
+  bool ep_flows(const PipeOp& op, int vs) const {
+    if (p.ep_comm == "inline") return false;
+    const LayerCost lc = s.costs.of(vs);
+    return (op.kind == PipeOpKind::forward ? lc.f.ep : op.kind == PipeOpKind::backward_weight ? lc.w.ep : lc.b.ep + (op.kind == PipeOpKind::backward ? lc.w.ep : 0)) > 0;
   }
 
   void add_step_start_gathers();
@@ -1214,10 +1236,14 @@ void RankBuilder::add_op(std::size_t i) {
   if (op.kind == PipeOpKind::forward) first_forward_seen[static_cast<std::size_t>(op.chunk)] = true;
   const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
   const int pieces = gated ? std::max(1, layers_of(p, m, vs)) : pieces_of(i);
+  // With plan.ep_comm, each piece's all-to-alls leave the op and run as a flow after it, on the
+  // GPU's NVLink or NIC beside the gradient buckets; the next piece waits for them.
+  const double ep_s = p.ep_comm == "inline" ? 0.0 : oc.ep;
+  oc.comm -= ep_s;
   const double bucket_params = trainable_params(m, p, vs) / pieces;
   if (gathers_params(op) && !p.overlap_param_gather) add_unoverlapped_gather(op, tag, vs);
   std::optional<sim::TaskId> entry;
-  sim::TaskId t{};
+  sim::TaskId t{}, last{};
   for (int piece = 0; piece < pieces; ++piece) {
     if (zero3 && p.overlap_param_gather) issue_zero3_gathers(i, piece, pieces, gated_zero3);
     t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs) : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
@@ -1232,12 +1258,20 @@ void RankBuilder::add_op(std::size_t i) {
     pieces_done.push_back(t);
     if (gated) g.add_dependency(gathers[static_cast<std::size_t>(op.chunk)][static_cast<std::size_t>(piece)], t);
     if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
+    sim::TaskId done = t;  // what the next piece and the pipeline wait for: its compute, or its all-to-alls
     if (buckets) {
       const sim::TaskId red =
           chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params * grad_reduce_bytes(p)));
       g.add_dependency(t, red);
       reduces.push_back(red);
     }
+    if (ep_s > 0) {
+      done = s.ep_transfer(fmt::format("{} EP all-to-all {}{} vs{} part {}", device, tag, op.micro_batch, vs, piece + 1), stage, r, ep_s / pieces);
+      g.add_dependency(t, done);
+      prev = done;
+      rt.ep.push_back(done);
+    }
+    last = done;
   }
   // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
   // the op, and the next op waits for it.
@@ -1248,7 +1282,7 @@ void RankBuilder::add_op(std::size_t i) {
     reduces.push_back(red);
     blocking = {red};
   }
-  record_op(op, vs, *entry, t);
+  record_op(op, vs, *entry, last);
 }
 
 // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
@@ -1401,13 +1435,17 @@ void add_breakdown(StepGraph& s, const sim::Executor& exec) {
       first = std::min(first, span.start.since_start().to_seconds());
       last = std::max(last, span.end.since_start().to_seconds());
     }
-    b.bubble_s = std::max(0.0, last - first - busy);
+    // The expert all-to-alls between the ops are exposed communication, not bubble.
+    double ep_s = 0;
+    for (const sim::TaskId t : rt.ep) ep_s += (exec.span(t).end - exec.span(t).start).to_seconds();
+    b.exposed_comm_s += ep_s;
+    b.bubble_s = std::max(0.0, last - first - busy - ep_s);
     const sim::Span& o = exec.span(rt.optimizer);
     b.optimizer_s = (o.end - o.start).to_seconds();
     const double waited_dp = std::max(0.0, o.start.since_start().to_seconds() - last) + first;  // reduce before, gathers after start
     b.exposed_comm_s += waited_dp;
     b.compute_s += b.optimizer_s;
-    b.idle_s = std::max(0.0, step - (busy + b.bubble_s + b.optimizer_s + waited_dp));
+    b.idle_s = std::max(0.0, step - (busy + ep_s + b.bubble_s + b.optimizer_s + waited_dp));
     b.dp_bytes = s.dp_bytes[static_cast<std::size_t>(stage)];
     b.dp_comm_s = s.dp_busy[static_cast<std::size_t>(stage)];
     bubble_sum += b.bubble_s;
