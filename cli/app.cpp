@@ -178,14 +178,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->required();
   compare_cmd->add_option("--policies", compare_options.policies,
                           fmt::format("Comma-separated; parameters as name:key=value;key=value. Step scenarios: {} (default packing,wlb-llm,libra); "
-                                      "without a workload: {}, or {} (default 1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe); "
+                                      "without a workload: {}, or {}, or {} (default 1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe); "
                                       "multimodal: {} (default all three), or video attention: {} (default dense,dsv when the scenario has an \"attention\"); "
                                       "cluster: {} (default fifo,tiresias,gavel,arena); RL: {} (default all "
                                       "four). Every policy and its parameters are listed below",
-                                      policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::pipeline), policy_names(PolicyFamily::ep_comm),
+                                      policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::pipeline), policy_names(PolicyFamily::ep_comm), policy_names(PolicyFamily::moe_routing),
                                       policy_names(PolicyFamily::multimodal), policy_names(PolicyFamily::video_attention),
                                       policy_names(PolicyFamily::cluster), policy_names(PolicyFamily::rl)));
-  compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::multimodal, PolicyFamily::video_attention, PolicyFamily::cluster,
+  compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::moe_routing, PolicyFamily::multimodal, PolicyFamily::video_attention, PolicyFamily::cluster,
                                               PolicyFamily::rl,
                                               PolicyFamily::rl_dispatcher}));
   compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
@@ -336,7 +336,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*validate_cmd) validate(validate_options, out);
     if (*gpus_cmd) gpus(gpus_options, out);
     if (*policies_cmd) {
-      out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::cluster, PolicyFamily::multimodal,
+      out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::moe_routing, PolicyFamily::cluster, PolicyFamily::multimodal,
                              PolicyFamily::video_attention, PolicyFamily::rl,
                              PolicyFamily::rl_dispatcher});
     }

@@ -324,7 +324,7 @@ std::string validate(const py::object& data_dir, const py::object& out_path, con
 
 std::string policies() {
   using runs::PolicyFamily;
-  return runs::policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::multimodal, PolicyFamily::video_attention,
+  return runs::policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::moe_routing, PolicyFamily::multimodal, PolicyFamily::video_attention,
                                PolicyFamily::cluster, PolicyFamily::rl,
                                PolicyFamily::rl_dispatcher});
 }

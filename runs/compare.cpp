@@ -34,8 +34,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <numeric>
@@ -273,6 +273,13 @@ void compare_cluster(const CompareOptions& o, std::ostream& out) {
 namespace {
 
 // Multimodal scenarios: the same batches under each pipeline policy.
+// A policy's row name: its spec as given, "dsv:sparsity=0.8".
+std::string spec_label(const PolicySpec& s) {
+  std::string label = s.name;
+  for (const auto& [key, value] : s.params) label += fmt::format("{}{}={}", label.size() == s.name.size() ? ":" : ";", key, sim::to_string(value));
+  return label;
+}
+
 void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   if (o.steps < 1) throw sim::InputError("<command line>", "--steps", fmt::format("found {}, expected 1 or more", o.steps));
   const traces::MultimodalScenario sc = traces::load_multimodal_scenario(o.scenario_path);
@@ -304,10 +311,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     }
     policies.push_back(policies::multimodal_pipelines().create("megatron-1f1b", {}, {"<command line>", "--policies"}));
     caches.push_back(std::make_unique<models::ModuleCostCache>(sc.model, cost, sc.tp, sc.nvlink, true, a->configure(sc.attention, *dit, o.scenario_path)));
-    // A row per spec, so that dsv at several sparsities reads apart: "dsv:sparsity=0.8".
-    std::string label(a->name());
-    for (const auto& [key, value] : s.params) label += fmt::format("{}{}={}", label.size() == a->name().size() ? ":" : ";", key, sim::to_string(value));
-    names.push_back(label);
+    names.push_back(spec_label(s));  // a row per spec: dsv at several sparsities reads apart
   }
   models::MultimodalSetup setup = models::multimodal_setup(sc.model, cost, sc.gpu, sc.tp, sc.pp, sc.dp, sc.micro_batch, sc.p2p);
   setup.nvlink = sc.nvlink;
@@ -438,11 +442,23 @@ void compare_step_policies(const CompareOptions& o, const traces::StepScenarioFi
     std::string name;
     models::StepScenario sc;
     std::unique_ptr<models::PipelineSchedule> schedule;
+    std::vector<policies::RoutingStep> routing;  // per step, for a routing policy
   };
   std::vector<Entry> entries;
   for (const PolicySpec& s : specs) {
-    Entry e{s.name, file.scenario, nullptr};
-    if (policies::ep_comm_policies().contains(s.name)) {
+    Entry e{spec_label(s), file.scenario, nullptr, {}};
+    if (!policies::moe_routings().contains(s.name) && !policies::ep_comm_policies().contains(s.name) && !policies::pipeline_schedules().contains(s.name)) {
+      const auto join = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+      throw sim::InputError("<command line>", "--policies",
+                            fmt::format("unknown step policy {}; a step scenario without a workload takes pipeline schedules ({}), MoE communication "
+                                        "({}) or MoE routing ({})",
+                                        sim::quote(s.name), join(policies::pipeline_schedules().names()), join(policies::ep_comm_policies().names()),
+                                        join(policies::moe_routings().names())));
+    }
+    if (policies::moe_routings().contains(s.name)) {
+      e.routing = policies::moe_routings().create(s.name, s.params, {"<command line>", "--policies"})->steps(e.sc.model, e.sc.plan, o.steps, o.scenario_path);
+      e.schedule = policies::pipeline_schedules().create(e.sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
+    } else if (policies::ep_comm_policies().contains(s.name)) {
       policies::ep_comm_policies().create(s.name, s.params, {"<command line>", "--policies"})->apply(e.sc.plan);
       e.schedule = policies::pipeline_schedules().create(e.sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
     } else {
@@ -459,17 +475,23 @@ void compare_step_policies(const CompareOptions& o, const traces::StepScenarioFi
   const std::unique_ptr<models::CostModel> cost = step_cost_model(file);
   if (o.progress != nullptr) o.progress->set_total(static_cast<int>(entries.size()));
   out << fmt::format("scenario  {}\n", file.name.empty() ? o.scenario_path : file.name);
-  out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>9}\n", "policy", "vp", "step time", "tokens/s", "bubble", "peak memory", "speedup");
+  out << fmt::format("{:<32} {:>4} {:>12} {:>16} {:>8} {:>12} {:>9}\n", "policy", "vp", "step time", "tokens/s", "bubble", "peak memory", "speedup");
   reports::Report report;
   report.set("/scenario", file.name.empty() ? o.scenario_path : file.name);
   double base = 0;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const models::StepScenario& sc = entries[i].sc;
     const std::string& name = entries[i].name;
-    const models::StepResult r = models::run_step(sc, *cost, *entries[i].schedule, {});
+    models::StepResult r = models::run_step(sc, *cost, *entries[i].schedule, {});
+    if (!entries[i].routing.empty()) {
+      // A routing policy's steps differ: the mean over them.
+      const double mean = policies::mean_routed_step_s(sc, *cost, *entries[i].schedule, entries[i].routing);
+      r.step_time = sim::ceil_duration_ns(mean * 1e9);
+      r.tokens_per_s = static_cast<double>(sc.plan.global_batch) * static_cast<double>(sc.plan.seq_len) / mean;
+    }
     if (i == 0) base = r.tokens_per_s;
     const double peak = r.memory.total();
-    out << fmt::format("{:<18} {:>4} {:>12} {:>16} {:>8} {:>12} {:>8.2f}x\n", name, sc.plan.vp, sim::to_string(r.step_time),
+    out << fmt::format("{:<32} {:>4} {:>12} {:>16} {:>8} {:>12} {:>8.2f}x\n", name, sc.plan.vp, sim::to_string(r.step_time),
                        reports::human::rate(r.tokens_per_s, "tokens/s"), reports::human::percent(r.bubble_fraction), reports::human::gib(peak),
                        r.tokens_per_s / base);
     const std::string at = fmt::format("/policies/{}", i);

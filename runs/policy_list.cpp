@@ -30,6 +30,7 @@ FamilyText text_of(PolicyFamily f) {
     case PolicyFamily::rl: return {"RL policies", "compare --policies on an RL scenario"};
     case PolicyFamily::rl_dispatcher: return {"RL dispatchers", "an RL policy's dispatcher=NAME, or the scenario's"};
     case PolicyFamily::pipeline: return {"Pipeline schedules", "a step scenario's \"plan\": {\"schedule\": NAME}; compare --policies on a step scenario without a \"workload\""};
+    case PolicyFamily::moe_routing: return {"MoE routing policies", "compare --policies on a step scenario of an MoE without a \"workload\" (mean over --steps)"};
     case PolicyFamily::ep_comm: return {"MoE communication policies", "a step scenario's \"plan\": {\"ep_comm\": ...}; compare --policies on a step scenario without a \"workload\""};
   }
   return {"", ""};
@@ -66,6 +67,7 @@ auto with_registry(PolicyFamily f, F&& fn) {
     case PolicyFamily::rl: return fn(policies::rl_policies());
     case PolicyFamily::rl_dispatcher: return fn(policies::rl_dispatchers());
     case PolicyFamily::ep_comm: return fn(policies::ep_comm_policies());
+    case PolicyFamily::moe_routing: return fn(policies::moe_routings());
     case PolicyFamily::pipeline: break;
   }
   return fn(policies::pipeline_schedules());

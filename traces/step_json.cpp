@@ -206,6 +206,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
   if (auto v = plan.optional("fp8_attention")) p.fp8_attention = v->as_bool();
   if (auto v = plan.optional("overlap_ep_comm")) p.overlap_ep_comm = v->as_bool();
+  if (auto v = plan.optional("experts_per_token")) p.experts_per_token = v->as_number();
   if (auto v = plan.optional("ep_comm")) {
     p.ep_comm = v->as_string();
     if (p.ep_comm != "inline" && p.ep_comm != "fair" && p.ep_comm != "lina") v->fail(fmt::format("found {}, expected inline, fair or lina", sim::quote(p.ep_comm)));

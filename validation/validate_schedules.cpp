@@ -7,6 +7,7 @@
 #include "models/training/llm.hpp"
 #include "models/training/pipeline.hpp"
 #include "models/training/step.hpp"
+#include "policies/moe.hpp"
 #include "policies/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -139,6 +140,69 @@ void validate_schedules(std::string& md, std::ostream& out) {
       100 * stp_vs_il, 100 * stp_vs_zbv, dualpipe_bubble_below ? "is below" : "is NOT below");
   out << fmt::format("schedules: STP over interleaved 1F1B up to {:+.1f}%, over ZB-V up to {:+.1f}%; DualPipe's bubble {} 1F1B's\n", 100 * stp_vs_il,
                      100 * stp_vs_zbv, dualpipe_bubble_below ? "below" : "NOT below");
+
+  // MoE policies.
+  md += "## MoE policies: Lina and adaptive gating\n\n";
+  md += "Lina (Li et al., USENIX ATC'23): the expert all-to-alls as flows on each GPU's links beside the data-parallel gradient\n"
+        "buckets, sharing fairly (`ep-fair`, the baseline the paper measures against) or first (`lina`: its tensor-partitioned\n"
+        "all-reduce, in the fluid model a strict priority); `ep-inline` is the all-to-alls alone. Qwen3 30B-A3B on 64 H100, EP\n"
+        "16 across servers so both share the NIC (examples/scenarios/qwen3-30b-a3b-lina.json):\n\n";
+  md += "| plan | ep-fair | lina | ep-inline | Lina's speedup |\n|---|---|---|---|---|\n";
+  double lina_best = 0;
+  for (const auto& [label, zero, mb] : {std::tuple<const char*, int, int>{"dp64 ep16, ZeRO-1, one micro-batch", 1, 64},
+                                         {"dp64 ep16, ZeRO-0 all-reduce, one micro-batch", 0, 64},
+                                         {"dp64 ep16, ZeRO-1, 4 micro-batches", 1, 256}}) {
+    models::StepScenario sc;
+    sc.model = models::ModelCatalog::builtin().model("qwen3-30b-a3b");
+    sc.gpu = models::HardwareCatalog::builtin().gpu("H100");
+    sc.topology = "dgx-h100:nodes=8";
+    sc.source = "<validation>";
+    sc.plan.dp = 64, sc.plan.ep = 16, sc.plan.micro_batch = 1, sc.plan.global_batch = mb, sc.plan.seq_len = 4096, sc.plan.zero = zero;
+    sc.plan.expert_imbalance = 1.2;
+    std::array<double, 3> t{};
+    const std::array<const char*, 3> modes = {"fair", "lina", "inline"};
+    for (std::size_t i = 0; i < 3; ++i) {
+      sc.plan.ep_comm = modes[i];
+      t[i] = emulate(sc, "1f1b", 1).r.step_time.to_seconds();
+    }
+    lina_best = std::max(lina_best, t[0] / t[1]);
+    md += fmt::format("| {} | {:.3f} s | {:.3f} s | {:.3f} s | {:.2f}x |\n", label, t[0], t[1], t[2], t[0] / t[1]);
+  }
+  md += fmt::format("\nLina is faster than fair sharing by up to {:.2f}x here (paper: up to 1.73x on an A100 testbed): Orrery's\n"
+                    "priority is worth what the buckets take from the all-to-alls on the NIC; the paper's testbed had slower links and\n"
+                    "its gains include expert packing, which Orrery expresses as a smaller `ep` (not compared here).\n\n",
+                    lina_best);
+  md += "Adaptive gating (Li et al., arXiv 2405.02834): a token goes to one expert when the top-1 gate probability leads the\n"
+        "top-2's by more than the threshold 0.1; the lead's distribution is an assumption (median 0.1, so half the tokens;\n"
+        "logit spreads 1.0 between tokens, 0.75 between sequences). Mixtral 8x7B on 32 H100, tp2 pp2 dp8 ep8, 4K\n"
+        "sequences (examples/scenarios/mixtral-8x7b-adaptive-gating.json), the mean of 50 steps, equal quality assumed\n"
+        "(the same steps to train):\n\n| routing | mean step | training time vs top-2 |\n|---|---|---|\n";
+  {
+    models::StepScenario sc;
+    sc.model = models::ModelCatalog::builtin().model("mixtral-8x7b");
+    sc.gpu = models::HardwareCatalog::builtin().gpu("H100");
+    sc.topology = "dgx-h100:nodes=4";
+    sc.source = "<validation>";
+    sc.plan.tp = 2, sc.plan.pp = 2, sc.plan.dp = 8, sc.plan.ep = 8, sc.plan.micro_batch = 1, sc.plan.global_batch = 128, sc.plan.seq_len = 4096;
+    sc.plan.zero = 1, sc.plan.expert_imbalance = 1.2, sc.plan.sequence_parallel = true;
+    const auto schedule = policies::pipeline_schedules().create("1f1b", {}, {"<validation>", "/plan/schedule"});
+    const auto cost = models::training_cost_model(sc.gpu, models::step_context(sc.plan));
+    double base = 0, best_cut = 0;
+    for (const auto& [label, name, params] : {std::tuple<const char*, const char*, sim::GivenParams>{"top-2", "top-k", {}},
+                                               {"adaptive gating", "adaptive-gating", {}},
+                                               {"adaptive gating with the curriculum", "adaptive-gating", {{"curriculum", true}}}}) {
+      const auto routing = policies::moe_routings().create(name, params, {"<validation>", "/policies"});
+      const double t = policies::mean_routed_step_s(sc, *cost, *schedule, routing->steps(sc.model, sc.plan, 50, "<validation>"));
+      if (base == 0) base = t;
+      best_cut = std::max(best_cut, 1 - t / base);
+      md += fmt::format("| {} | {:.3f} s | {:+.1f}% |\n", label, t, 100 * (t / base - 1));
+    }
+    md += fmt::format("\nAdaptive gating cuts the training time by up to {:.1f}% here (paper: up to 22.5%); the cut follows the share of\n"
+                      "tokens sent to one expert, which the assumed routing distribution sets, and the curriculum adds by putting alike\n"
+                      "sequences on a step's ranks (the busiest rank nearer the mean).\n\n",
+                      100 * best_cut);
+    out << fmt::format("moe: Lina over fair sharing up to {:.2f}x; adaptive gating cuts training time up to {:.1f}%\n", lina_best, 100 * best_cut);
+  }
 }
 
 }  // namespace orrery::validation

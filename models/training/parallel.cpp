@@ -117,6 +117,10 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
     if (sum != p.seq_len) bad("documents", fmt::format("documents sum to {} tokens, expected seq_len = {}", sum, p.seq_len));
   }
   if (p.expert_imbalance < 1.0) bad("expert_imbalance", fmt::format("found {}, expected 1 (balanced) or more", p.expert_imbalance));
+  if (p.experts_per_token != 0 && (!m.moe.enabled() || !(p.experts_per_token >= 1 && p.experts_per_token <= m.moe.top_k))) {
+    bad("experts_per_token", m.moe.enabled() ? fmt::format("found {}, expected 1 to {}'s top-k of {} (0: the top-k)", p.experts_per_token, m.name, m.moe.top_k)
+                                             : fmt::format("found {}, but {} has no experts; expected 0", p.experts_per_token, m.name));
+  }
   if (p.ep_comm != "inline" && p.ep_comm != "fair" && p.ep_comm != "lina") {
     bad("ep_comm", fmt::format("found {}, expected inline, fair or lina", sim::quote(p.ep_comm)));
   }
@@ -211,6 +215,8 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
 bool ep_folded(const ParallelPlan& p) { return p.ep > 1 && (p.dp * p.cp) % p.ep != 0; }
 int ep_stride(const ParallelPlan& p) { return ep_folded(p) ? 1 : p.tp; }
 double expert_dp(const ParallelPlan& p) { return static_cast<double>(p.dp) * p.cp * (ep_folded(p) ? p.tp : 1) / p.ep; }
+
+double experts_per_token(const ParallelPlan& p, const ModelSpec& m) { return p.experts_per_token > 0 ? p.experts_per_token : m.moe.top_k; }
 
 PipelinePlacement pipeline_placement(const ParallelPlan& p) {
   if (p.schedule == "zb-v" || p.schedule == "stp") return PipelinePlacement::vee;
@@ -352,7 +358,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
     const double per = (m.mlp == MlpKind::swiglu ? 4 * fe : 2 * fe) + 2 * fe * lin;
     // Routed copies (top_k per token, the busiest rank's share) with their dispatched inputs;
     // shared experts are tensor-parallel.
-    routed = m.moe.top_k * p.expert_imbalance * (per + 2 * width * lin);
+    routed = experts_per_token(p, m) * p.expert_imbalance * (per + 2 * width * lin);
     tpr += m.moe.shared_experts * per;
   } else if (kind.ffn == Ffn::dense) {
     const double f = static_cast<double>(m.ffn_hidden);
@@ -386,7 +392,7 @@ double kind_backward_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKind 
   if (kind.ffn == Ffn::dense) ffn = 2 * gate * static_cast<double>(m.ffn_hidden) / t;
   if (kind.ffn == Ffn::moe) {
     const double fe = static_cast<double>(m.moe.expert_ffn);
-    ffn = m.moe.top_k * p.expert_imbalance * 2 * gate * fe / sp + m.moe.shared_experts * 2 * gate * fe / t;
+    ffn = experts_per_token(p, m) * p.expert_imbalance * 2 * gate * fe / sp + m.moe.shared_experts * 2 * gate * fe / t;
   }
   return rebuilt + tokens * (2 * 2 * h / sp + std::max(mixer, ffn));
 }

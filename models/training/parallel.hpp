@@ -135,6 +135,10 @@ struct ParallelPlan {
   // Li et al., USENIX ATC'23: the all-reduce partitioned into small micro-ops so that every
   // all-to-all goes first; in the fluid model, a strict priority).
   std::string ep_comm = "inline";
+  // Experts per token, the mean over the expert-parallel group this step: 0 for the model's
+  // top-k; less under adaptive gating (policies/moe.hpp), where a token the router is sure of
+  // goes to fewer experts (Li et al., arXiv 2405.02834).
+  double experts_per_token = 0;
   // Megatron-Core's cutedsl_fused_grouped_mlp: an expert MLP's grouped GEMMs run as one CuTe DSL
   // kernel with the SwiGLU and the low-precision casts of its inputs in the GEMMs' prologues and
   // epilogues, so those element-wise passes over the routed tokens are gone.
@@ -247,6 +251,9 @@ double offloaded_optimizer_bytes(const ParallelPlan& plan, const ModelSpec& mode
 // down the host link, Adam at the host's memory bandwidth, bf16 weights back, pipelined over
 // `buckets`.
 double offloaded_optimizer_seconds(const ParallelPlan& plan, const GpuSpec& gpu, double params, int buckets);
+
+// The experts each token goes to: plan.experts_per_token, or the model's top-k.
+double experts_per_token(const ParallelPlan& plan, const ModelSpec& model);
 
 // Checks plan.lora against the model: a rank from 1 to the hidden size, at least one target.
 void validate_lora(const ParallelPlan& plan, const ModelSpec& model, std::string_view source, std::string_view where);

@@ -463,7 +463,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     // Routed experts: this rank's experts get top_k copies of the EP group's tokens, the busiest
     // rank `expert_imbalance` times the mean.
     const int local = e.experts / p.ep;
-    const double routed = Ts * e.top_k * p.expert_imbalance;
+    const double routed = Ts * experts_per_token(p, m) * p.expert_imbalance;
     const std::int64_t per_expert = Ctx::n(routed / local);
     const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
@@ -495,7 +495,9 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     // Dispatch and combine over the EP group, forward and backward: NCCL's all-to-all of every
     // token copy, or DeepEP's forwarding kernels.
     const double a2a = p.moe_dispatch == "deepep"
-                           ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = e.top_k, .max_nodes = 0, .imbalance = p.expert_imbalance}, ep_stride(p), Ts, wd * 2)
+                           ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = std::max(1, static_cast<int>(std::lround(experts_per_token(p, m)))), .max_nodes = 0,
+                                             .imbalance = p.expert_imbalance},
+                                            ep_stride(p), Ts, wd * 2)
                            : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p));
     ep_a2a = 2 * a2a;
   }

@@ -1320,3 +1320,37 @@ TEST_CASE("orrery calibrate import, calibrate fit and replay --kineto") {
         "orrery: error: kineto_cli/cpu-only.json:/traceEvents: no GPU kernels (events of category \"kernel\"): record the trace with "
         "ProfilerActivity.CUDA\n");
 }
+
+// A step scenario without a workload compares step policies: pipeline schedules, MoE
+// communication and MoE routing; the report keeps exact values; bad names list the valid ones.
+TEST_CASE("orrery compare on a step scenario without a workload: schedules, Lina, adaptive gating") {
+  const std::string ex = std::string(ORRERY_SOURCE_DIR) + "/examples/scenarios/";
+  const Result s = run({"compare", ex + "llama3-8b-schedules.json", "--report", "sched.json"});
+  REQUIRE(s.code == 0);
+  const nlohmann::json rep = nlohmann::json::parse(slurp("sched.json"));
+  REQUIRE(rep["policies"].size() == 7);
+  const auto tps = [&](const nlohmann::json& r, const std::string& name) {
+    for (const auto& p : r["policies"]) {
+      if (p["name"] == name) return p["tokens_per_s"].get<double>();
+    }
+    return 0.0;
+  };
+  CHECK(tps(rep, "stp") > tps(rep, "interleaved-1f1b"));
+  CHECK(tps(rep, "stp") > tps(rep, "zb-v"));
+  CHECK(tps(rep, "zb-h1") > tps(rep, "1f1b"));
+  REQUIRE(run({"compare", ex + "qwen3-30b-a3b-lina.json", "--policies", "ep-fair,lina", "--report", "lina.json"}).code == 0);
+  const nlohmann::json lina = nlohmann::json::parse(slurp("lina.json"));
+  CHECK(tps(lina, "lina") > 1.03 * tps(lina, "ep-fair"));
+  REQUIRE(run({"compare", ex + "mixtral-8x7b-adaptive-gating.json", "--policies", "top-k,adaptive-gating,adaptive-gating:curriculum=true", "--steps", "20",
+               "--report", "gate.json"})
+              .code == 0);
+  const nlohmann::json gate = nlohmann::json::parse(slurp("gate.json"));
+  CHECK(tps(gate, "adaptive-gating") > 1.05 * tps(gate, "top-k"));
+  CHECK(tps(gate, "adaptive-gating:curriculum=true") > tps(gate, "adaptive-gating"));
+  const Result bad = run({"compare", ex + "llama3-8b-schedules.json", "--policies", "zb-w"});
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("zb-w") != std::string::npos);
+  const Result dense = run({"compare", ex + "llama3-8b-schedules.json", "--policies", "adaptive-gating"});
+  CHECK(dense.code == 1);
+  CHECK(dense.err.find("expected an MoE with top-k of at least 2") != std::string::npos);
+}

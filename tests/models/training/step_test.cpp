@@ -1179,3 +1179,19 @@ TEST_CASE("ep_comm: unknown modes and a clash with overlap_ep_comm are plan erro
   sc.plan.overlap_ep_comm = true;
   CHECK_THROWS_WITH_AS(validate_plan(sc.plan, sc.model, 64, "s.json", "/plan"), doctest::Contains("expected one of the two"), sim::InputError);
 }
+
+// Adaptive gating's steps (plan.experts_per_token): a top-2 model with every token at one
+// expert moves half the expert tokens and runs half the expert GEMMs; the step is faster, and
+// the same as the default at 2.
+TEST_CASE("experts per token: fewer expert tokens, a faster step") {
+  StepScenario sc = on_h100("mixtral-8x7b", 8, 8, 32, 4096, "dgx-h100:nodes=1");
+  const double top2 = step(sc).step_time.to_seconds();
+  sc.plan.experts_per_token = 2;
+  CHECK(step(sc).step_time.to_seconds() == top2);
+  sc.plan.experts_per_token = 1.5;
+  const double mid = step(sc).step_time.to_seconds();
+  sc.plan.experts_per_token = 1;
+  const double one = step(sc).step_time.to_seconds();
+  CHECK(one < mid);
+  CHECK(mid < top2);
+}
