@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <string>
+#include <tuple>
 
 namespace orrery::policies {
 
@@ -123,9 +126,13 @@ std::vector<double> profiled_layer_cost(const models::MultimodalModel& m, const 
 
 class StaticPipeline : public models::MultimodalPipelinePolicy {
  public:
-  // `chunks` > 1: the partition has stages x chunks parts, part vs = chunk * stages + stage
-  // runs on `stage`, under Megatron's interleaved 1F1B.
-  explicit StaticPipeline(int chunks) : chunks_(chunks) {}
+  // `chunks` > 1: the partition has stages x chunks parts, placed on the stages as `schedule`
+  // places them (interleaved: part vs = chunk * stages + stage on `stage`; zb-v and stp: in a V);
+  // `schedule` empty: Megatron's 1F1B, interleaved when chunks > 1.
+  explicit StaticPipeline(int chunks, std::string schedule = "") : chunks_(chunks), schedule_name_(std::move(schedule)) {
+    if (schedule_name_.empty()) schedule_name_ = chunks_ > 1 ? "interleaved-1f1b" : "1f1b";
+    schedule_ = pipeline_schedules().create(schedule_name_, {}, {"<policy>", "megatron-1f1b/schedule"});
+  }
 
   MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) override {
     const models::MultimodalModel& m = *setup.model;
@@ -135,43 +142,81 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
                        samples.begin() + static_cast<std::ptrdiff_t>(std::min(samples.size(), k + u(setup.micro_batch))));
     }
     const int p = setup.pp, parts = p * chunks_, nmb = static_cast<int>(mbs.size());
-    PipeProgram prog;
-    prog.stages = p;
-    const auto fwd = [&](int vs, int mb) { return mb * 2 * parts + vs; };
-    const auto bwd = [&](int vs, int mb) { return mb * 2 * parts + parts + vs; };
-    prog.ops.resize(u(2 * parts * nmb));
+    models::PipelineShape shape(p, nmb, chunks_, schedule_->placement());
+    // Each part's passes for each micro-batch: F, B (B and W together where the schedule does
+    // not split them) and W; of each, the tensor-parallel all-reduces.
+    struct Pass {
+      double f = 0, b = 0, w = 0, tp_f = 0, tp_b = 0, act = 0, out = 0;
+    };
+    std::vector<Pass> pass(u(parts * nmb));
+    const auto at = [&](int vs, int mb) -> Pass& { return pass[u(mb * parts + vs)]; };
     for (int mb = 0; mb < nmb; ++mb) {
       for (int vs = 0; vs < parts; ++vs) {
-        PipeNode f, b;
-        f.stage = b.stage = vs % p;
-        b.backward = true;
-        for (const Unit& x : partition_[u(vs)]) {
-          const models::LayerSeconds ls = costs.layer(x.module, mbs[u(mb)]);
-          f.seconds += x.layers * ls.f;
-          b.seconds += x.layers * (ls.b + ls.w);
-          const models::ModuleWork w = costs.work(x.module, mbs[u(mb)]);
-          f.activation_bytes += x.layers * models::activation_bytes_per_token(m.modules[u(x.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
-          f.out_bytes = 2.0 * static_cast<double>(m.modules[u(x.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
-                        cp_share(setup, m.modules[u(x.module)]);
+        Pass& x = at(vs, mb);
+        for (const Unit& unit : partition_[u(vs)]) {
+          const models::LayerSeconds ls = costs.layer(unit.module, mbs[u(mb)]);
+          x.f += unit.layers * ls.f, x.b += unit.layers * ls.b, x.w += unit.layers * ls.w;
+          x.tp_f += unit.layers * ls.tp_f, x.tp_b += unit.layers * ls.tp_b;
+          const models::ModuleWork w = costs.work(unit.module, mbs[u(mb)]);
+          x.act += unit.layers * models::activation_bytes_per_token(m.modules[u(unit.module)], setup.tp, setup.cp) * static_cast<double>(w.tokens);
+          x.out = 2.0 * static_cast<double>(m.modules[u(unit.module)].shape.hidden) * static_cast<double>(w.out_tokens) / setup.tp /
+                  cp_share(setup, m.modules[u(unit.module)]);
         }
-        b.out_bytes = vs > 0 ? prog.ops[u(fwd(vs - 1, mb))].out_bytes : 0;
-        if (vs > 0) f.deps.push_back(fwd(vs - 1, mb));
-        b.deps.push_back(fwd(vs, mb));
-        if (vs + 1 < parts) b.deps.push_back(bwd(vs + 1, mb));
-        b.releases = fwd(vs, mb);
-        f.label = fmt::format("F s{} c{} mb{}", vs % p, vs / p, mb);
-        b.label = fmt::format("B s{} c{} mb{}", vs % p, vs / p, mb);
-        prog.ops[u(fwd(vs, mb))] = std::move(f);
-        prog.ops[u(bwd(vs, mb))] = std::move(b);
       }
     }
-    const models::PipelinePlan plan = schedule_->plan({p, nmb, chunks_}, setup.source, "/multimodal/micro_batch");
+    shape.costs = {0, 0, 0};
+    for (const Pass& x : pass) shape.costs.f += x.f, shape.costs.b += x.b, shape.costs.w += x.w;
+    const models::PipelinePlan plan = schedule_->plan(shape, setup.source, "/multimodal/micro_batch");
+    // One node per op of the plan; its dependencies once every node is known.
+    PipeProgram prog;
+    prog.stages = p;
     prog.order.assign(u(p), {});
-    for (int s = 0; s < p; ++s) {
-      for (const models::PipeOp& op : plan[u(s)]) {
-        const int vs = op.chunk * p + s;
-        prog.order[u(s)].push_back(op.kind == models::PipeOpKind::forward ? fwd(vs, op.micro_batch) : bwd(vs, op.micro_batch));
+    std::map<std::tuple<int, int, int>, int> node;  // (kind 0 F / 1 B / 2 W, vs, mb) -> op
+    for (int st = 0; st < p; ++st) {
+      for (const models::PipeOp& op : plan[u(st)]) {
+        const int vs = shape.virtual_stage(st, op.chunk), mb = op.micro_batch;
+        const Pass& x = at(vs, mb);
+        PipeNode n;
+        n.stage = st;
+        int kind = 0;
+        // A braided or overlapped pair hides each one's TP all-reduces behind the other's compute.
+        const auto hidden = [&](double tp, double partner) { return op.paired ? std::min(tp, std::max(0.0, partner)) : 0.0; };
+        switch (op.kind) {
+          case models::PipeOpKind::forward:
+            n.seconds = x.f - hidden(x.tp_f, x.b - x.tp_b);
+            n.activation_bytes = x.act;
+            n.out_bytes = x.out;
+            n.label = fmt::format("F s{} c{} mb{}", st, op.chunk, mb);
+            break;
+          case models::PipeOpKind::backward:
+          case models::PipeOpKind::backward_input:
+            kind = 1;
+            n.backward = true;
+            n.seconds = x.b + (op.kind == models::PipeOpKind::backward ? x.w : 0.0) - hidden(x.tp_b, x.f - x.tp_f);
+            n.out_bytes = vs > 0 ? at(vs - 1, mb).out : 0;
+            n.label = fmt::format("B s{} c{} mb{}", st, op.chunk, mb);
+            break;
+          case models::PipeOpKind::backward_weight:
+            kind = 2;
+            n.seconds = x.w;
+            n.label = fmt::format("W s{} c{} mb{}", st, op.chunk, mb);
+            break;
+        }
+        node[{kind, vs, mb}] = static_cast<int>(prog.ops.size());
+        prog.order[u(st)].push_back(static_cast<int>(prog.ops.size()));
+        prog.ops.push_back(std::move(n));
       }
+    }
+    for (const auto& [key, id] : node) {
+      const auto& [kind, vs, mb] = key;
+      PipeNode& n = prog.ops[u(id)];
+      if (kind == 0 && vs > 0) n.deps.push_back(node.at({0, vs - 1, mb}));
+      if (kind == 1) {
+        n.deps.push_back(node.at({0, vs, mb}));
+        if (vs + 1 < parts) n.deps.push_back(node.at({1, vs + 1, mb}));
+        n.releases = node.at({0, vs, mb});
+      }
+      if (kind == 2) n.deps.push_back(node.at({1, vs, mb}));
     }
     MultimodalStep out;
     out.run = models::run_program(prog, setup.p2p);
@@ -187,15 +232,16 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
   // `partition`: stages x chunks parts in virtual-stage order.
   void set_partition(const MultimodalSetup& setup, Partition partition) {
     std::vector<double> params(u(setup.pp), 0.0);
+    const models::PipelineShape shape(setup.pp, 1, chunks_, schedule_->placement());
     for (std::size_t vs = 0; vs < partition.size(); ++vs) {
       ORRERY_CHECK(!partition[vs].empty(), "empty pipeline part in a partition of {} parts", partition.size());
-      params[vs % u(setup.pp)] += stage_param_count(*setup.model, partition[vs]);
+      params[u(shape.slot(static_cast<int>(vs), 0).stage)] += stage_param_count(*setup.model, partition[vs]);
     }
     caps_ = activation_caps(setup, params);
     partition_ = std::move(partition);
-    schedule_ = pipeline_schedules().create(chunks_ > 1 ? "interleaved-1f1b" : "1f1b", {}, {"<multimodal>", "/schedule"});
   }
   int chunks_;
+  std::string schedule_name_;
   Partition partition_;
   std::vector<double> caps_;
   std::unique_ptr<models::PipelineSchedule> schedule_;
@@ -203,8 +249,8 @@ class StaticPipeline : public models::MultimodalPipelinePolicy {
 
 class Megatron final : public StaticPipeline {
  public:
-  explicit Megatron(int chunks) : StaticPipeline(chunks) {}
-  std::string_view name() const override { return chunks_ > 1 ? "megatron-interleaved" : "megatron-1f1b"; }
+  Megatron(int chunks, std::string schedule) : StaticPipeline(chunks, std::move(schedule)), name_(label()) {}
+  std::string_view name() const override { return name_; }
   void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>&, const ModuleCostCache&) override {
     const models::MultimodalModel& m = *setup.model;
     std::vector<int> all(m.modules.size());
@@ -214,6 +260,14 @@ class Megatron final : public StaticPipeline {
     flatten(m, all, std::vector<double>(m.modules.size(), 1.0), layers_of, cost);  // by count
     set_partition(setup, split(layers_of, cost, setup.pp * chunks_, setup.source));
   }
+
+ private:
+  std::string label() const {
+    if (schedule_name_ == "1f1b") return "megatron-1f1b";
+    if (schedule_name_ == "interleaved-1f1b") return "megatron-interleaved";
+    return "megatron-" + schedule_name_;
+  }
+  std::string name_;
 };
 
 class ModalityStatic final : public StaticPipeline {
@@ -609,11 +663,23 @@ const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
   static const sim::Registry<models::MultimodalPipelinePolicy> registry = [] {
     sim::Registry<models::MultimodalPipelinePolicy> r("multimodal pipeline policy");
     r.add({"megatron-1f1b", "Megatron-LM: layers split evenly by count over the stages (encoders included), fixed micro-batches, 1F1B",
-           {{"chunks", sim::ParamType::integer, std::int64_t{1}, "model chunks per stage (> 1: interleaved 1F1B; micro-batches a multiple of pp)"}},
+           {{"chunks", sim::ParamType::integer, std::int64_t{1}, "model chunks per stage (> 1: interleaved 1F1B; micro-batches a multiple of pp)"},
+            {"schedule", sim::ParamType::string, std::string(),
+             "the pipeline schedule (empty: 1f1b, or interleaved-1f1b with chunks > 1); gpipe, 1f1b, zb-h1, zb-h2 on one chunk, interleaved-1f1b, "
+             "zb-v and stp (two chunks, in a V; STP braids forward and backward units so TP all-reduces hide)"}},
            [](const sim::Params& p) {
-             const std::int64_t v = p.get_int("chunks");
+             std::int64_t v = p.get_int("chunks");
              if (v < 1 || v > 16) throw sim::InputError("<policy>", "megatron-1f1b/chunks", fmt::format("found {}, expected 1 to 16", v));
-             return std::make_unique<Megatron>(static_cast<int>(v));
+             const std::string schedule = p.get_string("schedule");
+             if (!schedule.empty() && !pipeline_schedules().contains(schedule)) {
+               (void)pipeline_schedules().create(schedule, {}, {"<policy>", "megatron-1f1b/schedule"});  // names the valid ones
+             }
+             if (schedule == "dualpipe") {
+               throw sim::InputError("<policy>", "megatron-1f1b/schedule", "found \"dualpipe\": its two directions need the LLM step emulator; "
+                                                                           "expected gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zb-v or stp");
+             }
+             if ((schedule == "zb-v" || schedule == "stp") && v == 1) v = 2;  // a V of two chunks
+             return std::make_unique<Megatron>(static_cast<int>(v), schedule);
            }});
     r.add({"modality-static", "Optimus/nnScaler: encoders on their own stages, stages shared by profiled compute, 1F1B", {},
            [](const sim::Params&) { return std::make_unique<ModalityStatic>(); }});

@@ -599,11 +599,11 @@ LayerSeconds module_layer_seconds(const ModuleSpec& s, const ModuleWork& work, c
     if (tp > 1 && nvlink > 0) {
       // Two all-reduces of the layer's output per pass (attention and MLP), ring on NVLink.
       const double ar = 2.0 * (tp - 1) / tp * 2.0 * static_cast<double>(T) * static_cast<double>(h) / nvlink;
-      out.f += 2 * ar;
-      out.b += 2 * ar;
+      out.f += 2 * ar, out.tp_f += 2 * ar;
+      out.b += 2 * ar, out.tp_b += 2 * ar;
     }
   }
-  if (!s.trainable) out.b = out.w = 0;
+  if (!s.trainable) out.b = out.w = out.tp_b = 0;
   return out;
 }
 

@@ -220,6 +220,7 @@ std::vector<std::vector<int>> lpt_heads(const std::vector<double>& work, int ran
 // other kernels and all-reduces run on 1/cp of the tokens.
 struct LayerSeconds {
   double f = 0, b = 0, w = 0;
+  double tp_f = 0, tp_b = 0;  // of f and b, the tensor-parallel all-reduces
   double total() const { return f + b + w; }
 };
 LayerSeconds module_layer_seconds(const ModuleSpec& module, const ModuleWork& work, const CostModel& cost, int tp, double nvlink,
