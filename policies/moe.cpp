@@ -19,15 +19,24 @@ namespace {
 
 class EpComm final : public StepPlanPolicy {
  public:
-  EpComm(std::string name, std::string mode) : name_(std::move(name)), mode_(std::move(mode)) {}
+  EpComm(std::string name, std::string mode, int pack = 1) : name_(std::move(name)), mode_(std::move(mode)), pack_(pack) {}
   std::string_view name() const override { return name_; }
   void apply(models::ParallelPlan& plan) const override {
     plan.ep_comm = mode_;
     if (mode_ != "inline") plan.overlap_ep_comm = false;  // the flows stand for the all-to-alls
+    // Lina's expert packing: `pack` experts' worth on each GPU of an all-to-all among ep / pack
+    // GPUs, so that more of the routed tokens stay on their GPU (and in their server).
+    if (pack_ > 1) {
+      if (plan.ep % pack_ != 0) {
+        throw sim::InputError("<policy>", "lina/pack", fmt::format("found {}, expected a divisor of the plan's ep={}", pack_, plan.ep));
+      }
+      plan.ep /= pack_;
+    }
   }
 
  private:
   std::string name_, mode_;
+  int pack_;
 };
 
 class TopK final : public MoeRouting {
@@ -156,8 +165,13 @@ const sim::Registry<StepPlanPolicy>& ep_comm_policies() {
            [](const sim::Params&) { return std::make_unique<EpComm>("ep-inline", "inline"); }});
     r.add({"ep-fair", "expert all-to-alls as flows on the GPU's links, sharing fairly with the data-parallel buckets", {},
            [](const sim::Params&) { return std::make_unique<EpComm>("ep-fair", "fair"); }});
-    r.add({"lina", "Lina: the all-reduce partitioned so that every expert all-to-all goes first on the GPU's links (ATC'23)", {},
-           [](const sim::Params&) { return std::make_unique<EpComm>("lina", "lina"); }});
+    r.add({"lina", "Lina: the all-reduce partitioned so that every expert all-to-all goes first on the GPU's links (ATC'23)",
+           {{"pack", sim::ParamType::integer, std::int64_t{1}, "expert packing: experts' worth per GPU, the all-to-all among ep / pack GPUs"}},
+           [](const sim::Params& p) {
+             const std::int64_t pack = p.get_int("pack");
+             if (pack < 1 || pack > 64) throw sim::InputError("<policy>", "lina/pack", fmt::format("found {}, expected 1 to 64", pack));
+             return std::make_unique<EpComm>("lina", "lina", static_cast<int>(pack));
+           }});
     return r;
   }();
   return registry;

@@ -3,7 +3,8 @@
 //   ep-inline  the all-to-alls' simulated time inside the op, alone on the fabric (the default)
 //   ep-fair    flows on the GPU's NVLink or NIC, sharing max-min fairly with the buckets
 //   lina       Lina (Li et al., USENIX ATC'23, arXiv 2210.17223): the all-reduce partitioned
-//              into micro-ops so that every all-to-all goes first (a strict priority)
+//              into micro-ops so that every all-to-all goes first (a strict priority); with
+//              `pack`, expert packing: more experts per GPU, the all-to-all among fewer
 // Each sets its plan field (models::ParallelPlan::ep_comm). And how many experts each token goes
 // to, step by step (moe_routings):
 //   top-k            the model's top-k for every token

@@ -1341,6 +1341,9 @@ TEST_CASE("orrery compare on a step scenario without a workload: schedules, Lina
   REQUIRE(run({"compare", ex + "qwen3-30b-a3b-lina.json", "--policies", "ep-fair,lina", "--report", "lina.json"}).code == 0);
   const nlohmann::json lina = nlohmann::json::parse(slurp("lina.json"));
   CHECK(tps(lina, "lina") > 1.03 * tps(lina, "ep-fair"));
+  REQUIRE(run({"compare", ex + "qwen3-30b-a3b-lina.json", "--policies", "lina,lina:pack=2", "--report", "pack.json"}).code == 0);
+  const nlohmann::json pack = nlohmann::json::parse(slurp("pack.json"));
+  CHECK(tps(pack, "lina:pack=2") > tps(pack, "lina"));
   REQUIRE(run({"compare", ex + "mixtral-8x7b-adaptive-gating.json", "--policies", "top-k,adaptive-gating,adaptive-gating:curriculum=true", "--steps", "20",
                "--report", "gate.json"})
               .code == 0);

@@ -82,3 +82,17 @@ TEST_CASE("adaptive gating: bad parameters and models without a top-2 are one-li
   CHECK_THROWS_WITH_AS(models::validate_plan(p, models::ModelCatalog::builtin().model("mixtral-8x7b"), 8, "s.json", "/plan"),
                        doctest::Contains("/plan/experts_per_token: found 3, expected 1 to mixtral-8x7b's top-k of 2"), sim::InputError);
 }
+
+// Lina's expert packing: the all-to-all among ep / pack GPUs, each with pack times the experts.
+TEST_CASE("lina: priority on the links, and expert packing by a divisor of ep") {
+  models::ParallelPlan p = plan_of(64, 64);
+  p.ep = 16;
+  p.overlap_ep_comm = true;
+  policies::ep_comm_policies().create("lina", {{"pack", std::int64_t{2}}}, {"test", "--policies"})->apply(p);
+  CHECK(p.ep_comm == "lina");
+  CHECK(p.ep == 8);
+  CHECK_FALSE(p.overlap_ep_comm);
+  p.ep = 16;
+  CHECK_THROWS_WITH_AS(policies::ep_comm_policies().create("lina", {{"pack", std::int64_t{3}}}, {"test", "--policies"})->apply(p),
+                       "<policy>:lina/pack: found 3, expected a divisor of the plan's ep=16", sim::InputError);
+}
