@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <set>
+#include <queue>
 #include <fmt/format.h>
 
 namespace orrery::policies {
@@ -119,7 +119,12 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& shape, const Greedy
   std::vector<int> next_f(static_cast<std::size_t>(p * v), 0);                          // per (stage, chunk)
   ORRERY_CHECK(s.placement != models::PipelinePlacement::bidirectional, "the greedy order runs every micro-batch on every chunk");
   std::vector<std::size_t> left(static_cast<std::size_t>(p), static_cast<std::size_t>(3 * v * m));
-  std::set<double> ends;  // every op's end so far: when a waiting stage looks again
+  // The ends of ops still running (a min-heap; those at or before the time are dropped): when a
+  // waiting stage looks again. The stages by when they are free next (a min-heap).
+  using Event = std::pair<double, int>;
+  std::priority_queue<double, std::vector<double>, std::greater<>> ends;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> free_next;
+  for (int stage = 0; stage < p; ++stage) free_next.emplace(0.0, stage);
   PipelinePlan plan(static_cast<std::size_t>(p));
   const auto done_by = [](double end, double t) { return end != kNever && end <= t; };
   const auto run_on = [&](int stage, double t, PipeOpKind kind, std::pair<int, int> cm, bool paired) {
@@ -130,7 +135,7 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& shape, const Greedy
     const double took = std::max(1e-9 * (s.costs.f + s.costs.b + s.costs.w) + 1e-15,
                                  kind == PipeOpKind::forward ? s.costs.f : kind == PipeOpKind::backward_input ? s.costs.b : s.costs.w);
     const double end = free_at[st] = std::max(free_at[st], t) + took;
-    ends.insert(end);
+    ends.push(end);
     if (kind == PipeOpKind::forward) {
       f_end[idx(vs, cm.second)] = end, ++live[st];
       ++next_f[st * static_cast<std::size_t>(v) + static_cast<std::size_t>(cm.first)];
@@ -143,15 +148,14 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& shape, const Greedy
     --left[st];
   };
   std::vector<std::pair<int, std::optional<std::pair<int, int>>>> waiting;  // stages with nothing to run at t
-  while (true) {
-    double t = std::numeric_limits<double>::infinity();
-    for (int stage = 0; stage < p; ++stage) {
-      if (left[static_cast<std::size_t>(stage)] > 0) t = std::min(t, free_at[static_cast<std::size_t>(stage)]);
-    }
-    if (!std::isfinite(t)) break;
-    for (int stage = 0; stage < p; ++stage) {
+  std::vector<int> now;  // the stages free at t, in order
+  while (!free_next.empty()) {
+    const double t = free_next.top().first;
+    now.clear();
+    while (!free_next.empty() && free_next.top().first == t) now.push_back(free_next.top().second), free_next.pop();
+    std::sort(now.begin(), now.end());
+    for (const int stage : now) {
       const auto st = static_cast<std::size_t>(stage);
-      if (left[st] == 0 || free_at[st] > t) continue;
       std::optional<std::pair<int, int>> b, f;  // (chunk, mb)
       double b_since = 0;
       for (int c = 0; c < v; ++c) {  // each chunk's forwards run in micro-batch order
@@ -184,19 +188,22 @@ std::optional<PipelinePlan> greedy_once(const PipelineShape& shape, const Greedy
         pending_w[st].pop_front();
       } else {
         waiting.push_back({stage, held});
+        continue;
       }
+      if (left[st] > 0) free_next.emplace(free_at[st], stage);
     }
     // A stage with nothing to run looks again when the next op anywhere ends (ops the other
     // stages issued at t included); when none will, only a forward past the limit goes on.
+    while (!ends.empty() && ends.top() <= t) ends.pop();
     for (const auto& [stage, held] : waiting) {
       const auto st = static_cast<std::size_t>(stage);
-      const auto next = ends.upper_bound(t);
-      if (next != ends.end()) {
-        free_at[st] = *next;
+      if (!ends.empty()) {
+        free_at[st] = ends.top();
       } else {
         if (!held) return std::nullopt;
         run_on(stage, t, PipeOpKind::forward, *held, false);
       }
+      if (left[st] > 0) free_next.emplace(free_at[st], stage);
     }
     waiting.clear();
   }
