@@ -678,7 +678,9 @@ const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
                throw sim::InputError("<policy>", "megatron-1f1b/schedule", "found \"dualpipe\": its two directions need the LLM step emulator; "
                                                                            "expected gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zb-v or stp");
              }
-             if ((schedule == "zb-v" || schedule == "stp") && v == 1) v = 2;  // a V of two chunks
+             if (!schedule.empty() && v == 1 && !pipeline_schedules().create(schedule, {}, {"<policy>", "megatron-1f1b/schedule"})->runs_chunks(1)) {
+               v = 2;  // a schedule of several chunks (a V for zb-v and stp): two
+             }
              return std::make_unique<Megatron>(static_cast<int>(v), schedule);
            }});
     r.add({"modality-static", "Optimus/nnScaler: encoders on their own stages, stages shared by profiled compute, 1F1B", {},

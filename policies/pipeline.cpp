@@ -227,6 +227,7 @@ PipelinePlan greedy_order(const PipelineShape& s, const Greedy& rule) {
 class Interleaved final : public models::PipelineSchedule {
  public:
   std::string_view name() const override { return "interleaved-1f1b"; }
+  bool runs_chunks(int vp) const override { return vp >= 2; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     const int p = s.stages, v = s.chunks, m = s.micro_batches;
     if (m % p != 0) {
@@ -286,6 +287,7 @@ class ZeroBubbleV final : public models::PipelineSchedule {
   std::string_view name() const override { return "zb-v"; }
   models::PipelinePlacement placement() const override { return models::PipelinePlacement::vee; }
   bool orders_by_cost() const override { return true; }
+  bool runs_chunks(int vp) const override { return vp >= 2 && vp % 2 == 0; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     if (s.chunks < 2 || s.chunks % 2 != 0) {
       bad_shape(source, where, fmt::format("zb-v runs an even number of model chunks per stage in a V, found {} (set vp to 2)", s.chunks));
@@ -306,6 +308,7 @@ class Braided final : public models::PipelineSchedule {
   std::string_view name() const override { return "stp"; }
   models::PipelinePlacement placement() const override { return models::PipelinePlacement::vee; }
   bool orders_by_cost() const override { return true; }
+  bool runs_chunks(int vp) const override { return vp == 2; }
   PipelinePlan plan(const PipelineShape& s, std::string_view source, std::string_view where) const override {
     if (s.chunks != 2) bad_shape(source, where, fmt::format("stp braids two model chunks per stage in a V, found {} (set vp to 2)", s.chunks));
     Greedy rule;

@@ -432,10 +432,9 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
 }  // namespace
 
 // Step policies side by side on a step scenario without a workload: pipeline schedules (each
-// with the plan's chunks per stage it needs: one for gpipe, 1f1b, zb-h1, zb-h2 and dualpipe,
-// which holds two directions by itself; the scenario's vp, or 2, for interleaved-1f1b; 2 for
-// stp; the scenario's even vp, or 2, for zb-v) and MoE communication policies (on the
-// scenario's schedule); the emulated step under each.
+// with the scenario's vp where it runs that many chunks (PipelineSchedule::runs_chunks), else
+// one, else two: dualpipe holds its two directions by itself) and MoE communication and routing
+// policies (on the scenario's schedule); the emulated step under each.
 void compare_step_policies(const CompareOptions& o, const traces::StepScenarioFile& file, const std::string& policy_list, std::ostream& out) {
   const std::vector<PolicySpec> specs = parse_policies(policy_list);
   struct Entry {
@@ -463,11 +462,8 @@ void compare_step_policies(const CompareOptions& o, const traces::StepScenarioFi
       e.schedule = policies::pipeline_schedules().create(e.sc.plan.schedule, {}, {o.scenario_path, "/plan/schedule"});
     } else {
       e.schedule = policies::pipeline_schedules().create(s.name, s.params, {"<command line>", "--policies"});
-      const int given = e.sc.plan.vp;
-      if (s.name == "interleaved-1f1b") e.sc.plan.vp = given > 1 ? given : 2;
-      else if (s.name == "zb-v") e.sc.plan.vp = given > 1 && given % 2 == 0 ? given : 2;
-      else if (s.name == "stp") e.sc.plan.vp = 2;
-      else e.sc.plan.vp = 1;
+      // The scenario's vp where the schedule runs it, else one chunk, else two.
+      if (!e.schedule->runs_chunks(e.sc.plan.vp)) e.sc.plan.vp = e.schedule->runs_chunks(1) ? 1 : 2;
       e.sc.plan.schedule = s.name;
     }
     entries.push_back(std::move(e));

@@ -162,8 +162,8 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
   models::FabricCosts fabric(s.topology, models::CommModel::nccl_closed);
   std::map<std::string, std::unique_ptr<models::PipelineSchedule>> schedules;
   for (const std::string& name : s.schedules) schedules[name] = policies::pipeline_schedules().create(name, {}, {s.source, "/constraints/schedules"});
-  // Schedules of several chunks per stage: interleaving (any vp), zb-v (even vp), stp (vp 2).
-  const auto chunked = [](const std::string& name) { return name == "interleaved-1f1b" || name == "zb-v" || name == "stp"; };
+  // Schedules of several chunks per stage (interleaving, zb-v, stp) and of one.
+  const auto chunked = [&](const std::string& name) { return !schedules.at(name)->runs_chunks(1); };
   const bool interleaved = std::any_of(s.schedules.begin(), s.schedules.end(), chunked);
   std::vector<std::string> flat;  // one-chunk schedules (pp = 1 runs only the first)
   for (const std::string& name : s.schedules) {
@@ -189,7 +189,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
               if (vp > 1) {
                 names.clear();
                 for (const std::string& name : s.schedules) {
-                  if (name == "interleaved-1f1b" || (name == "zb-v" && vp % 2 == 0) || (name == "stp" && vp == 2)) names.push_back(name);
+                  if (schedules.at(name)->runs_chunks(vp)) names.push_back(name);
                 }
               }
               if (pp == 1 && names.size() > 1) names.resize(1);

@@ -402,9 +402,10 @@ double offloaded_optimizer_bytes(const ParallelPlan& p, const ModelSpec& m) {
   if (p.optimizer_offload != "cpu") return 0;
   // The optimizer states of the GPU's shard (fp32 master and two moments, 12 B per parameter).
   double trainable = 0;
+  const PipelineShape shape = pipeline_shape(p);
   for (int stage = 0; stage < p.pp; ++stage) {
     double t = 0;
-    for (int c = 0; c < pipeline_shape(p).chunks; ++c) t += chunk_gpu_params(m, p, virtual_stage_of(p, stage, c)).trainable;
+    for (int c = 0; c < shape.chunks; ++c) t += chunk_gpu_params(m, p, shape.virtual_stage(stage, c)).trainable;
     trainable = std::max(trainable, t);
   }
   return 12 * trainable / (p.zero >= 1 ? static_cast<double>(p.dp) * p.cp : 1.0);
@@ -545,8 +546,9 @@ struct StageParams {
 
 StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
   StageParams s;
-  for (int c = 0; c < pipeline_shape(p).chunks; ++c) {
-    const int vs = virtual_stage_of(p, stage, c);
+  const PipelineShape shape = pipeline_shape(p);
+  for (int c = 0; c < shape.chunks; ++c) {
+    const int vs = shape.virtual_stage(stage, c);
     const GpuParams g = chunk_gpu_params(m, p, vs);
     s.dense += g.dense;
     s.expert += g.expert;
@@ -640,11 +642,12 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     }
     // Activations: walk the stage's ops; a forward adds its chunk's layers, a backward frees them.
     double largest_layer_kept = 0;  // one micro-batch's, the stage's largest layer
-    const int chunks = pipeline_shape(p).chunks;
+    const PipelineShape shape = pipeline_shape(p);
+    const int chunks = shape.chunks;
     std::vector<double> chunk_bytes(static_cast<std::size_t>(chunks), 0.0);
     double layer_backward_peak = 0;
     for (int c = 0; c < chunks; ++c) {
-      const int vs = virtual_stage_of(p, stage, c);
+      const int vs = shape.virtual_stage(stage, c);
       const int first = first_layer_of(p, m, vs);
       for (int l = first; l < first + layers_of(p, m, vs); ++l) {
         const double kept = layer_activation_bytes(p, m, l);

@@ -85,6 +85,8 @@ class PipelineSchedule {
   // Whether the order depends on PipelineShape::costs (the zero-bubble heuristic's): its memory
   // is then known only with the step's op costs.
   virtual bool orders_by_cost() const { return false; }
+  // Whether it runs a plan of `vp` model chunks per stage (ParallelPlan::vp): one by default.
+  virtual bool runs_chunks(int vp) const { return vp == 1; }
   // Per stage, the ops in the order the stage runs them. Throws InputError (naming `where`)
   // when the shape does not suit the schedule (e.g. interleaving needs micro-batches to be a
   // multiple of the stages).

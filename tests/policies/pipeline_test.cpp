@@ -227,3 +227,17 @@ TEST_CASE("ZB-H2, ZB-V and STP order every shape and cost mix") {
     }
   }
 }
+
+TEST_CASE("the chunks per stage each schedule runs") {
+  const auto runs = [](const char* name, int vp) { return policies::pipeline_schedules().create(name, {}, {"t", ""})->runs_chunks(vp); };
+  for (const char* one : {"gpipe", "1f1b", "zb-h1", "zb-h2", "dualpipe"}) {
+    CHECK(runs(one, 1));
+    CHECK_FALSE(runs(one, 2));
+  }
+  CHECK(runs("interleaved-1f1b", 3));
+  CHECK_FALSE(runs("interleaved-1f1b", 1));
+  CHECK(runs("zb-v", 4));
+  CHECK_FALSE(runs("zb-v", 3));
+  CHECK(runs("stp", 2));
+  CHECK_FALSE(runs("stp", 4));
+}
