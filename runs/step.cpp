@@ -113,6 +113,11 @@ void step(const StepOptions& o, std::ostream& out) {
   const std::unique_ptr<models::CostModel> cost_model = step_cost_model(file);
   const models::CostModel& cost = *cost_model;
   if (o.estimate) {  // the closed form instead of the emulator (runs/step_estimate.cpp)
+    if (sc.contention == models::Contention::fabric) {
+      throw sim::InputError(source, "/cluster/contention",
+                            "found \"fabric\", but the closed-form estimate costs each group's collectives alone; drop --estimate to simulate "
+                            "every group at once on the whole fabric, or set \"isolated\"");
+    }
     step_estimate(file, source, cost, *schedule, o, out);
     return;
   }
@@ -128,7 +133,8 @@ void step(const StepOptions& o, std::ostream& out) {
   out << fmt::format("scenario   {}\n", file.name.empty() ? source : file.name);
   out << fmt::format("model      {} ({:.1f}B parameters, {:.1f}B active)\n", sc.model.name, static_cast<double>(sc.model.params()) / 1e9,
                      static_cast<double>(sc.model.active_params()) / 1e9);
-  out << fmt::format("cluster    {} x {} ({})\n", p.gpus(), sc.gpu.name, sc.topology);
+  out << fmt::format("cluster    {} x {} ({}){}\n", p.gpus(), sc.gpu.name, sc.topology,
+                     sc.contention == models::Contention::fabric ? ", every group's collectives at once on the whole fabric" : "");
   out << fmt::format("plan       {}\n", plan_line(p));
   out << fmt::format("step time  {}  ({} micro-batches)\n", sim::to_string(r.step_time), r.micro_batches);
   out << fmt::format("throughput {}, {:.1f} TFLOP/s per GPU, MFU {} (HFU {}){}\n", reports::human::rate(r.tokens_per_s, "tokens/s"), r.tflops_per_gpu,

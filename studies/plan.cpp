@@ -70,7 +70,13 @@ PlanSearchSpec read_plan_search(std::string_view json_text, const std::string& s
   if (auto n = top.optional("name")) s.name = n->as_string();
   top.optional("description");
   s.model = traces::read_step_model(top.required("model"));
-  const traces::StepCluster cluster = traces::read_step_cluster(top.required("cluster"), gpus);
+  const traces::JsonNode cluster_node = top.required("cluster");
+  const traces::StepCluster cluster = traces::read_step_cluster(cluster_node, gpus);
+  if (cluster.contention == models::Contention::fabric) {
+    throw sim::InputError(source, cluster_node.pointer() + "/contention",
+                          "found \"fabric\", but the plan search ranks plans by the closed-form estimate, which costs each group's collectives alone; "
+                          "expected \"isolated\" (then run the chosen plan with `orrery step` on a scenario with contention \"fabric\")");
+  }
   s.gpu = cluster.gpu;
   s.topology = cluster.topology;
   s.gpus = cluster.gpus;

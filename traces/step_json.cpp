@@ -140,6 +140,16 @@ StepCluster read_step_cluster(const JsonNode& node, const models::HardwareCatalo
                          sim::quote(gpu.as_string()), sim::quote(out.topology), info.gpu, info.gpu, out.gpu.name,
                          sim::quote(topology_example(family))));
   }
+  if (auto c = cluster.optional("contention")) {
+    const std::string v = c->as_string();
+    if (v == "fabric") {
+      out.contention = models::Contention::fabric;
+    } else if (v != "isolated") {
+      c->fail(fmt::format("found {}, expected isolated (each group's collectives alone on the smallest fabric that holds it) or fabric "
+                          "(every group at once on the whole fabric)",
+                          sim::quote(v)));
+    }
+  }
   cluster.finish();
   return out;
 }
@@ -155,6 +165,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   const StepCluster cluster = read_step_cluster(top.required("cluster"), gpus);
   out.scenario.gpu = cluster.gpu;
   out.scenario.topology = cluster.topology;
+  out.scenario.contention = cluster.contention;
   const int cluster_gpus = cluster.gpus;
 
   models::ParallelPlan& p = out.scenario.plan;

@@ -55,12 +55,14 @@ struct StepScenarioFile {
 StepScenarioFile read_step_scenario(std::string_view json_text, const std::string& source,
                                     const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
 // The "model" and "cluster" parts of a step scenario, for other inputs that share them (plan
-// search): a catalog name or a model object; {"gpu", "topology"} with the topology's GPU count.
+// search): a catalog name or a model object; {"gpu", "topology", "contention"} with the
+// topology's GPU count.
 models::ModelSpec read_step_model(const JsonNode& node);
 struct StepCluster {
   models::GpuSpec gpu;
   std::string topology;
   int gpus = 0;
+  models::Contention contention = models::Contention::isolated;  // "isolated" (default) or "fabric"
 };
 StepCluster read_step_cluster(const JsonNode& node, const models::HardwareCatalog& gpus = models::HardwareCatalog::builtin());
 

@@ -93,9 +93,10 @@ struct Layout {
   int per_server = 0;
 };
 
-Layout layout_of(const Topology& t, int n) {
+Layout layout_of(const Topology& t, std::vector<NodeIndex> gpus) {
   Layout l;
-  l.ranks.assign(t.gpus().begin(), t.gpus().begin() + n);
+  const int n = static_cast<int>(gpus.size());
+  l.ranks = std::move(gpus);
   std::map<std::int32_t, std::vector<int>> servers;
   for (int r = 0; r < n; ++r) servers[t.node(l.ranks[static_cast<std::size_t>(r)]).server].push_back(r);
   for (auto& [server, ranks] : servers) l.by_server.push_back(std::move(ranks));
@@ -108,6 +109,18 @@ Layout layout_of(const Topology& t, int n) {
     }
   }
   return l;
+}
+
+// The first n GPUs.
+Layout layout_of(const Topology& t, int n) { return layout_of(t, std::vector<NodeIndex>(t.gpus().begin(), t.gpus().begin() + n)); }
+
+// The GPUs of group g of a spec's concurrent groups (CollectiveSpec::groups).
+std::vector<NodeIndex> group_gpus(const Topology& t, const CollectiveSpec& s, int n, int g) {
+  const std::int64_t base = static_cast<std::int64_t>(g / s.stride) * s.stride * n + g % s.stride;
+  std::vector<NodeIndex> gpus;
+  gpus.reserve(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) gpus.push_back(t.gpus()[static_cast<std::size_t>(base + static_cast<std::int64_t>(r) * s.stride)]);
+  return gpus;
 }
 
 // What a plan may hold: at most `transfers` (0: no limit), with the sizes that made it.
@@ -320,6 +333,20 @@ int checked_ranks(const Topology& t, const CollectiveSpec& s) {
   if (n < 2 || n > static_cast<int>(t.gpus().size())) {
     throw InputError("<command line>", "--ranks",
                      fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, t.gpus().size()));
+  }
+  if (s.stride < 1 || s.groups < 1) {
+    throw InputError("<command line>", s.stride < 1 ? "--stride" : "--groups",
+                     fmt::format("found {}, expected at least 1", s.stride < 1 ? s.stride : s.groups));
+  }
+  if (s.groups > 1 && s.groups % s.stride != 0) {
+    throw InputError("<command line>", "--groups",
+                     fmt::format("found {} groups {} apart, expected a multiple of the stride (whole blocks of stride x ranks GPUs)", s.groups, s.stride));
+  }
+  const std::int64_t span = s.groups > 1 ? static_cast<std::int64_t>(s.groups) * n : static_cast<std::int64_t>(n - 1) * s.stride + 1;
+  if (span > static_cast<std::int64_t>(t.gpus().size())) {
+    throw InputError("<command line>", s.groups > 1 ? "--groups" : "--stride",
+                     fmt::format("{} group(s) of {} ranks {} apart span {} GPUs, expected at most {} (the GPUs of the topology)", s.groups, n,
+                                 s.stride, span, t.gpus().size()));
   }
   if (!(s.size.value() > 0) && s.pair_bytes.empty()) throw InputError("<command line>", "--size", "expected a positive size");
   if (s.root < 0 || s.root >= n) throw InputError("<command line>", "--root", fmt::format("root {} is not a rank of 0..{}", s.root, n - 1));
@@ -700,23 +727,27 @@ void plan_direct(PlanBuilder& b, const PlanArgs& a) {
 
 CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
   const int n = checked_ranks(t, s);
-  const Layout l = layout_of(t, n);
   CollectivePlan plan;
   plan.ranks = n;
   const double size = s.size.value();
   const int chunks = default_chunks(s);
-  const int channels = default_channels(t, l, s);
-  PlanBuilder b(plan, {s.max_transfers, n, channels, chunks});
-  plan.channels = channels;
-  const PlanArgs a{s, l, n, size, chunks, channels};
-  switch (s.algo) {
-    case CollectiveAlgo::ring: plan_ring(b, a); break;
-    case CollectiveAlgo::tree: plan_tree(b, a); break;
-    case CollectiveAlgo::hierarchical: plan_hierarchical(b, a); break;
-    case CollectiveAlgo::nvls: plan_nvls(b, a, t); break;
-    case CollectiveAlgo::nvls_tree: plan_nvls_tree(b, a, t); break;
-    case CollectiveAlgo::pat: plan_pat(b, a); break;
-    case CollectiveAlgo::direct: plan_direct(b, a); break;
+  // Concurrent groups append their transfers to one plan (each group's ids are its own
+  // builder calls' results, so dependencies stay inside the group).
+  for (int g = 0; g < s.groups; ++g) {
+    const Layout l = s.groups == 1 && s.stride == 1 ? layout_of(t, n) : layout_of(t, group_gpus(t, s, n, g));
+    const int channels = default_channels(t, l, s);
+    PlanBuilder b(plan, {s.max_transfers, n * s.groups, channels, chunks});
+    plan.channels = channels;
+    const PlanArgs a{s, l, n, size, chunks, channels};
+    switch (s.algo) {
+      case CollectiveAlgo::ring: plan_ring(b, a); break;
+      case CollectiveAlgo::tree: plan_tree(b, a); break;
+      case CollectiveAlgo::hierarchical: plan_hierarchical(b, a); break;
+      case CollectiveAlgo::nvls: plan_nvls(b, a, t); break;
+      case CollectiveAlgo::nvls_tree: plan_nvls_tree(b, a, t); break;
+      case CollectiveAlgo::pat: plan_pat(b, a); break;
+      case CollectiveAlgo::direct: plan_direct(b, a); break;
+    }
   }
   return plan;
 }

@@ -48,6 +48,14 @@ struct CollectiveSpec {
   // all-to-all (S/n to each peer); the total (all ranks' parts) for reduce-scatter and all-gather.
   sim::Bytes size{0};
   int ranks = 0;       // the first `ranks` GPUs; 0: all of them
+  // Whole-fabric contention: `groups` copies of the collective at once, each of `ranks` GPUs
+  // `stride` apart, as a parallel plan lays its groups out (rank order tp fastest: a
+  // data-parallel group's members are tp x cp apart). Group g's rank r is GPU
+  // (g / stride) * stride * ranks + g % stride + r * stride: `stride` groups interleave in each
+  // block of stride x ranks GPUs. All of them run on the links together and the result is the
+  // last group's end. groups = 1 and stride = 1: the first `ranks` GPUs, alone.
+  int groups = 1;
+  int stride = 1;
   int channels = 0;    // parallel rings/trees; 0: one per NIC of a server (at least 1)
   int chunks = 1;      // pipeline depth: each step's data in this many pieces
   int root = 0;        // broadcast and reduce

@@ -29,6 +29,7 @@ struct ClusterSpec {
   std::string builder;
   std::vector<std::pair<std::string, std::string>> params;
   bool domains = false;  // nvl72: domains x gpus_per_domain; else nodes x gpus_per_node
+  Contention contention = Contention::isolated;
 
   std::string get(std::string_view key, std::string_view fallback) const {
     for (const auto& [k, v] : params) {
@@ -131,7 +132,10 @@ class CommCost {
 
   double collective(CollectiveOp op, double bytes, int n, int stride) {
     if (n <= 1 || bytes <= 0) return 0;
-    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, std::min(stride, cluster_.per_unit()));
+    // Alone, a group's cost depends on its stride only up to a unit's size; under fabric
+    // contention its groups' placement depends on all of it.
+    const int stride_key = cluster_.contention == Contention::fabric ? stride : std::min(stride, cluster_.per_unit());
+    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, stride_key);
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
     CollectiveSpec spec;
     spec.op = op;
@@ -139,6 +143,15 @@ class CommCost {
     spec.ranks = n;
     spec.peer = 1;
     std::string fabric;
+    std::string whole;  // contention=fabric: the whole fabric, where every group runs at once
+    if (cluster_.contention == Contention::fabric && op != CollectiveOp::send_recv) {
+      const int total = cluster_.units() * cluster_.per_unit();
+      if (static_cast<long>(stride) * n <= total && total % (stride * n) == 0) {
+        whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
+        spec.groups = total / n;
+        spec.stride = stride;
+      }
+    }
     if (op == CollectiveOp::send_recv && split_tray_pair(stride)) {
       // A pipeline send between NVLink domains, one GPU of the pair in each: two domains of one
       // tray, rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
@@ -148,15 +161,26 @@ class CommCost {
     } else {
       fabric = topology_spec_for(n, stride);
     }
-    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}", fabric, static_cast<int>(model_), static_cast<int>(op), spec.ranks, bytes);
+    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}|{}|{}|{}", fabric, static_cast<int>(model_), static_cast<int>(op), spec.ranks, bytes,
+                                             whole, spec.groups, spec.stride);
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       const Topology& topology = fabric_instance(fabric);
       if (model_ == CommModel::nccl) {
-        // What NCCL runs and pays (nccl.hpp), as flows on the fabric.
-        const NcclFlows f = nccl_flows(topology, spec);
+        // What NCCL runs and pays (nccl.hpp), as flows on the fabric: NCCL chooses for the
+        // group (its shape on the fabric that holds it); under contention=fabric every group
+        // runs that choice at once on the whole fabric.
+        CollectiveSpec alone = spec;
+        alone.groups = 1, alone.stride = 1;
+        NcclFlows f = nccl_flows(topology, alone);
+        if (!whole.empty()) {
+          f.spec.groups = spec.groups, f.spec.stride = spec.stride;
+          const CollectiveResult r = run_collective(fabric_instance(whole), f.spec, f.efficiency);
+          return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+        }
         const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
+      spec.groups = 1, spec.stride = 1;  // the other models cost one group alone
       if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, spec.ranks), bytes).time_s, 0};
       spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
       if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
@@ -685,6 +709,8 @@ double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
 
 double trainable_params(const ModelSpec& m, const ParallelPlan& p, int vs) { return chunk_gpu_params(m, p, vs).trainable; }
 
+
+std::string_view to_string(Contention c) { return c == Contention::fabric ? "fabric" : "isolated"; }
 
 CommModel closed_form_of(CommModel model) {
   if (model == CommModel::nccl) return CommModel::nccl_closed;
@@ -1491,7 +1517,8 @@ void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample
 }
 
 StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, const StepOptions& options) {
-  const ClusterSpec cluster = parse_cluster(sc.topology);
+  ClusterSpec cluster = parse_cluster(sc.topology);
+  cluster.contention = sc.contention;
   check_scenario(sc, cluster);
   CommCost comm(cluster, options.comm);
   ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm, sc.gpu), options.reuse);

@@ -29,11 +29,22 @@
 
 namespace orrery::models {
 
+// How a step costs its collectives (scenario key cluster/contention):
+//   isolated  each group's collective alone on the smallest instance of the fabric that holds it
+//             (fast; blind to traffic of other groups on shared switches)
+//   fabric    every group of the collective at once on the whole fabric (all data-parallel
+//             groups reduce together, all expert-parallel groups exchange together), so an
+//             oversubscribed spine or groups sharing a rail slow the step; pipeline sends stay
+//             isolated, and the closed-form estimate ignores it
+enum class Contention : std::uint8_t { isolated, fabric };
+std::string_view to_string(Contention c);
+
 struct StepScenario {
   ModelSpec model;
   ParallelPlan plan;
   GpuSpec gpu;
   std::string topology;  // a builder spec, e.g. "dgx-h100:nodes=128" (its GPU count must match the plan)
+  Contention contention = Contention::isolated;
   std::string source = "<scenario>";  // the scenario file, named by errors found when it runs
 };
 

@@ -303,3 +303,27 @@ TEST_CASE("hardening: a huge unknown key is quoted in part, with a count") {
   CHECK(err.find("(and 999,800 more bytes)") != std::string::npos);
   CHECK(err.size() < 5000);
 }
+
+// cluster/contention: a value outside its two, and fabric where only the closed form runs (the
+// estimate and the plan search cost each group alone), are named errors, never a silent default.
+TEST_CASE("hardening: fabric contention is asked for where it runs") {
+  const std::string plan = R"({"tp": 8, "global_batch": 16, "seq_len": 2048})";
+  const auto with = [&](const std::string& contention) {
+    return R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=1", "contention": ")" + contention +
+           R"("}, "plan": )" + plan + "}";
+  };
+  CHECK(step_error("contention-bad.json", with("shared")) ==
+        "contention-bad.json:/cluster/contention: found \"shared\", expected isolated (each group's collectives alone on the smallest "
+        "fabric that holds it) or fabric (every group at once on the whole fabric)");
+  write("contention-estimate.json", with("fabric"));
+  CHECK(one_error({"step", "contention-estimate.json", "--estimate"}) ==
+        "contention-estimate.json:/cluster/contention: found \"fabric\", but the closed-form estimate costs each group's collectives alone; "
+        "drop --estimate to simulate every group at once on the whole fabric, or set \"isolated\"");
+  const Result emulated = run({"step", "contention-estimate.json"});
+  CHECK_MESSAGE(emulated.code == 0, emulated.err);
+  CHECK(emulated.out.find("every group's collectives at once on the whole fabric") != std::string::npos);
+  write("contention-plan.json",
+        R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2", "contention": "fabric"}, "global_batch": 16})");
+  CHECK(one_error({"plan", "contention-plan.json"}).starts_with(
+      "contention-plan.json:/cluster/contention: found \"fabric\", but the plan search ranks plans by the closed-form estimate"));
+}

@@ -277,3 +277,52 @@ TEST_CASE("ring extrapolation equals the full simulation within 0.1%") {
     CHECK(fast.time.to_seconds() == orrery::testing::Approx(full.time.to_seconds()).epsilon(1e-3));
   }
 }
+
+// Whole-fabric contention (CollectiveSpec::groups): the data-parallel rings of a plan with tensor
+// parallelism 8 are 8 groups of one GPU per server, group g on local GPU g. Packet spraying
+// spreads every leaf's traffic evenly over its uplinks, so the closed forms are exact: on rails
+// the groups never share a link; on a fat-tree of one server per leaf every ring hop leaves its
+// leaf, 8 flows on 4 uplinks at 2:1 (each flow half a NIC).
+TEST_CASE("concurrent groups: apart on rails, sharing an oversubscribed spine") {
+  CollectiveSpec s = spec(CollectiveOp::all_reduce, CollectiveAlgo::ring, 256e6);
+  s.ranks = 8;
+  s.stride = 8;
+  const auto ratio = [&](const char* topology) {
+    const Topology t = build_topology(topology);
+    CollectiveSpec one = s, all = s;
+    all.groups = 8;
+    const CollectiveResult a = run_collective(t, one), b = run_collective(t, all);
+    CHECK(b.flows == 8 * a.flows);
+    return b.time.to_seconds() / a.time.to_seconds();
+  };
+  CHECK(ratio("dgx-h100:nodes=8") == 1.0);  // rail-optimized: group g on rail g alone
+  CHECK(ratio("dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,routing=spray") == orrery::testing::Approx(1.0).epsilon(1e-6));
+  const double two = ratio("dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray");
+  CHECK(two > 1.95);  // bandwidth-bound: 2x, less the links' latencies that do not double
+  CHECK(two <= 2.0);
+  // Hashed ECMP puts some uplinks under two flows at once: never faster than spraying.
+  CHECK(ratio("dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,oversubscription=2") >= two * (1 - 1e-9));
+}
+
+TEST_CASE("concurrent groups: one group alone is the plain collective, and bad layouts are refused") {
+  const Topology t = build_topology("dgx-h100:nodes=4");
+  CollectiveSpec s = spec(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 64e6);
+  s.ranks = 8;
+  const CollectiveResult plain = run_collective(t, s);
+  s.groups = 1;
+  s.stride = 1;
+  CHECK(run_collective(t, s).time == plain.time);
+  // Groups interleave within blocks of stride x ranks GPUs: 4 groups of 8, 2 apart, fill 32.
+  s.stride = 2;
+  const CollectiveResult one = run_collective(t, s);  // GPUs 0, 2, ..., 14: two servers, four NICs each
+  CHECK(one.channels == 4);
+  s.groups = 4;
+  CHECK(run_collective(t, s).flows == 4 * one.flows);
+  s.groups = 3;  // not whole blocks
+  CHECK(orrery::testing::error_of([&] { (void)run_collective(t, s); }).find("multiple of the stride") != std::string::npos);
+  s.groups = 8;  // 64 GPUs on 32
+  CHECK(orrery::testing::error_of([&] { (void)run_collective(t, s); }).find("span 64 GPUs, expected at most 32") != std::string::npos);
+  s.groups = 1;
+  s.stride = 0;
+  CHECK(orrery::testing::error_of([&] { (void)run_collective(t, s); }).find("expected at least 1") != std::string::npos);
+}

@@ -1195,3 +1195,32 @@ TEST_CASE("experts per token: fewer expert tokens, a faster step") {
   CHECK(one < mid);
   CHECK(mid < top2);
 }
+
+// Whole-fabric contention: tp 8 on 16 servers makes 8 data-parallel groups of one GPU per
+// server, all reducing gradients together. On a rail-optimized fabric each group has its rail to
+// itself, so the step is the isolated one; on a fat-tree of one server per leaf at 2:1 every
+// ring hop crosses the spine with 8 flows on 4 uplinks, which the isolated groups never see.
+TEST_CASE("fabric contention: a data-parallel-heavy plan slows on an oversubscribed spine") {
+  const auto run = [](const std::string& topology, Contention contention) {
+    StepScenario sc = small(8, 1, 16, 1);
+    sc.model.layers = 4;
+    sc.plan.zero = 1;
+    sc.topology = topology;
+    sc.contention = contention;
+    const StepResult r = step(sc);
+    double dp = 0;
+    for (const StageBreakdown& s : r.stages) dp += s.dp_comm_s;
+    return std::pair{r.step_time.to_seconds(), dp};
+  };
+  const std::string rail = "dgx-h100:nodes=16";
+  CHECK(run(rail, Contention::fabric) == run(rail, Contention::isolated));
+  const std::string spine = "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray";
+  const std::string full = "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=8,routing=spray";
+  const auto [alone_s, alone_dp] = run(spine, Contention::isolated);
+  const auto [shared_s, shared_dp] = run(spine, Contention::fabric);
+  const auto [full_s, full_dp] = run(full, Contention::fabric);
+  CHECK(shared_dp > 1.9 * full_dp);  // the reductions take twice as long: half an uplink per flow
+  CHECK(shared_s > alone_s);
+  CHECK(shared_s > full_s);
+  CHECK(full_dp == orrery::testing::Approx(alone_dp).epsilon(0.02));  // non-blocking: nothing to share
+}
