@@ -160,6 +160,22 @@ void bench_step_frontier(Figures& out, bool quick) {
                      fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
     }
   }
+  // The 1.8T-parameter MoE of NVIDIA's Blackwell claims (models/training/llm.cpp cites its
+  // shape) on the same racks: TP 4 x EP 16 fill a 64-GPU NVLink domain, PP 8 (15 layers a stage).
+  const int n = quick ? 2048 : 131072;
+  models::StepScenario sc;
+  sc.model = models::ModelCatalog::builtin().model("gpt-moe-1.8t");
+  sc.gpu = models::HardwareCatalog::builtin().gpu("GB200");
+  sc.plan.tp = 4;
+  sc.plan.pp = 8;
+  sc.plan.ep = 16;
+  sc.plan.dp = n / 32;
+  sc.plan.seq_len = 4096;
+  sc.plan.global_batch = n;
+  sc.plan.recompute = models::Recompute::full;
+  sc.plan.overlap_tp_comm = true;
+  sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64", n / 64);
+  step_once(out, fmt::format("step.gpt_moe_1_8t.{}", n), sc, 60, 16);
 }
 
 }  // namespace orrery::bench

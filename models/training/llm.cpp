@@ -101,6 +101,20 @@ std::vector<ModelSpec> builtin_models() {
     v.push_back(m);
   }
   {
+    // GPT-MoE-1.8T, the model NVIDIA names in its Blackwell training claims (GTC 2024 keynote). Its
+    // shape is not published; the one public account (SemiAnalysis, July 2023, as reported by
+    // Windows Report, 2024-03-19: "1.8T parameters across 120 layers, 16 experts ... about 111B
+    // parameters per expert's MLP, 55B shared for attention", top 2, about 280B active) fixes it
+    // with a GPT layer: attention 4h^2 x 120 = 55B and 16 gelu experts of 8h^2 x 120 = 111B each
+    // give h = 10752 (84 heads of 128), expert ffn 4h = 43008; 1.83T total, 0.28T active. The
+    // vocabulary is taken as cl100k's 100256 (assumed).
+    ModelSpec m = dense("gpt-moe-1.8t", {"gpt-moe-1.8t-16e", "moe-1.8t"}, 120, 10752, 84, 84, 128, 43008, 100256, MlpKind::gelu, false,
+                        "SemiAnalysis (July 2023) via Windows Report 2024-03-19: 120 layers, 16 experts of ~111B, 55B attention, top 2; "
+                        "hidden derived (assumed vocabulary 100256)");
+    m.moe = {16, 2, 43008, 0, 0, 0};
+    v.push_back(m);
+  }
+  {
     // DeepSeek-V3: DeepSeek-AI, "DeepSeek-V3 Technical Report" (arXiv 2412.19437) section 4.2, and
     // deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, MLA with q rank 1536,
     // kv rank 512, per-head qk 128 + 64 rotary, v 128; 256 routed experts of 2048, top 8, 1 shared;

@@ -90,6 +90,7 @@ TEST_CASE("catalog models have their published parameter counts") {
   near("gpt-oss-120b", 116.8, 5.13 + 0.58);
   near("gpt-oss-20b", 20.9, 3.61 + 0.58);
   near("nemotron-3-nano", 31.6, 3.6);  // Nemotron 3 Nano report: 31.6B total, 3.6B active with embeddings
+  near("gpt-moe-1.8t", 1831, 280);  // 120 x (16 x 0.925B + 0.46B) + embeddings; 2 of 16 experts active
   near("megatron2021-1t", 1008, 1008);
   near("megatron2024-462b", 462, 462);
   CHECK_THROWS_WITH_AS(ModelCatalog::builtin().model("llama3-7b", "s.json", "/model"),
