@@ -840,8 +840,13 @@ class Runner : public sim::FlowObserver {
       // A connection's transfers (a ring channel's steps) share one route: found once.
       const RouteKey key{tr.src, tr.dst, tr.flow_hash};
       auto found = routes_.find(key);
-      if (found == routes_.end()) found = routes_.emplace(key, topology_.route(tr.src, tr.dst, tr.flow_hash)).first;
-      for (const LinkIndex l : found->second) {
+      if (found == routes_.end()) {
+        const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
+        found = routes_.emplace(key, RouteSpan{static_cast<std::uint32_t>(route_pool_.size()), static_cast<std::uint32_t>(path.size())}).first;
+        route_pool_.insert(route_pool_.end(), path.begin(), path.end());
+      }
+      for (std::uint32_t k = 0; k < found->second.count; ++k) {
+        const LinkIndex l = route_pool_[found->second.first + k];
         // NVLS transfers also pass the switch's reduction port on the GPU side.
         if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
           route_.push_back(sim::LinkId(l));
@@ -887,7 +892,12 @@ class Runner : public sim::FlowObserver {
   struct RouteHash {
     std::size_t operator()(const RouteKey& k) const { return std::hash<std::uint64_t>()(k.hash ^ (std::uint64_t{k.src} << 32) ^ k.dst); }
   };
-  std::unordered_map<RouteKey, std::vector<LinkIndex>, RouteHash> routes_;
+  // A connection's route: its links in route_pool_ (one allocation for all of them).
+  struct RouteSpan {
+    std::uint32_t first, count;
+  };
+  std::unordered_map<RouteKey, RouteSpan, RouteHash> routes_;
+  std::vector<LinkIndex> route_pool_;
   std::vector<LinkLoadSample> loads_;
   std::size_t done_ = 0;
   sim::Duration start_latency_ = sim::Duration::zero();

@@ -46,11 +46,66 @@ std::string_view to_string(LinkKind kind) {
 
 namespace {
 constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
+constexpr NodeIndex kNoNode = std::numeric_limits<NodeIndex>::max();
 }  // namespace
+
+// A breadth-first search from one destination against the link direction, run only as far as
+// the routes asked of it need: a route from a GPU one NVSwitch away stops it after two levels,
+// where a whole-fabric search visits every node once per destination (quadratic in the GPUs of a
+// data-parallel ring). Distances are those of the full search wherever it has gone: when a node
+// is discovered at level L, every node of level L - 1 has been.
+namespace {
+
+// The distances a search has found, by node: open addressing on the node index, so that a search
+// that stops near its destination (a few dozen nodes) costs that much, not a table of every node.
+class Distances {
+ public:
+  Distances() : slots_(16, Slot{kNoNode, 0}) {}
+  std::uint16_t operator[](NodeIndex v) const {
+    for (std::size_t i = home(v);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].node == v) return slots_[i].d;
+      if (slots_[i].node == kNoNode) return kUnreached;
+    }
+  }
+  // Records a node not yet recorded.
+  void add(NodeIndex v, std::uint16_t d) {
+    if (2 * (size_ + 1) > slots_.size()) {
+      std::vector<Slot> old(slots_.size() * 2, Slot{kNoNode, 0});
+      old.swap(slots_);
+      for (const Slot& s : old) {
+        if (s.node != kNoNode) place(s);
+      }
+    }
+    place(Slot{v, d});
+    ++size_;
+  }
+
+ private:
+  struct Slot {
+    NodeIndex node;
+    std::uint16_t d;
+  };
+  std::size_t home(NodeIndex v) const { return static_cast<std::size_t>((std::uint64_t{v} * 0x9e3779b97f4a7c15ull) >> 40) & (slots_.size() - 1); }
+  void place(Slot s) {
+    std::size_t i = home(s.node);
+    while (slots_[i].node != kNoNode) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = s;
+  }
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace
+
+struct Topology::Search {
+  Distances d;                   // kUnreached until discovered
+  std::vector<NodeIndex> queue;  // discovered, in order; [head, end) not yet expanded
+  std::size_t head = 0;
+};
 
 struct Topology::Cache {
   std::mutex mutex;
-  std::vector<std::unique_ptr<std::vector<std::uint16_t>>> to;  // per destination node
+  std::vector<std::unique_ptr<Search>> to;  // per destination node
   // Per (node, destination): the node's out-links one hop closer, in link order (the choices
   // ECMP hashes over), filled as routes pass through: a hop then costs a lookup instead of two
   // scans of the node's links (a switch of 512 GPUs has 512+). Node-based, so a reference stays
@@ -125,49 +180,49 @@ std::int64_t Topology::find(std::string_view name) const {
   return -1;
 }
 
-const std::vector<std::uint16_t>& Topology::distances_to(NodeIndex dst) const {
-  std::lock_guard<std::mutex> lock(cache_->mutex);
+const Topology::Search& Topology::search_to(NodeIndex dst, NodeIndex until) const {
+  // Called with the cache's mutex held.
   if (cache_->to.size() != nodes_.size()) cache_->to.resize(nodes_.size());
-  if (cache_->to[dst]) return *cache_->to[dst];
-
-  // Breadth-first search from the destination against the link direction; GPUs are endpoints,
-  // never relays, so the search does not continue from a GPU other than the destination. (Its
-  // own queue over the nodes' in-links: the fabric is searched once per destination, and a
-  // 65,536-GPU data-parallel group has as many.)
   if (cache_->in.size() != nodes_.size()) {
     cache_->in.assign(nodes_.size(), {});
     for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
   }
-  auto table = std::make_unique<std::vector<std::uint16_t>>(nodes_.size(), kUnreached);
-  std::vector<std::uint16_t>& d = *table;
-  std::vector<NodeIndex> queue;
-  queue.reserve(nodes_.size());
-  d[dst] = 0;
-  queue.push_back(dst);
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    const NodeIndex x = queue[head];
+  std::unique_ptr<Search>& slot = cache_->to[dst];
+  if (!slot) {
+    slot = std::make_unique<Search>();
+    slot->d.add(dst, 0);
+    slot->queue.push_back(dst);
+  }
+  Search& s = *slot;
+  // GPUs are endpoints, never relays: the search does not continue from a GPU other than the
+  // destination.
+  while ((until == kNoNode || s.d[until] == kUnreached) && s.head < s.queue.size()) {
+    const NodeIndex x = s.queue[s.head++];
     if (x != dst && nodes_[x].kind == NodeKind::gpu) continue;
     for (const LinkIndex l : cache_->in[x]) {
       const NodeIndex v = links_[l].from;
-      if (d[v] == kUnreached) {
-        d[v] = static_cast<std::uint16_t>(d[x] + 1);
-        queue.push_back(v);
+      if (s.d[v] == kUnreached) {
+        s.d.add(v, static_cast<std::uint16_t>(s.d[x] + 1));
+        s.queue.push_back(v);
       }
     }
   }
-  cache_->to[dst] = std::move(table);
-  return *cache_->to[dst];
+  return s;
 }
 
 int Topology::distance(NodeIndex src, NodeIndex dst) const {
-  const std::uint16_t d = distances_to(dst)[src];
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const std::uint16_t d = search_to(dst, src).d[src];
   return d == kUnreached ? -1 : d;
 }
 
 std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const {
   std::vector<LinkIndex> path;
   if (src == dst) return path;
-  const std::vector<std::uint16_t>& d = distances_to(dst);
+  // One lock for the whole route: the search may grow while it is read.
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const Search& search = search_to(dst, src);
+  const Distances& d = search.d;
   ORRERY_CHECK(d[src] != kUnreached, "no route from {} to {}", nodes_[src].name, nodes_[dst].name);
   path.reserve(d[src]);
   NodeIndex at = src;
@@ -179,7 +234,7 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    const std::vector<LinkIndex>& candidates = next_hops(at, dst, d);
+    const std::vector<LinkIndex>& candidates = next_hops(at, dst, search);
     ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
     const LinkIndex l = candidates[static_cast<std::size_t>(z % candidates.size())];
     path.push_back(l);
@@ -188,8 +243,10 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
   return path;
 }
 
-const std::vector<LinkIndex>& Topology::next_hops(NodeIndex at, NodeIndex dst, const std::vector<std::uint16_t>& d) const {
-  std::lock_guard<std::mutex> lock(cache_->mutex);
+const std::vector<LinkIndex>& Topology::next_hops(NodeIndex at, NodeIndex dst, const Search& search) const {
+  const Distances& d = search.d;
+  // Called with the cache's mutex held, `at` discovered by the search to `dst`: every node one
+  // level closer has been discovered too.
   const auto [it, added] = cache_->next.try_emplace(static_cast<std::uint64_t>(at) * nodes_.size() + dst);
   if (added) {
     const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
@@ -206,7 +263,8 @@ std::vector<std::string> Topology::problems() const {
     out.emplace_back("it has no GPU");
     return out;
   }
-  const std::vector<std::uint16_t>& d = distances_to(gpus_.front());
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const Distances& d = search_to(gpus_.front(), kNoNode).d;  // the whole search
   for (const NodeIndex g : gpus_) {
     if (d[g] == kUnreached) {
       out.push_back(fmt::format("GPU {} cannot reach GPU {}: it is disconnected", quote(nodes_[g].name),

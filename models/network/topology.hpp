@@ -92,7 +92,10 @@ class Topology {
   std::vector<std::string> problems() const;
 
  private:
-  const std::vector<std::uint16_t>& distances_to(NodeIndex dst) const;
+  struct Search;
+  // The search from `dst`, run at least until it discovers `until` (or everywhere, for the
+  // largest NodeIndex); the cache's mutex must be held.
+  const Search& search_to(NodeIndex dst, NodeIndex until) const;
 
   std::vector<TopoNode> nodes_;
   std::vector<TopoLink> links_;
@@ -101,8 +104,9 @@ class Topology {
   std::int32_t server_count_ = 0;
   std::string gpu_type_;
   std::string net_kind_ = "ib";
-  // The out-links of `at` one hop closer to `dst` (distances `d` to it), cached.
-  const std::vector<LinkIndex>& next_hops(NodeIndex at, NodeIndex dst, const std::vector<std::uint16_t>& d) const;
+  // The out-links of `at` one hop closer to `dst` (distances `d` to it), cached; the cache's mutex
+  // must be held.
+  const std::vector<LinkIndex>& next_hops(NodeIndex at, NodeIndex dst, const Search& search) const;
   struct Cache;
   std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
 };
