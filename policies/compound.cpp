@@ -90,8 +90,9 @@ void stage_stats(const models::PipeRun& run, int first, int last, MultimodalStep
 //     tp x pp x dp - d x tp x pp GPUs run the encoders and projectors at tp 1 (a 675M ViT needs
 //     no TP). d is searched on the profiling batch (the fastest step), or set by encoder_gpus;
 //   - long/short sequence parallelism: an item (one sample's encoder work) of fewer than
-//     long_tokens encoder tokens runs whole on one encoder GPU; a longer one is split over sp
-//     GPUs Ulysses-style, paying per layer four all-to-alls (Q, K, V, O; the same back) of
+//     long_tokens encoder tokens runs whole on one encoder GPU (each GPU a stage of the joint
+//     program, items placed longest first on the least-loaded GPU, round by round); a longer one
+//     is split over sp GPUs Ulysses-style, paying per layer four all-to-alls (Q, K, V, O; the same back) of
 //     (sp - 1)/sp of its tokens x hidden x 2 bytes over NVLink;
 //   - decentralised grouped reordering: the loader of each replica gets the round-robin deal;
 //     replicas in groups of `group` pool their samples and deal them again by LPT on the LLM's
@@ -213,9 +214,10 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     }
     std::size_t rounds = 0;
     for (const auto& r : mbs) rounds = std::max(rounds, r.size());
-    // Sections of the joint program: 0 the encoder set, 1 the fabric, 2 + i the LLM's stage i.
+    // Sections of the joint program: 0 the encoder set (one stage per GPU), 1 the fabric, 2 + i
+    // the LLM's stage i (one stage per replica).
     WavePlan plan;
-    plan.replicas = {1, 1};
+    plan.replicas = {enc, 1};
     const bool enc_trainable = std::any_of(encoders_.begin(), encoders_.end(), [&](int i) { return m.modules[u(i)].trainable; });
     plan.trainable = {enc_trainable, enc_trainable};
     plan.edges = {{0, 1}, {1, 2}};
@@ -227,8 +229,11 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     std::vector<int> layers(u(pp), llm.shape.layers / pp);
     for (int i = 0; i < llm.shape.layers % pp; ++i) ++layers[u(i)];
     double moved = 0, reshard_s = 0;
+    // Encoder GPUs' running loads: items of earlier rounds are placed first, so they finish first.
+    std::vector<double> load(u(enc), 0.0);
     for (std::size_t k = 0; k < rounds; ++k) {
-      // The encoder set: items by LPT (long ones on the sp least-loaded GPUs).
+      // The round's items, longest first, each on the least-loaded GPU (a long one on the sp
+      // least-loaded, split).
       struct Item {
         int sample;
         double f, b, bytes, tokens;
@@ -246,9 +251,11 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
         }
       }
       if (items.empty()) continue;
-      std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.f > b.f; });
-      std::vector<double> load_f(u(enc), 0.0), load_b(u(enc), 0.0), sent(u(enc), 0.0);
+      std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.f + a.b > b.f + b.b; });
+      std::vector<double> sent(u(enc), 0.0);
+      std::vector<int> all;
       for (const Item& it : items) {
+        all.push_back(it.sample);
         const int g = it.tokens >= static_cast<double>(long_tokens_) ? std::min(sp_, enc) : 1;
         double comm = 0;
         if (g > 1) {
@@ -261,22 +268,19 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
         }
         std::vector<int> order(u(enc));
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load_f[u(a)] < load_f[u(b)]; });
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[u(a)] < load[u(b)]; });
         for (int j = 0; j < g; ++j) {
-          const auto e = u(order[u(j)]);
-          load_f[e] += it.f / g + comm;
-          load_b[e] += it.b / g + comm;
-          sent[e] += it.bytes / g;
+          const int e = order[u(j)];
+          const double f = it.f / g + comm, b = enc_trainable ? it.b / g + comm : 0.0;
+          load[u(e)] += f + b;
+          sent[u(e)] += it.bytes / g;
+          plan.micro_batches.push_back({0, e, {it.sample}, f, b, 0, 0, fmt::format("encoders g{} s{}{}", e, it.sample, g > 1 ? fmt::format(" sp{}/{}", j, g) : "")});
         }
       }
       const models::Reshard rs = models::reshard(sent, received, setup.p2p);
       moved += rs.bytes;
       reshard_s += rs.seconds;
-      std::vector<int> all;
-      for (const Item& it : items) all.push_back(it.sample);
       std::sort(all.begin(), all.end());
-      plan.micro_batches.push_back({0, 0, all, *std::max_element(load_f.begin(), load_f.end()), *std::max_element(load_b.begin(), load_b.end()), 0, 0,
-                                    fmt::format("encoders r{}", k)});
       plan.micro_batches.push_back({1, 0, all, rs.seconds, enc_trainable ? rs.seconds : 0.0, 0, 0, fmt::format("reshard r{}", k)});
     }
     // The LLM's micro-batches, stage by stage, round-major.
@@ -310,7 +314,7 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     MultimodalStep out;
     out.run = models::schedule_program(prog, setup.p2p, caps);
     out.step_s = out.run.makespan;
-    stage_stats(out.run, 2, prog.stages, out);
+    stage_stats(out.run, plan.stage(2, 0), prog.stages, out);
     out.program = std::move(prog);
     out.gpus = gpus;
     out.layout = fmt::format("encoders on {} GPUs (tp 1, sp {} from {} tokens), llm on {} x (tp {} x pp {}); reshard {:.2f} GB, {:.3f} s{}", enc,
@@ -334,10 +338,11 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
 // wavefront scheduling, one-sided RDMA between sections; the rest is this file's assumption:
 //   - a section runs its modules on tp x dp GPUs, no pipeline inside a section (pp 1); frozen
 //     sections (a distillation teacher) hold bf16 weights only and run forward only;
-//   - the search (sections the scenario leaves open): per section the tp in {1, 2, 4, 8} and
-//     micro-batch in {1, 2, 4, 8, 16} with the fewest GPU-seconds for the profiling batch's
-//     samples that fit memory; GPUs shared in proportion to those GPU-seconds; then a local
-//     search moving one replica at a time while GPU-seconds per step (GPUs x step time) fall;
+//   - the search (the sizes the scenario leaves open): start from one configuration for all
+//     (below), then, `rounds` times, take the best single move (one section's dp +- 1, its tp
+//     halved or doubled within 1 to 8 at about the same GPUs, or its micro-batch halved or
+//     doubled) while GPU-seconds per step (GPUs held x step time) on the profiling batch fall
+//     and every section's state fits its GPUs;
 //   - wavefront: each section's samples grouped by the set of sections they need (text-only
 //     samples apart from those with images, say), in batch order inside a group, so that a
 //     micro-batch never waits for a modality it does not carry; micro-batches to replicas by
@@ -371,84 +376,62 @@ class Maestro final : public models::MultimodalPipelinePolicy {
         }
       }
     }
-    if (uniform_) {
-      for (SectionSpec& s : sections_) {
-        s.tp = setup.tp;
-        s.micro_batch = setup.micro_batch;
-        s.dp = std::max(1, gpus / (static_cast<int>(n) * setup.tp));
-      }
-      return;
-    }
-    // Per section: tp and micro-batch by GPU-seconds on the profile.
+    // One configuration for all: the scenario's tp (where it divides every module's heads) and
+    // micro-batch, the GPUs split evenly; the given sizes win.
     const std::vector<SectionSpec> given = sections_;
-    std::vector<double> gpu_seconds(n, 0.0);
     for (std::size_t k = 0; k < n; ++k) {
       SectionSpec& s = sections_[k];
-      const std::vector<int> mine = carried(m, s, profile);
-      double best = -1;
-      for (const int tp : {1, 2, 4, 8}) {
-        if (given[k].tp > 0 && tp != given[k].tp) continue;
-        if (!divides_heads(m, s, tp)) continue;
-        for (const int mb : {1, 2, 4, 8, 16}) {
-          if (given[k].micro_batch > 0 && mb != given[k].micro_batch) continue;
-          const ModuleCostCache& costs = by_tp_.at(setup, tp);
-          const double cap = activation_cap(setup, params(m, s), trainable(m, s), tp, 8);
-          if (setup.hbm_bytes > 0 && cap <= 1.0) continue;
-          double t = 0, peak = 0;
-          for (std::size_t j = 0; j < mine.size(); j += u(mb)) {
-            std::vector<MultimodalSample> content;
-            for (std::size_t q = j; q < std::min(mine.size(), j + u(mb)); ++q) content.push_back(profile[u(mine[q])]);
-            const PassSeconds p = pass_seconds(setup, costs, s.modules, content, tp);
-            t += p.f + p.b;
-            peak = std::max(peak, p.activation);
-          }
-          if (setup.hbm_bytes > 0 && peak > cap) continue;
-          const double gs = t * tp;
-          if (best < 0 || gs < best) best = gs, s.tp = tp, s.micro_batch = mb;
-        }
-      }
-      if (best < 0) {
-        throw sim::InputError(setup.source, "/multimodal/sections",
-                              fmt::format("maestro: section {} fits no tp of 1 to 8 with a micro-batch of 1 or more in the GPU's memory", sim::quote(s.name)));
-      }
-      gpu_seconds[k] = best;
+      s.tp = given[k].tp > 0 ? given[k].tp : divides_heads(m, s, setup.tp) ? setup.tp : 1;
+      s.micro_batch = given[k].micro_batch > 0 ? given[k].micro_batch : setup.micro_batch;
+      s.dp = given[k].dp > 0 ? given[k].dp : std::max(1, gpus / (static_cast<int>(n) * s.tp));
     }
-    const double total = std::accumulate(gpu_seconds.begin(), gpu_seconds.end(), 0.0);
-    int used = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (given[k].dp > 0) sections_[k].dp = given[k].dp;
-      else sections_[k].dp = std::max(1, static_cast<int>(gpus * (total > 0 ? gpu_seconds[k] / total : 1.0 / static_cast<double>(n)) / sections_[k].tp));
-      used += sections_[k].tp * sections_[k].dp;
-    }
-    // Trim to the GPUs there are (the largest section first).
-    while (used > gpus) {
-      std::size_t big = n;
-      for (std::size_t k = 0; k < n; ++k) {
-        if (given[k].dp == 0 && sections_[k].dp > 1 && (big == n || sections_[k].tp * sections_[k].dp > sections_[big].tp * sections_[big].dp)) big = k;
+    if (uniform_) return;
+    // Local search from there: one section's tp, micro-batch or data-parallel degree moves while
+    // GPU-seconds per step on the profiling batch fall (so the result is never worse than the
+    // start on that batch). Moving tp keeps the section's GPUs about the same.
+    const auto score = [&] {
+      if (used_gpus() > gpus) return -1.0;
+      for (const SectionSpec& s : sections_) {
+        if (setup.hbm_bytes > 0 && activation_cap(setup, params(m, s), trainable(m, s), s.tp, s.dp) <= 1.0) return -1.0;
       }
-      if (big == n) break;
-      --sections_[big].dp;
-      used -= sections_[big].tp;
-    }
-    // Local search: one replica more or fewer in one section while GPU-seconds per step fall.
-    const auto score = [&] { return static_cast<double>(used_gpus()) * step(setup, profile, by_tp_.at(setup, 1)).step_s; };
+      return static_cast<double>(used_gpus()) * step(setup, profile, by_tp_.at(setup, 1)).step_s;
+    };
     double current = score();
     for (int round = 0; round < rounds_; ++round) {
       double best = current;
-      std::size_t pick = n;
-      int delta = 0;
+      std::vector<SectionSpec> pick;
       for (std::size_t k = 0; k < n; ++k) {
-        if (given[k].dp > 0) continue;
-        for (const int dd : {-1, 1}) {
-          if (sections_[k].dp + dd < 1 || used_gpus() + dd * sections_[k].tp > gpus) continue;
-          sections_[k].dp += dd;
-          const double t = score();
-          sections_[k].dp -= dd;
-          if (t < best * (1 - 1e-9)) best = t, pick = k, delta = dd;
+        const SectionSpec keep = sections_[k];
+        std::vector<SectionSpec> moves;
+        if (given[k].dp == 0) {
+          for (const int dd : {-1, 1}) {
+            if (keep.dp + dd >= 1) moves.push_back({keep.name, keep.modules, keep.tp, keep.dp + dd, keep.micro_batch});
+          }
         }
+        if (given[k].tp == 0) {
+          for (const int tp : {keep.tp / 2, keep.tp * 2}) {
+            if (tp < 1 || tp > 8 || !divides_heads(m, keep, tp)) continue;
+            const int dp = given[k].dp > 0 ? keep.dp : std::max(1, keep.dp * keep.tp / tp);
+            moves.push_back({keep.name, keep.modules, tp, dp, keep.micro_batch});
+          }
+        }
+        if (given[k].micro_batch == 0) {
+          for (const int mb : {keep.micro_batch / 2, keep.micro_batch * 2}) {
+            if (mb >= 1 && mb <= 64) moves.push_back({keep.name, keep.modules, keep.tp, keep.dp, mb});
+          }
+        }
+        for (const SectionSpec& mv : moves) {
+          sections_[k] = mv;
+          const double t = score();
+          if (t > 0 && (best <= 0 || t < best * (1 - 1e-9))) {
+            best = t;
+            pick = sections_;
+          }
+        }
+        sections_[k] = keep;
       }
-      if (pick == n) break;
-      sections_[pick].dp += delta;
+      if (pick.empty()) break;
+      sections_ = pick;
       current = best;
     }
   }
