@@ -352,6 +352,8 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   reports::StepComparePage page{sc.name.empty() ? o.scenario_path : sc.name, fmt::format("{} on {} x {} (tp {}, pp {}, dp {}); {} steps", sc.model.name,
                        sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps), "samples/s", {}};
   double base = 0;
+  std::vector<std::pair<std::string, double>> gpu_hours;  // per policy, per 1k samples
+  bool placed = false;                                    // a policy placed GPUs itself
   if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
@@ -434,6 +436,14 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/gpu_hours_per_1k_samples", gpu_s / 3600 / samples * 1000);
     report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
     page.policies.push_back({names[i], steps, sps, bubble / n, imbalance / n});
+    gpu_hours.emplace_back(names[i], gpu_s / 3600 / samples * 1000);
+    placed = placed || !layout.empty();
+  }
+  if (placed) {
+    // Some policy held other GPUs than the scenario's: every policy's cost on one line.
+    std::string line;
+    for (const auto& [name, h] : gpu_hours) line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", name, h);
+    out << fmt::format("GPU-hours per 1k samples: {}\n", line);
   }
   if (!o.html_path.empty()) reports::write_step_compare_html(o.html_path, page);
   if (!o.trace_path.empty()) {
