@@ -102,14 +102,19 @@ void stage_stats(const models::PipeRun& run, int first, int last, MultimodalStep
 //     embeddings (bf16, the LLM's width) to the owning replica's first-stage tp GPUs;
 //     models::reshard gives its time on the scenario's p2p link (each GPU its own NIC), and the
 //     gradients return the same way;
+//   - colocate=true: a third-party summary of the paper speaks of "unified colocation"
+//     (pith.science's digest of arXiv 2605.08962), the issue of separate rank sets; with it the
+//     encoders keep their own parallelism (tp 1, data-parallel) but run on the LLM's GPUs, each
+//     tensor-parallel group a worker whose items queue with its LLM work (the encoders' weights
+//     and activations there are not counted against its memory);
 //   - the joint pipeline: encoder set, fabric and LLM stages are stages of one program
 //     (models::wavefront_program) scheduled greedily, backward first, under each LLM stage's
 //     activation memory; gradient synchronisation is not modelled (nor is it for the baselines).
 class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
  public:
-  MegaScaleOmni(int encoder_gpus, int sp, std::int64_t long_tokens, int group, bool reorder)
-      : encoder_gpus_(encoder_gpus), sp_(sp), long_tokens_(long_tokens), group_(group), reorder_(reorder) {}
-  std::string_view name() const override { return "megascale-omni"; }
+  MegaScaleOmni(int encoder_gpus, int sp, std::int64_t long_tokens, int group, bool reorder, bool colocate)
+      : encoder_gpus_(encoder_gpus), sp_(sp), long_tokens_(long_tokens), group_(group), reorder_(reorder), colocate_(colocate) {}
+  std::string_view name() const override { return colocate_ ? "megascale-omni (colocated)" : "megascale-omni"; }
 
   void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) override {
     const MultimodalModel& m = *setup.model;
@@ -130,6 +135,14 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     if (setup.pp > m.modules[u(llm_)].shape.layers) {
       throw sim::InputError(setup.source, "/multimodal/pp", fmt::format("megascale-omni: found pp {} for an LLM of {} layers; expected at most {}", setup.pp,
                                                                         m.modules[u(llm_)].shape.layers, m.modules[u(llm_)].shape.layers));
+    }
+    if (colocate_) {
+      if (encoder_gpus_ > 0) {
+        throw sim::InputError(setup.source, "/multimodal", fmt::format("megascale-omni: found encoder_gpus={} with colocate=true; expected 0 (colocated "
+                                                                       "encoders run on all {} GPUs)", encoder_gpus_, gpus));
+      }
+      replicas_ = setup.dp;
+      return;
     }
     if (encoder_gpus_ > gpus - replica) {
       throw sim::InputError(setup.source, "/multimodal",
@@ -163,7 +176,9 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     const MultimodalModel& m = *setup.model;
     const models::ModuleSpec& llm = m.modules[u(llm_)];
     const int d = replicas_, tp = setup.tp, pp = setup.pp, gpus = tp * pp * setup.dp;
-    const int enc = gpus - d * tp * pp;
+    // Encoder workers: GPUs of their own, or (colocated) the LLM's tensor-parallel groups, each
+    // taking items data-parallel over its tp GPUs.
+    const int enc = colocate_ ? d * pp : gpus - d * tp * pp, width = colocate_ ? tp : 1;
     const ModuleCostCache& enc_costs = by_tp_.at(setup, 1);
     const auto llm_cost = [&](int s) { return costs.layer(llm_, {batch[u(s)]}).total(); };
     // The loader: round-robin, then (reorder) LPT inside groups of replicas.
@@ -226,6 +241,13 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
       plan.trainable.push_back(llm.trainable);
       if (i + 1 < pp) plan.edges.emplace_back(2 + i, 3 + i);
     }
+    if (colocate_) {
+      // Worker r x pp + i is replica r's stage i.
+      plan.colocated = {std::vector<int>(u(enc), 0)};
+      for (int r = 0; r < d; ++r) {
+        for (int i = 0; i < pp; ++i) plan.colocated[0][u(r * pp + i)] = plan.stage(2 + i, r);
+      }
+    }
     std::vector<int> layers(u(pp), llm.shape.layers / pp);
     for (int i = 0; i < llm.shape.layers % pp; ++i) ++layers[u(i)];
     double moved = 0, reshard_s = 0;
@@ -256,7 +278,9 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
       std::vector<int> all;
       for (const Item& it : items) {
         all.push_back(it.sample);
-        const int g = it.tokens >= static_cast<double>(long_tokens_) ? std::min(sp_, enc) : 1;
+        // GPUs the item takes, and workers (g / width of them, at least one).
+        const int g = it.tokens >= static_cast<double>(long_tokens_) ? std::min(sp_, enc * width) : 1;
+        const int w = std::max(1, g / width);
         double comm = 0;
         if (g > 1) {
           for (const int i : encoders_) {
@@ -269,15 +293,20 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
         std::vector<int> order(u(enc));
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[u(a)] < load[u(b)]; });
-        for (int j = 0; j < g; ++j) {
+        // A worker of `width` GPUs runs its share of the item's GPU-time in 1/width of it (items
+        // packed data-parallel across its GPUs).
+        for (int j = 0; j < w; ++j) {
           const int e = order[u(j)];
-          const double f = it.f / g + comm, b = enc_trainable ? it.b / g + comm : 0.0;
+          const double f = it.f / (w * width) + comm, b = enc_trainable ? it.b / (w * width) + comm : 0.0;
           load[u(e)] += f + b;
-          sent[u(e)] += it.bytes / g;
-          plan.micro_batches.push_back({0, e, {it.sample}, f, b, 0, 0, fmt::format("encoders g{} s{}{}", e, it.sample, g > 1 ? fmt::format(" sp{}/{}", j, g) : "")});
+          sent[u(e)] += it.bytes / w;
+          plan.micro_batches.push_back({0, e, {it.sample}, f, b, 0, 0, fmt::format("encoders w{} s{}{}", e, it.sample, w > 1 ? fmt::format(" sp{}/{}", j, w) : "")});
         }
       }
-      const models::Reshard rs = models::reshard(sent, received, setup.p2p);
+      // Per GPU: a worker's bytes leave over its `width` GPUs' NICs.
+      std::vector<double> sent_gpu;
+      for (const double x : sent) sent_gpu.insert(sent_gpu.end(), u(width), x / width);
+      const models::Reshard rs = models::reshard(sent_gpu, received, setup.p2p);
       moved += rs.bytes;
       reshard_s += rs.seconds;
       std::sort(all.begin(), all.end());
@@ -317,8 +346,8 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     stage_stats(out.run, plan.stage(2, 0), prog.stages, out);
     out.program = std::move(prog);
     out.gpus = gpus;
-    out.layout = fmt::format("encoders on {} GPUs (tp 1, sp {} from {} tokens), llm on {} x (tp {} x pp {}); reshard {:.2f} GB, {:.3f} s{}", enc,
-                             std::min(sp_, enc), long_tokens_, d, tp, pp, moved / 1e9, reshard_s, reorder_ ? fmt::format(", reorder groups of {}", group_) : "");
+    out.layout = fmt::format("encoders {} (tp 1, sp {} from {} tokens), llm on {} x (tp {} x pp {}); reshard {:.2f} GB, {:.3f} s{}",
+                             colocate_ ? fmt::format("colocated on all {} GPUs", gpus) : fmt::format("on {} GPUs", enc), std::min(sp_, enc * width), long_tokens_, d, tp, pp, moved / 1e9, reshard_s, reorder_ ? fmt::format(", reorder groups of {}", group_) : "");
     return out;
   }
 
@@ -326,7 +355,7 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
   int encoder_gpus_, sp_;
   std::int64_t long_tokens_;
   int group_;
-  bool reorder_;
+  bool reorder_, colocate_;
   std::vector<int> encoders_;
   int llm_ = -1, replicas_ = 1, chosen_ = 1;
   CostsByTp by_tp_;
@@ -563,14 +592,16 @@ void add_compound_pipelines(sim::Registry<models::MultimodalPipelinePolicy>& r) 
           {"sp", sim::ParamType::integer, std::int64_t{8}, "sequence-parallel GPUs for a long encoder item (Ulysses all-to-alls on NVLink)"},
           {"long_tokens", sim::ParamType::integer, std::int64_t{16384}, "encoder tokens from which an item is long (split over sp GPUs)"},
           {"group", sim::ParamType::integer, std::int64_t{4}, "LLM replicas per reordering group (the loader balances inside a group only)"},
-          {"reorder", sim::ParamType::boolean, true, "grouped reordering in the loader (false: the round-robin deal, micro-batches in order)"}},
+          {"reorder", sim::ParamType::boolean, true, "grouped reordering in the loader (false: the round-robin deal, micro-batches in order)"},
+          {"colocate", sim::ParamType::boolean, false,
+           "encoders multiplexed on the LLM's GPUs (each tensor-parallel group takes encoder items data-parallel) instead of a rank set of their own"}},
          [](const sim::Params& p) {
            const std::int64_t e = p.get_int("encoder_gpus"), sp = p.get_int("sp"), lt = p.get_int("long_tokens"), g = p.get_int("group");
            if (e < 0 || e > (1 << 20)) throw sim::InputError("<policy>", "megascale-omni/encoder_gpus", fmt::format("found {}, expected 0 (searched) or more", e));
            if (sp < 1 || sp > 1024) throw sim::InputError("<policy>", "megascale-omni/sp", fmt::format("found {}, expected 1 to 1024", sp));
            if (lt < 1) throw sim::InputError("<policy>", "megascale-omni/long_tokens", fmt::format("found {}, expected a positive token count", lt));
            if (g < 1 || g > (1 << 20)) throw sim::InputError("<policy>", "megascale-omni/group", fmt::format("found {}, expected 1 or more", g));
-           return std::make_unique<MegaScaleOmni>(static_cast<int>(e), static_cast<int>(sp), lt, static_cast<int>(g), p.get_bool("reorder"));
+           return std::make_unique<MegaScaleOmni>(static_cast<int>(e), static_cast<int>(sp), lt, static_cast<int>(g), p.get_bool("reorder"), p.get_bool("colocate"));
          }});
   r.add({"maestro",
          "Maestro: a section graph (modality sections, a teacher and a student), each section with its own tp, dp and micro-batch; wavefront scheduling",

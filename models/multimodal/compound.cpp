@@ -29,14 +29,20 @@ bool share(const std::vector<int>& a, const std::vector<int>& b) {
 int WavePlan::stage(int section, int replica) const {
   ORRERY_CHECK(section >= 0 && u(section) < replicas.size() && replica >= 0 && replica < replicas[u(section)], "section {} replica {} out of range",
                section, replica);
+  const auto own = [&](int k) { return u(k) >= colocated.size() || colocated[u(k)].empty(); };
+  if (!own(section)) {
+    const int at = colocated[u(section)][u(replica)];
+    ORRERY_CHECK(at >= 0 && at < stages(), "section {} replica {} colocated on stage {} of {}", section, replica, at, stages());
+    return at;
+  }
   int s = 0;
-  for (int k = 0; k < section; ++k) s += replicas[u(k)];
+  for (int k = 0; k < section; ++k) s += own(k) ? replicas[u(k)] : 0;
   return s + replica;
 }
 
 int WavePlan::stages() const {
   int s = 0;
-  for (const int r : replicas) s += r;
+  for (std::size_t k = 0; k < replicas.size(); ++k) s += k >= colocated.size() || colocated[k].empty() ? replicas[k] : 0;
   return s;
 }
 

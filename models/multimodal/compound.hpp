@@ -38,6 +38,10 @@ struct WavePlan {
   std::vector<bool> trainable;            // per section: runs a backward
   std::vector<std::pair<int, int>> edges;  // section a feeds section b
   std::vector<WaveMicroBatch> micro_batches;  // per section in its preferred order
+  // Optional, per section: the program stage each replica runs on, for a section colocated with
+  // others (its work then queues with theirs on the same GPUs); sections without one get stages
+  // of their own, numbered in section order.
+  std::vector<std::vector<int>> colocated;
   int stage(int section, int replica) const;  // the program's stage of a section's replica
   int stages() const;
 };

@@ -125,6 +125,11 @@ TEST_CASE("wavefront: independent sections overlap, dependent ones chain") {
   p.micro_batches[1].samples = {1};
   prog = models::wavefront_program(p);
   CHECK(models::schedule_program(prog, 10e9, {}).makespan == doctest::Approx(2.0));
+  // The same two sections colocated on one stage (b on a's GPUs) queue: 4 s, the sum.
+  p.colocated = {{}, {0}};
+  CHECK(p.stages() == 1);
+  prog = models::wavefront_program(p);
+  CHECK(models::schedule_program(prog, 10e9, {}).makespan == doctest::Approx(4.0));
 }
 
 TEST_CASE("wavefront: every dependency ends before its dependant starts, on random plans") {
@@ -207,6 +212,9 @@ TEST_CASE("megascale-omni above the coupled baselines on a dynamic mix") {
   const double omni = run("megascale-omni", {}, fx, mix, 3).step_s;
   CHECK(omni < run("megatron-1f1b", {}, fx, mix, 3).step_s);
   CHECK(omni < run("pipeweaver", {}, fx, mix, 3).step_s);
+  // Colocated (the encoders on the LLM's GPUs, with their own parallelism): faster still than
+  // the coupled pipelines, with no GPUs set aside.
+  CHECK(run("megascale-omni", {{"colocate", true}}, fx, mix, 3).step_s < run("pipeweaver", {}, fx, mix, 3).step_s);
   // The loader's grouped reordering is part of it.
   CHECK(omni < run("megascale-omni", {{"reorder", false}}, fx, mix, 3).step_s);
 }
