@@ -588,7 +588,7 @@ void add_compound_pipelines(sim::Registry<models::MultimodalPipelinePolicy>& r) 
   r.add({"megascale-omni",
          "MegaScale-Omni: encoders and the LLM on separate rank sets, long/short sequence parallelism for encoders, grouped reordering in the loader, "
          "adaptive resharding to LLM ranks, one joint pipeline",
-         {{"encoder_gpus", sim::ParamType::integer, std::int64_t{0}, "GPUs of the encoder rank set (0: searched on the profiling batch; the LLM keeps tp x pp)"},
+         {{"encoder_gpus", sim::ParamType::integer, std::int64_t{0}, "GPUs of the encoder rank set (0: searched on the profiling batch); the LLM keeps tp x pp in whole replicas, the GPUs left over go to the encoders"},
           {"sp", sim::ParamType::integer, std::int64_t{8}, "sequence-parallel GPUs for a long encoder item (Ulysses all-to-alls on NVLink)"},
           {"long_tokens", sim::ParamType::integer, std::int64_t{16384}, "encoder tokens from which an item is long (split over sp GPUs)"},
           {"group", sim::ParamType::integer, std::int64_t{4}, "LLM replicas per reordering group (the loader balances inside a group only)"},
