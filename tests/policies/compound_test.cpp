@@ -184,6 +184,30 @@ TEST_CASE("maestro: a sample without images never runs the vision section") {
   CHECK(s.step_s > 0);
 }
 
+TEST_CASE("maestro: wavefront micro-batches never mix samples that need different sections") {
+  // Sections as the scenario gives them (micro-batches of 2 in both). An image sample and a
+  // text-only one: with wavefront the LLM runs them in two micro-batches (the text-only one need
+  // not wait for the vision section); in batch order, one mixed micro-batch.
+  const auto& m = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
+  Fixture fx(m, 2, 1, 4, 2);
+  fx.setup.sections = {{"vision", {m.find("vision"), m.find("merger")}, 1, 1, 2}, {"llm", {m.find("llm")}, 2, 1, 2}};
+  const models::ModuleCostCache costs(m, fx.cost, 2, fx.setup.nvlink);
+  models::MultimodalSample text, image;
+  text.text_tokens = 1024;
+  image.text_tokens = 512;
+  image.images.push_back({672, 672});
+  const std::vector<models::MultimodalSample> batch = {image, text};
+  const auto llm_forwards = [&](bool wavefront) {
+    auto p = policies::multimodal_pipelines().create("maestro", {{"wavefront", wavefront}}, {"test", ""});
+    p->prepare(fx.setup, batch, costs);
+    const models::MultimodalStep s = models::multimodal_step(*p, fx.setup, batch, costs);
+    CHECK(s.gpus == 3);  // 1 x 1 + 2 x 1, as given
+    return std::count_if(s.program.ops.begin(), s.program.ops.end(), [](const models::PipeNode& n) { return n.label.rfind("F llm", 0) == 0; });
+  };
+  CHECK(llm_forwards(true) == 2);
+  CHECK(llm_forwards(false) == 1);
+}
+
 TEST_CASE("megascale-omni and maestro: same seed, same result") {
   const auto& m = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
   models::MultimodalMix mix;
