@@ -233,7 +233,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
-  validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, rl, estimate or schedules (default: all)");
+  validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, compound, rl, estimate or schedules (default: all)");
   validate_cmd->add_flag("--print-fit", validate_options.print_fit, "nccl: print the fitted NCCL model parameters in full (for CommParams::fitted())");
   validate_cmd->add_flag("--refit", validate_options.refit,
                          "steps: fit the step parameters afresh on every training row (else the built-in models/hardware/step_params.json's)");

@@ -1,5 +1,6 @@
 #include "policies/multimodal.hpp"
 
+#include "policies/compound.hpp"
 #include "policies/pipeline.hpp"
 #include "sim/error.hpp"
 
@@ -696,6 +697,7 @@ const sim::Registry<models::MultimodalPipelinePolicy>& multimodal_pipelines() {
              if (k < 0 || k > 16) throw sim::InputError("<policy>", "pipeweaver/extra_segments", fmt::format("found {}, expected 0 to 16", k));
              return std::make_unique<PipeWeaver>(e, static_cast<int>(k), p.get_bool("online"));
            }});
+    add_compound_pipelines(r);  // megascale-omni, maestro (policies/compound.hpp)
     return r;
   }();
   return registry;

@@ -286,7 +286,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   // Pipeline policies on the scenario's attention, or (a scenario with a video DiT's
   // "attention", or --policies naming attention policies) video attention policies under
   // megatron-1f1b: the same batches either way.
-  const std::string list = !o.policies.empty() ? o.policies : sc.attention_given ? "dense,dsv" : "megatron-1f1b,modality-static,pipeweaver";
+  const std::string list = !o.policies.empty()     ? o.policies
+                           : !sc.policies.empty()  ? sc.policies
+                           : sc.attention_given    ? "dense,dsv"
+                                                   : "megatron-1f1b,modality-static,pipeweaver";
   const std::vector<PolicySpec> specs = parse_policies(list);
   const bool attention = std::all_of(specs.begin(), specs.end(), [](const PolicySpec& s) { return policies::dit_attentions().contains(s.name); });
   const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu));
@@ -316,6 +319,7 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   models::MultimodalSetup setup = models::multimodal_setup(sc.model, cost, sc.gpu, sc.tp, sc.pp, sc.dp, sc.micro_batch, sc.p2p);
   setup.nvlink = sc.nvlink;
   setup.cp = sc.cp;
+  setup.sections = sc.sections;
   setup.source = o.scenario_path;
   // The batches: the trace's in turn, or the generator's; the first also profiles the static
   // decisions (partitions, sub-micro-batch sizes).
@@ -348,6 +352,8 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
   reports::StepComparePage page{sc.name.empty() ? o.scenario_path : sc.name, fmt::format("{} on {} x {} (tp {}, pp {}, dp {}); {} steps", sc.model.name,
                        sc.tp * sc.pp * sc.dp, sc.gpu.name, sc.tp, sc.pp, sc.dp, o.steps), "samples/s", {}};
   double base = 0;
+  std::vector<std::pair<std::string, double>> gpu_hours;  // per policy, per 1k samples
+  bool placed = false;                                    // a policy placed GPUs itself
   if (o.progress != nullptr) o.progress->set_total(static_cast<std::int64_t>(policies.size()) * o.steps, "steps");
   for (std::size_t i = 0; i < policies.size(); ++i) {
     models::MultimodalPipelinePolicy& policy = *policies[i];
@@ -357,9 +363,13 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     std::vector<double> steps;
     double samples = 0, time = 0, bubble = 0, imbalance = 0, search = 0;
     std::size_t candidates = 0;
+    double gpu_s = 0;  // GPU-seconds held (policies that place GPUs may hold fewer than all)
+    std::string layout;
     for (int k = 0; k < o.steps; ++k) {
       const auto& batch = batches[static_cast<std::size_t>(k) % batches.size()];
       models::MultimodalStep st = models::multimodal_step(policy, setup, batch, costs);
+      gpu_s += st.step_s * (st.gpus > 0 ? st.gpus : sc.tp * sc.pp * sc.dp * sc.cp);
+      if (k == 0) layout = st.layout;
       steps.push_back(st.step_s);
       samples += static_cast<double>(batch.size());
       time += st.step_s;
@@ -407,6 +417,10 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
       report.set(fmt::format("/policies/{}/attention_layer_s", i), c.f + c.b);
       report.set(fmt::format("/policies/{}/cp_mode", i), std::string(models::to_string(c.mode)));
     }
+    if (!layout.empty()) {
+      out << fmt::format("{:<26} {}\n{:<26} {:.0f} GPUs, {:.3f} GPU-h per 1k samples\n", "", layout, "", gpu_s / time, gpu_s / 3600 / samples * 1000);
+      report.set(fmt::format("/policies/{}/layout", i), layout);
+    }
     if (candidates > 0) {
       out << fmt::format("{:<26} search: {:.0f} candidates/s, {:.3f} s per step\n", "", search > 0 ? static_cast<double>(candidates) / search : 0.0, search / n);
     }
@@ -418,8 +432,18 @@ void compare_multimodal(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/bubble_fraction", bubble / n);
     report.set(at + "/stage_imbalance", imbalance / n);
     report.set(at + "/speedup", sps / base);
+    report.set(at + "/gpus", gpu_s / time);
+    report.set(at + "/gpu_hours_per_1k_samples", gpu_s / 3600 / samples * 1000);
     report.set(at + "/candidates", static_cast<std::int64_t>(candidates));
     page.policies.push_back({names[i], steps, sps, bubble / n, imbalance / n});
+    gpu_hours.emplace_back(names[i], gpu_s / 3600 / samples * 1000);
+    placed = placed || !layout.empty();
+  }
+  if (placed) {
+    // Some policy held other GPUs than the scenario's: every policy's cost on one line.
+    std::string line;
+    for (const auto& [name, h] : gpu_hours) line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", name, h);
+    out << fmt::format("GPU-hours per 1k samples: {}\n", line);
   }
   if (!o.html_path.empty()) reports::write_step_compare_html(o.html_path, page);
   if (!o.trace_path.empty()) {

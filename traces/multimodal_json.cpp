@@ -1,5 +1,6 @@
 #include "traces/multimodal_json.hpp"
 
+#include "models/multimodal/compound.hpp"
 #include "models/training/llm.hpp"
 #include "sim/error.hpp"
 #include "traces/json_input.hpp"
@@ -100,6 +101,10 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
   MultimodalScenario s;
   if (auto v = top.optional("name")) s.name = v->as_string();
   top.optional("description");
+  if (auto v = top.optional("policies")) {
+    s.policies = v->as_string();
+    if (s.policies.empty()) v->fail_expected("a comma-separated list of policies");
+  }
   JsonObject mm = top.required("multimodal").as_object();
   s.model = read_multimodal_model(mm.required("model"));
   const JsonNode gpu = mm.required("gpu");
@@ -152,6 +157,32 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
                             fmt::format("found head with cp {}, more GPUs than the {} heads per tensor-parallel rank; expected ring or hybrid", s.cp,
                                         d.shape.heads / s.tp));
     }
+  }
+  if (auto v = mm.optional("sections")) {
+    for (const JsonNode& node : v->as_array()) {
+      JsonObject o = node.as_object();
+      models::SectionSpec sec;
+      sec.name = o.required("name").as_string();
+      for (const JsonNode& name : o.required("modules").as_array()) {
+        const std::string text = name.as_string();
+        const int i = s.model.find(text);
+        if (i < 0) {
+          std::vector<std::string> names;
+          for (const models::ModuleSpec& x : s.model.modules) names.push_back(x.name);
+          name.fail(fmt::format("found section module {}, which {} lacks{}; expected one of its modules", sim::quote(text), sim::quote(s.model.name),
+                                sim::did_you_mean(text, names)));
+        }
+        sec.modules.push_back(i);
+      }
+      // Sizes are positive when given; absent, the policy chooses.
+      if (auto x = o.optional("tp")) sec.tp = count(*x, 1, 64);
+      if (auto x = o.optional("dp")) sec.dp = count(*x, 1, 1 << 20);
+      if (auto x = o.optional("micro_batch")) sec.micro_batch = count(*x, 1, 1 << 20);
+      o.finish();
+      s.sections.push_back(std::move(sec));
+    }
+    if (s.sections.empty()) v->fail_expected("a list of one or more sections");
+    (void)models::section_edges(s.model, s.sections, s.tp * s.pp * s.dp, path, v->pointer());
   }
   mm.finish();
   // Context parallelism inside a node (8 GPUs) runs on NVLink, beyond it on the p2p link.

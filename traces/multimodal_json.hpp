@@ -10,6 +10,12 @@
 //                                 "estimator_rank": 16, "cp_mode": "hybrid" | "head" | "ring"}},
 //                                     (DSV's block-sparse attention for the video DiT:
 //                                      models/multimodal/multimodal.hpp)
+//                   "sections": [{"name": "vision", "modules": ["vision", "merger"], "tp": 1, "dp": 8,
+//                                 "micro_batch": 4}, {"name": "llm", "modules": ["llm"]}, ...]
+//                                     (Maestro's section graph: every module in one section; sizes
+//                                      optional, positive; edges follow the modules'; no cycle)
+//    "policies": "megatron-1f1b,pipeweaver,megascale-omni",   (what `orrery compare` runs when
+//                                                              --policies is not given)
 //    "workload": {"trace": "batches.jsonl"} | {"mix": {...MultimodalMix fields...}, "seed": 1}}
 // A custom model: {"name": "my-vlm", "modules": [{"name": "vision", "kind": "vision_encoder",
 //   "layers": 32, "hidden": 1280, "heads": 16, "ffn_hidden": 5120, "mlp": "gelu", "patch": 14,
@@ -21,6 +27,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/multimodal/multimodal.hpp"
+#include "models/multimodal/multimodal_pipeline.hpp"
 
 #include <cstdint>
 #include <string>
@@ -36,6 +43,8 @@ struct MultimodalScenario {
   int cp = 1;                  // the video DiT's context parallelism
   models::DitAttention attention;  // the video DiT's attention (cp and its link included)
   bool attention_given = false;    // the scenario has an "attention" (compare: dense against dsv)
+  std::vector<models::SectionSpec> sections;  // Maestro's section graph, when given
+  std::string policies;            // compare's default list (empty: the built-in one)
   std::string trace_path;      // workload: a JSONL trace, or
   models::MultimodalMix mix;   // a generator
   std::uint64_t seed = 1;

@@ -150,6 +150,12 @@ struct MultimodalValidationSummary {
   int checks = 0, held = 0;
 };
 MultimodalValidationSummary validate_multimodal(std::string& markdown, std::ostream& out);
+// Reproduces MegaScale-Omni's ranking over the coupled pipelines (and its trend with the mix) and
+// Maestro's GPU-hours against one configuration for all sections; appends a markdown section.
+struct CompoundValidationSummary {
+  int checks = 0, held = 0;
+};
+CompoundValidationSummary validate_compound(std::string& markdown, std::ostream& out);
 // Pipeline schedules: closed forms with uniform costs and the papers' rankings on emulated steps.
 void validate_schedules(std::string& markdown, std::ostream& out);
 

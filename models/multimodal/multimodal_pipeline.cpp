@@ -212,8 +212,17 @@ double activation_bytes_per_token(const ModuleSpec& module, int tp, int cp) {
   return 34.0 * static_cast<double>(module.shape.hidden) / std::max(1, tp) / split;
 }
 
+MultimodalStep MultimodalPipelinePolicy::step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch, const ModuleCostCache& costs) {
+  return deal_round_robin(*this, setup, batch, costs);
+}
+
 MultimodalStep multimodal_step(MultimodalPipelinePolicy& policy, const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch,
                                const ModuleCostCache& costs) {
+  return policy.step(setup, batch, costs);
+}
+
+MultimodalStep deal_round_robin(MultimodalPipelinePolicy& policy, const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch,
+                                const ModuleCostCache& costs) {
   MultimodalStep slowest;
   std::size_t candidates = 0;
   double search = 0;

@@ -122,6 +122,15 @@ class ModuleCostCache {
 // A video DiT under context parallelism keeps 1/cp of its tokens on each GPU.
 double activation_bytes_per_token(const ModuleSpec& module, int tp, int cp = 1);
 
+// A section of a compound workload (Maestro, policies/compound.hpp): modules on their own GPUs,
+// with their own tensor-parallel degree, data-parallel degree and micro-batch size (0: the
+// policy chooses). models/multimodal/compound.hpp checks a list of them.
+struct SectionSpec {
+  std::string name;
+  std::vector<int> modules;  // indices into the model's modules
+  int tp = 0, dp = 0, micro_batch = 0;
+};
+
 // What a multimodal pipeline policy works with: the model, the costs, the parallel shape.
 struct MultimodalSetup {
   const MultimodalModel* model = nullptr;
@@ -133,6 +142,7 @@ struct MultimodalSetup {
   double p2p = 0;             // bytes/s between pipeline stages
   double hbm_bytes = 0;       // per GPU
   bool reuse = true;          // ModuleCostCache reuse
+  std::vector<SectionSpec> sections;  // the scenario's compound sections (empty: none given)
   std::string source = "<scenario>";  // named by errors (memory that does not fit)
 };
 
@@ -148,6 +158,8 @@ struct MultimodalStep {
   PipeRun run;
   std::size_t candidates = 0;   // schedules evaluated (searching policies)
   double search_s = 0;          // wall time of the search
+  int gpus = 0;                 // GPUs the step held (0: all of the setup's tp x pp x dp)
+  std::string layout;           // policies that place GPUs themselves: how ("encoders 8, llm 56 ...")
 };
 
 class MultimodalPipelinePolicy {
@@ -159,7 +171,15 @@ class MultimodalPipelinePolicy {
   virtual void prepare(const MultimodalSetup& setup, const std::vector<MultimodalSample>& profile, const ModuleCostCache& costs) = 0;
   // One data-parallel rank's pipeline over its samples.
   virtual MultimodalStep rank_step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& samples, const ModuleCostCache& costs) = 0;
+  // A whole global batch: by default the samples dealt round-robin to the data-parallel ranks,
+  // each rank's pipeline by rank_step, the slowest rank's step (deal_round_robin). Policies that
+  // place samples and GPUs across replicas themselves (MegaScale-Omni, Maestro) override it.
+  virtual MultimodalStep step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch, const ModuleCostCache& costs);
 };
+
+// The default global step (above).
+MultimodalStep deal_round_robin(MultimodalPipelinePolicy& policy, const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch,
+                                const ModuleCostCache& costs);
 
 // How a video DiT's attention runs: a policy turns the scenario's attention (its context
 // parallelism and, where given, DSV's head sparsities) into the one the costs use; `orrery

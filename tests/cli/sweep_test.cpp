@@ -246,6 +246,22 @@ TEST_CASE("sweep: every scenario kind (collective, cluster, compare on cluster, 
   for (const json& row : mm) CHECK(row.at("status") == "ok");
   CHECK(mm[0].at("policies.pipeweaver.step_time_p50_s") != mm[1].at("policies.pipeweaver.step_time_p50_s"));
 
+  // MegaScale-Omni and Maestro are sweep points like the other multimodal policies: the encoder
+  // rank set's size moves Omni's step; Maestro's own configuration holds fewer GPU-hours than one
+  // configuration for all sections.
+  const json omni = sweep("omni", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
+                                      R"json(/examples/multimodal/omni-qwen2-vl-64.json", "options": {"steps": 1},
+    "axes": [{"option": "policies", "values": ["megascale-omni:encoder_gpus=8", "megascale-omni:encoder_gpus=24"]}]})json");
+  REQUIRE(omni.size() == 2);
+  for (const json& row : omni) CHECK(row.at("status") == "ok");
+  CHECK(omni[0].at("policies.megascale-omni.step_time_p50_s") != omni[1].at("policies.megascale-omni.step_time_p50_s"));
+  const json maestro = sweep("maestro", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
+                                            R"json(/examples/multimodal/maestro-distill.json", "options": {"steps": 1},
+    "axes": [{"option": "policies", "values": ["maestro:uniform=true", "maestro"]}]})json");
+  REQUIRE(maestro.size() == 2);
+  CHECK(maestro[1].at("policies.maestro.gpu_hours_per_1k_samples").get<double>() <
+        maestro[0].at("policies.maestro (uniform).gpu_hours_per_1k_samples").get<double>());
+
   // RL: a policy per point, two iterations each.
   const json rl = sweep("rl", R"json({"command": "compare", "base": ")json" + std::string(ORRERY_SOURCE_DIR) +
                                   R"json(/examples/rl/grpo-7b-128.json", "options": {"iterations": 2},
