@@ -356,6 +356,17 @@ TEST_CASE("validation: multimodal, PipeWeaver's claims") {
   check_committed(md);
 }
 
+// Mosaic/Apollo's and MuxTune's claims (rankings, trends, closed forms), as committed.
+TEST_CASE("validation: multiplexing, Mosaic's and MuxTune's claims") {
+  if (validation_data().empty()) return;
+  std::ostringstream out;
+  std::string md;
+  const auto mx = orrery::validation::validate_multiplexing(md, out);
+  CHECK(mx.checks > 0);
+  CHECK(mx.held == mx.checks);
+  check_committed(md);
+}
+
 TEST_CASE("validation: rl, StreamRL's claims") {
   const std::string data = validation_data();
   if (data.empty()) return;
