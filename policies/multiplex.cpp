@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <limits>
 #include <optional>
 
 namespace orrery::policies {
@@ -56,6 +57,27 @@ class OnePerGpu final : public models::ColocationPolicy {
   }
 };
 
+// Every GPU holds every module and runs them in turn (data-parallel replicas of the whole model,
+// each GPU one module at a time): what Mosaic's abstract calls temporal multiplexing.
+class Temporal final : public models::ColocationPolicy {
+ public:
+  ColocPlacement place(const ColocationProblem& p) const override {
+    check_fits(p);
+    double need = 0;
+    for (int i = 0; i < static_cast<int>(p.modules.size()); ++i) need += memory_need(p, i);
+    if (need > 1 + 1e-9) {
+      throw sim::InputError(p.source, "/colocation/model",
+                            fmt::format("the modules hold {:.0f}% of a GPU's memory together; temporal needs them all on every GPU (one-per-gpu or "
+                                        "mosaic place them apart)", 100 * need));
+    }
+    ColocPlacement out;
+    for (int g = 0; g < p.gpus; ++g) {
+      for (int i = 0; i < static_cast<int>(p.modules.size()); ++i) out.pieces.push_back({i, g, 1.0, memory_need(p, i), i});
+    }
+    return out;
+  }
+};
+
 class Mosaic final : public models::ColocationPolicy {
  public:
   Mosaic(double quota_step, int max_per_gpu) : step_(quota_step), max_per_gpu_(max_per_gpu) {}
@@ -76,10 +98,23 @@ class Mosaic final : public models::ColocationPolicy {
         hi = mid;
       }
     }
+    if (!best.pieces.empty()) grow(p, best);
+    // The other shapes of plan, each GPU a replica of the whole model: every module at once under
+    // quotas that meet their rates, and temporal-spatial phases (modules in turn, the phases that
+    // gain by it merged to run at once). The best under the performance model wins; the
+    // baselines' own plans are candidates too, so mosaic never plans worse than they do.
+    std::vector<ColocPlacement> candidates;
+    if (auto r = replicate(p)) candidates.push_back(std::move(*r));
+    if (auto r = phased(p)) candidates.push_back(std::move(*r));
+    if (p.gpus >= static_cast<int>(p.modules.size())) candidates.push_back(OnePerGpu().place(p));
+    for (ColocPlacement& c : candidates) {
+      if (best.pieces.empty() || models::evaluate_colocation(p, c).microbatches_per_s > models::evaluate_colocation(p, best).microbatches_per_s) {
+        best = std::move(c);
+      }
+    }
     if (best.pieces.empty()) {
       throw sim::InputError(p.source, "/colocation/gpus", fmt::format("mosaic found no placement of {} modules on {} GPUs (memory quotas)", p.modules.size(), p.gpus));
     }
-    grow(p, best);
     return best;
   }
 
@@ -92,6 +127,141 @@ class Mosaic final : public models::ColocationPolicy {
       if (1 / models::quota_time(p.modules[static_cast<std::size_t>(m)], p.gpu, q) >= rate) return q;
     }
     return 0;
+  }
+
+  std::optional<ColocPlacement> replicate(const ColocationProblem& p) const {
+    const auto n = static_cast<int>(p.modules.size());
+    double need = 0;
+    for (int i = 0; i < n; ++i) need += memory_need(p, i);
+    if (n > max_per_gpu_ || need > 1 + 1e-9) return std::nullopt;
+    // Binary search on one GPU's rate: each module at the smallest grid quota reaching it, the
+    // quotas within 100%, and the rates kept beside each other.
+    double lo = 0, hi = 0;
+    for (const auto& m : p.modules) hi = hi == 0 ? 1 / m.step_s : std::min(hi, 1 / m.step_s);
+    std::vector<ColocPiece> best;
+    for (int it = 0; it < 60; ++it) {
+      const double mid = (lo + hi) / 2;
+      std::vector<ColocPiece> gpu;
+      double sm = 0;
+      bool ok = true;
+      for (int i = 0; i < n && ok; ++i) {
+        const double q = quota_for(p, i, mid);
+        ok = q > 0;
+        sm += q;
+        gpu.push_back({i, 0, q, memory_need(p, i)});
+      }
+      ok = ok && sm <= 1 + 1e-9 && keeps(p, gpu, std::vector<double>(gpu.size(), mid));
+      if (ok) {
+        lo = mid;
+        best = std::move(gpu);
+      } else {
+        hi = mid;
+      }
+    }
+    if (best.empty()) return std::nullopt;
+    ColocPlacement out;
+    for (int g = 0; g < p.gpus; ++g) {
+      for (ColocPiece c : best) {
+        c.gpu = g;
+        out.pieces.push_back(c);
+      }
+    }
+    grow(p, out);
+    return out;
+  }
+
+  // Time of one phase on a GPU running `members` at once, with the quotas that minimise it (a
+  // binary search on the phase's time; each member at the smallest grid quota within it);
+  // infinite when they cannot share a GPU.
+  double phase_time(const ColocationProblem& p, const std::vector<int>& members, std::vector<double>& quotas) const {
+    const double inf = std::numeric_limits<double>::infinity();
+    quotas.assign(members.size(), 1.0);
+    if (members.size() == 1) return models::quota_time(p.modules[static_cast<std::size_t>(members[0])], p.gpu, 1.0);
+    if (static_cast<int>(members.size()) > max_per_gpu_) return inf;
+    const double penalty = 1 + p.gpu.colocation_penalty * static_cast<double>(members.size() - 1);
+    double lo = 0, hi = 0;
+    for (const int m : members) hi += models::quota_time(p.modules[static_cast<std::size_t>(m)], p.gpu, step_) * penalty * 4;
+    double found = inf;
+    for (int it = 0; it < 50; ++it) {
+      const double mid = (lo + hi) / 2;
+      std::vector<double> q;
+      double sum = 0;
+      for (const int m : members) {
+        const double need = quota_for(p, m, penalty / mid);
+        q.push_back(need);
+        sum += need;
+      }
+      bool ok = sum <= 1 + 1e-9 && std::find(q.begin(), q.end(), 0.0) == q.end();
+      double slowest = 0;
+      if (ok) {
+        ColocationProblem one = p;
+        one.gpus = 1;
+        ColocPlacement pl;
+        for (std::size_t k = 0; k < members.size(); ++k) pl.pieces.push_back({members[k], 0, q[k], memory_need(p, members[k]), 0});
+        const models::ColocationResult r = models::evaluate_colocation(one, pl);
+        slowest = *std::max_element(r.piece_s.begin(), r.piece_s.end());
+        ok = slowest <= mid * (1 + 1e-9);
+      }
+      if (ok) {
+        hi = mid;
+        found = slowest;
+        quotas = q;
+      } else {
+        lo = mid;
+      }
+    }
+    return found;
+  }
+
+  std::optional<ColocPlacement> phased(const ColocationProblem& p) const {
+    const auto n = static_cast<int>(p.modules.size());
+    double need = 0;
+    for (int i = 0; i < n; ++i) need += memory_need(p, i);
+    if (need > 1 + 1e-9) return std::nullopt;
+    std::vector<std::vector<int>> phases;
+    std::vector<std::vector<double>> quotas;
+    std::vector<double> times;
+    for (int i = 0; i < n; ++i) {
+      phases.push_back({i});
+      quotas.emplace_back();
+      times.push_back(phase_time(p, phases.back(), quotas.back()));
+    }
+    // Greedy: merge the pair of phases that shortens the turn most, while one does.
+    for (;;) {
+      double gain = 0;
+      std::size_t a = 0, b = 0;
+      std::vector<double> qa;
+      for (std::size_t i = 0; i < phases.size(); ++i) {
+        for (std::size_t j = i + 1; j < phases.size(); ++j) {
+          std::vector<int> merged = phases[i];
+          merged.insert(merged.end(), phases[j].begin(), phases[j].end());
+          std::vector<double> q;
+          const double t = phase_time(p, merged, q);
+          if (times[i] + times[j] - t > gain * (1 + 1e-12) + 1e-12) {
+            gain = times[i] + times[j] - t;
+            a = i;
+            b = j;
+            qa = q;
+          }
+        }
+      }
+      if (gain <= 0) break;
+      phases[a].insert(phases[a].end(), phases[b].begin(), phases[b].end());
+      quotas[a] = qa;
+      times[a] -= gain - times[b];
+      phases.erase(phases.begin() + static_cast<std::ptrdiff_t>(b));
+      quotas.erase(quotas.begin() + static_cast<std::ptrdiff_t>(b));
+      times.erase(times.begin() + static_cast<std::ptrdiff_t>(b));
+    }
+    ColocPlacement out;
+    for (int g = 0; g < p.gpus; ++g) {
+      for (std::size_t k = 0; k < phases.size(); ++k) {
+        for (std::size_t m = 0; m < phases[k].size(); ++m) {
+          out.pieces.push_back({phases[k][m], g, quotas[k][m], memory_need(p, phases[k][m]), static_cast<int>(k)});
+        }
+      }
+    }
+    return out;
   }
 
   // Every piece on the GPU keeps its target rate beside the others.
@@ -258,26 +428,34 @@ class SharedLongest final : public models::PeftPolicy {
 
 class MuxTune final : public models::PeftPolicy {
  public:
-  MuxTune(std::int64_t chunk, int micro_batches) : chunk_(chunk), micro_batches_(micro_batches) {}
+  MuxTune(std::int64_t chunk, std::int64_t tokens) : chunk_(chunk), tokens_(tokens) {}
   PeftPlan plan(const PeftProblem& p) const override {
     PeftPlan out;
     out.padding = models::PeftPadding::chunk;
     out.chunk = chunk_;
-    int m = micro_batches_;
-    if (m == 0) {
-      for (const auto& t : p.tasks) m = std::max(m, t.micro_batches);
-    }
     struct Seq {
       std::int64_t aligned, length;
       int task;
     };
     std::vector<Seq> all;
+    std::int64_t total = 0, budget = tokens_;
     for (int t = 0; t < static_cast<int>(p.tasks.size()); ++t) {
-      for (const std::int64_t l : p.lengths[static_cast<std::size_t>(t)]) all.push_back({(l + chunk_ - 1) / chunk_ * chunk_, l, t});
+      for (const std::int64_t l : p.lengths[static_cast<std::size_t>(t)]) {
+        all.push_back({(l + chunk_ - 1) / chunk_ * chunk_, l, t});
+        total += all.back().aligned;
+      }
+      // Default budget: the largest micro-batch a task would run alone (padded to its longest), so
+      // that a fused micro-batch keeps no more activations than an instance's.
+      if (tokens_ == 0) {
+        for (int k = 0; k < p.tasks[static_cast<std::size_t>(t)].micro_batches; ++k) {
+          budget = std::max(budget, models::padded_tokens({{micro_batch_of(p, t, k)}}, models::PeftPadding::longest, 1));
+        }
+      }
     }
+    const auto m = static_cast<std::size_t>(std::max<std::int64_t>(1, (total + budget - 1) / budget));
     std::stable_sort(all.begin(), all.end(), [](const Seq& a, const Seq& b) { return a.aligned > b.aligned; });
-    std::vector<std::vector<std::vector<std::int64_t>>> bins(static_cast<std::size_t>(m), std::vector<std::vector<std::int64_t>>(p.tasks.size()));
-    std::vector<std::int64_t> load(static_cast<std::size_t>(m), 0);
+    std::vector<std::vector<std::vector<std::int64_t>>> bins(m, std::vector<std::vector<std::int64_t>>(p.tasks.size()));
+    std::vector<std::int64_t> load(m, 0);
     for (const Seq& s : all) {
       const auto b = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
       load[b] += s.aligned;
@@ -296,8 +474,7 @@ class MuxTune final : public models::PeftPolicy {
   }
 
  private:
-  std::int64_t chunk_;
-  int micro_batches_;
+  std::int64_t chunk_, tokens_;
 };
 
 sim::Registry<models::ColocationPolicy> make_colocation() {
@@ -305,10 +482,12 @@ sim::Registry<models::ColocationPolicy> make_colocation() {
   r.add({"one-per-gpu", "baseline: one module per GPU, whole GPUs, spare GPUs to the slowest module", {}, [](const sim::Params&) {
            return std::make_unique<OnePerGpu>();
          }});
+  r.add({"temporal", "baseline: every GPU holds every module and runs them in turn (data-parallel replicas, one module at a time)", {},
+         [](const sim::Params&) { return std::make_unique<Temporal>(); }});
   r.add({"mosaic",
          "Mosaic/Apollo (arXiv 2605.18710): modules colocated under SM and memory quotas, placed by a performance model and first-fit heuristics",
          {{"quota_step", sim::ParamType::number, 0.05, "granularity of SM quotas (MPS active-thread percentage), in (0, 1]"},
-          {"max_per_gpu", sim::ParamType::integer, std::int64_t{4}, "most module pieces sharing one GPU, 1 to 16"}},
+          {"max_per_gpu", sim::ParamType::integer, std::int64_t{8}, "most module pieces sharing one GPU, 1 to 16"}},
          [](const sim::Params& ps) -> std::unique_ptr<models::ColocationPolicy> {
            const double step = ps.get_number("quota_step");
            const std::int64_t most = ps.get_int("max_per_gpu");
@@ -329,12 +508,15 @@ sim::Registry<models::PeftPolicy> make_peft() {
          "MuxTune (arXiv 2603.02885): shared backbone, chunk-aligned sequences fused across tasks into balanced micro-batches, interleaved in the "
          "pipeline",
          {{"chunk", sim::ParamType::integer, std::int64_t{128}, "alignment in tokens: each sequence rounds up to a multiple, 1 to 65536"},
-          {"micro_batches", sim::ParamType::integer, std::int64_t{0}, "fused micro-batches per step; 0: the tasks' largest count"}},
+          {"tokens", sim::ParamType::integer, std::int64_t{0},
+           "padded tokens per fused micro-batch (their count follows); 0: the largest micro-batch one task runs alone"}},
          [](const sim::Params& ps) -> std::unique_ptr<models::PeftPolicy> {
-           const std::int64_t chunk = ps.get_int("chunk"), mbs = ps.get_int("micro_batches");
+           const std::int64_t chunk = ps.get_int("chunk"), tokens = ps.get_int("tokens");
            if (chunk < 1 || chunk > 65536) throw sim::InputError("<policy>", "muxtune/chunk", fmt::format("found {}, expected 1 to 65536 tokens", chunk));
-           if (mbs < 0 || mbs > 100000) throw sim::InputError("<policy>", "muxtune/micro_batches", fmt::format("found {}, expected 0 to 100000", mbs));
-           return std::make_unique<MuxTune>(chunk, static_cast<int>(mbs));
+           if (tokens < 0 || tokens > (std::int64_t{1} << 30)) {
+             throw sim::InputError("<policy>", "muxtune/tokens", fmt::format("found {}, expected 0 (automatic) to 2^30 tokens", tokens));
+           }
+           return std::make_unique<MuxTune>(chunk, tokens);
          }});
   return r;
 }

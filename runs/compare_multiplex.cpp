@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <ostream>
 
 namespace orrery::runs {
@@ -25,15 +26,27 @@ void no_timelines(const CompareOptions& o) {
   }
 }
 
+// Per GPU its pieces, phases apart by " | " and pieces of a phase by " + "; runs of identical
+// GPUs once, with their count: "6 x [vision 100%] 2 x [audio 40% + llm 60% | vision 100%]".
 std::string placement_text(const models::ColocationProblem& p, const models::ColocPlacement& pl) {
-  std::string out;
+  std::vector<std::string> gpus;
   for (int g = 0; g < p.gpus; ++g) {
-    std::string gpu;
+    std::map<int, std::string> phases;
     for (const models::ColocPiece& c : pl.pieces) {
       if (c.gpu != g) continue;
-      gpu += fmt::format("{}{} {:.0f}%", gpu.empty() ? "" : " + ", p.modules[static_cast<std::size_t>(c.module)].name, 100 * c.sm);
+      std::string& text = phases[c.phase];
+      text += fmt::format("{}{} {:.0f}%", text.empty() ? "" : " + ", p.modules[static_cast<std::size_t>(c.module)].name, 100 * c.sm);
     }
-    if (!gpu.empty()) out += fmt::format("{}[{}]", out.empty() ? "" : " ", gpu);
+    std::string gpu;
+    for (const auto& [phase, text] : phases) gpu += (gpu.empty() ? "" : " | ") + text;
+    if (!gpu.empty()) gpus.push_back("[" + gpu + "]");
+  }
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t j = i;
+    while (j < gpus.size() && gpus[j] == gpus[i]) ++j;
+    out += fmt::format("{}{}{}", out.empty() ? "" : " ", j - i > 1 ? fmt::format("{} x ", j - i) : "", gpus[i]);
+    i = j;
   }
   return out;
 }
@@ -48,7 +61,7 @@ void compare_colocation(const CompareOptions& o, std::ostream& out) {
   if (sc.bandwidth_sm_share) p.gpu.bandwidth_sm_share = *sc.bandwidth_sm_share;
   if (sc.colocation_penalty) p.gpu.colocation_penalty = *sc.colocation_penalty;
   if (sc.placement) models::check_placement(p, *sc.placement, o.scenario_path, "/colocation/placement");
-  const std::vector<PolicySpec> specs = parse_policy_list(o.policies.empty() ? "one-per-gpu,mosaic" : o.policies, "--policies");
+  const std::vector<PolicySpec> specs = parse_policy_list(o.policies.empty() ? "one-per-gpu,temporal,mosaic" : o.policies, "--policies");
   std::vector<std::pair<std::string, models::ColocPlacement>> rows;
   for (const PolicySpec& s : specs) {
     const auto policy = policies::colocation_policies().create(s.name, s.params, {"<command line>", "--policies"});
@@ -118,6 +131,11 @@ void compare_peft(const CompareOptions& o, std::ostream& out) {
     report.set(at + "/memory_bytes", r.memory_bytes);
     report.set(at + "/speedup", r.tokens_per_s / base);
     report.set(at + "/memory_reduction", base_memory / r.memory_bytes);
+    if (r.memory_bytes > p.gpu.hbm_bytes) {
+      out << fmt::format("{:<12} does not fit: {} per GPU, more than the {}'s {}\n", "", reports::human::gib(r.memory_bytes), p.gpu.name,
+                         reports::human::gib(p.gpu.hbm_bytes));
+    }
+    report.set(at + "/fits", r.memory_bytes <= p.gpu.hbm_bytes);
     if (o.progress != nullptr) o.progress->advance();
   }
   emit_report(report, o.report_path, o.report_json);

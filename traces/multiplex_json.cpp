@@ -77,6 +77,7 @@ ColocationScenario load_colocation_scenario(const std::string& path) {
       if (piece.gpu < 0 || piece.gpu >= s.gpus) g.fail(fmt::format("found GPU {}, expected 0 to {} (\"gpus\": {})", piece.gpu, s.gpus - 1, s.gpus));
       piece.sm = fraction(p.required("sm"), "an SM quota");
       piece.memory = fraction(p.required("memory"), "a memory quota");
+      if (auto ph = p.optional("phase")) piece.phase = ph->as_int_in(0, 1024);
       p.finish();
       pl.pieces.push_back(piece);
     }
@@ -169,7 +170,13 @@ PeftScenario load_peft_scenario(const std::string& path) {
       if (!(q > med)) p99.fail(fmt::format("found {}, expected a p99 above the median {}", q, med));
       if (!(static_cast<double>(most) > q)) max.fail(fmt::format("found {}, expected a maximum above the p99 {}", most, q));
       d.finish();
-      models::DocSampler sampler(models::DocLengthModel::lognormal(med, q, most), seed + i);
+      models::DocLengthModel model;
+      try {
+        model = models::DocLengthModel::lognormal(med, q, most);
+      } catch (const sim::InputError& e) {
+        lens.fail(e.message());  // the distribution's own reason, at this task's lengths
+      }
+      models::DocSampler sampler(model, seed + i);
       for (std::size_t k = 0; k < n; ++k) lengths.push_back(sampler.next());
     }
     t.finish();

@@ -4,8 +4,9 @@
 //                   "gpu": "H100", "gpus": 8, "micro_batch": 4,    (samples per micro-batch)
 //                   "mix": {...MultimodalMix fields...}, "seed": 1,  (the profiled micro-batch)
 //                   "bandwidth_sm_share": 0.5, "colocation_penalty": 0.03,   (the speed model's assumptions)
-//                   "placement": [{"module": "vision", "gpu": 0, "sm": 0.4, "memory": 0.2}, ...]}}
-//                                  (optional: a hand-made placement, compared as "given")
+//                   "placement": [{"module": "vision", "gpu": 0, "sm": 0.4, "memory": 0.2, "phase": 0}, ...]}}
+//                                  (optional: a hand-made placement, compared as "given"; a GPU's
+//                                   pieces of one phase run at once, its phases in turn)
 //   {"name": "...",
 //    "peft": {"backbone": "llama3-8b", "gpu": "H100", "stages": 2, "seed": 1,
 //             "tasks": [{"name": "chat", "rank": 16, "targets": ["linear_qkv", "linear_proj"],

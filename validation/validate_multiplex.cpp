@@ -99,7 +99,7 @@ models::PeftProblem lora_problem(int tasks, std::uint64_t seed) {
   p.gpu = models::HardwareCatalog::builtin().gpu("H100");
   p.stages = 2;
   const std::vector<models::PeftTask> pool = lora_task_pool();
-  const double median[] = {600, 900, 1500, 128, 300, 700, 400, 250}, p99[] = {3000, 3500, 3800, 512, 1200, 2500, 1500, 1000};
+  const double median[] = {600, 900, 1500, 128, 300, 700, 400, 250}, p99[] = {3000, 3500, 3000, 512, 1200, 2500, 1500, 1000};
   const std::int64_t max[] = {4096, 4096, 4096, 1024, 2048, 4096, 2048, 2048};
   for (int i = 0; i < tasks; ++i) {
     const auto k = static_cast<std::size_t>(i);
@@ -128,37 +128,51 @@ MultiplexValidationSummary validate_multiplexing(std::string& md, std::ostream& 
   md += "## GPU multiplexing: Mosaic/Apollo and MuxTune\n\n";
   md += "### Mosaic/Apollo: modules sharing GPUs under SM and memory quotas\n\n";
   md += "A small omni model (SigLIP-so400m vision encoder, Whisper-small audio encoder, two MLP projectors, a Llama-3.2-1B-shaped LLM;\n"
-        "micro-batches of 8 samples, each one 448x448 image, about 10 s of audio and a 256-token median prompt, seed 1) on H100s.\n"
-        "Module costs come from the multimodal layer costs (roofline, training efficiencies); the quota and interference model is\n"
-        "models/multiplex/colocation.hpp (wave quantisation under an SM quota, HBM saturating at half the SMs, HBM contention between\n"
-        "colocated pieces, 3% per extra co-resident piece). Mosaic (arXiv 2605.18710) reports up to 1.31x over one module per GPU.\n\n";
+        "samples of one 448x448 image, about 10 s of audio and a 256-token median prompt, seed 1) on H100s. Module costs come from the\n"
+        "multimodal layer costs (roofline, training efficiencies); the quota and interference model is models/multiplex/colocation.hpp\n"
+        "(wave quantisation under an SM quota, HBM saturating at half the SMs, HBM contention between pieces running at once, 3% per\n"
+        "extra co-resident piece). Mosaic (arXiv 2605.18710) reports up to 1.31x over deployments that give a GPU to one module at a\n"
+        "time (temporal multiplexing: `temporal`, every GPU a replica running its modules in turn); `one-per-gpu` (whole GPUs, one\n"
+        "module each) is the issue's baseline.\n\n";
   const models::MultimodalModel omni = omni_small_model();
-  models::MultimodalBatchGenerator gen(omni_small_mix(), 1);
-  std::vector<models::MultimodalSample> batch = gen.next();
-  batch.resize(8);
   const auto one = policies::colocation_policies().create("one-per-gpu", {}, {"<validation>", ""});
+  const auto temporal = policies::colocation_policies().create("temporal", {}, {"<validation>", ""});
   const auto mosaic = policies::colocation_policies().create("mosaic", {}, {"<validation>", ""});
-  md += "| GPUs | one-per-gpu samples/s | mosaic samples/s | mosaic over one-per-gpu | shared GPUs (mosaic) |\n|---|---|---|---|---|\n";
-  std::vector<double> gains;
-  bool above = true;
-  for (const int gpus : {5, 6, 8, 12, 16}) {
+  const auto rates = [&](int gpus, int micro_batch) {
+    models::MultimodalBatchGenerator gen(omni_small_mix(), 1);
+    std::vector<models::MultimodalSample> batch = gen.next();
+    batch.resize(static_cast<std::size_t>(micro_batch));
     const models::ColocationProblem p = models::colocation_problem(omni, batch, h100, cost, gpus, "<validation>");
-    const models::ColocPlacement a = one->place(p), b = mosaic->place(p);
-    const double ra = models::evaluate_colocation(p, a).samples_per_s, rb = models::evaluate_colocation(p, b).samples_per_s;
-    int shared = 0;
-    for (int g = 0; g < gpus; ++g) {
-      shared += std::count_if(b.pieces.begin(), b.pieces.end(), [&](const models::ColocPiece& c) { return c.gpu == g; }) > 1 ? 1 : 0;
-    }
-    gains.push_back(rb / ra);
-    above = above && rb >= ra * (1 - 1e-9);
-    md += fmt::format("| {} | {:.2f} | {:.2f} | {:.2f}x | {} |\n", gpus, ra, rb, rb / ra, shared);
+    std::vector<double> r;
+    for (const auto* policy : {one.get(), temporal.get(), mosaic.get()}) r.push_back(models::evaluate_colocation(p, policy->place(p)).samples_per_s);
+    return r;
+  };
+  md += "| GPUs | samples per micro-batch | one-per-gpu samples/s | temporal | mosaic | mosaic over temporal | over one-per-gpu |\n"
+        "|---|---|---|---|---|---|---|\n";
+  std::vector<double> over_temporal, over_one;
+  bool above = true;
+  for (const auto& [gpus, mb] : std::vector<std::pair<int, int>>{{8, 1}, {8, 2}, {8, 4}, {8, 8}, {5, 2}, {16, 2}}) {
+    const std::vector<double> r = rates(gpus, mb);
+    above = above && r[2] >= r[0] * (1 - 1e-9) && r[2] >= r[1] * (1 - 1e-9);
+    if (gpus == 8) over_temporal.push_back(r[2] / r[1]);
+    if (mb == 2) over_one.push_back(r[2] / r[0]);
+    md += fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f}x | {:.2f}x |\n", gpus, mb, r[0], r[1], r[2], r[2] / r[1], r[2] / r[0]);
   }
-  const double best = *std::max_element(gains.begin(), gains.end());
-  md += fmt::format("\n- mosaic >= one-per-gpu at every GPU count **{}**; its largest gain is {:.2f}x (paper: up to 1.31x).\n", check(above), best);
-  md += fmt::format("- The gain is larger on few GPUs than on many ({:.2f}x on 5, {:.2f}x on 16) **{}**: whole GPUs per module round the\n"
-                    "  small modules' share up, which matters less as GPUs grow.\n",
-                    gains.front(), gains.back(), check(gains.front() > gains.back()));
+  const bool shrinks = std::is_sorted(over_temporal.rbegin(), over_temporal.rend());
+  md += fmt::format("\n- mosaic >= both baselines in every row **{}** (by construction: their plans are among its candidates, judged by the same\n"
+                    "  model); over temporal its largest gain is {:.2f}x (paper: up to 1.31x).\n", check(above),
+                    *std::max_element(over_temporal.begin(), over_temporal.end()));
+  md += fmt::format("- The gain over temporal shrinks as micro-batches grow ({:.2f}x at 1 sample, {:.2f}x at 8) **{}**: a small micro-batch leaves\n"
+                    "  most SMs of a GPU idle in the encoders' and projectors' kernels (few output tiles), which modules running at once fill;\n"
+                    "  at 8 samples every module fills an H100 and only wave-quantisation tails remain to share.\n",
+                    over_temporal.front(), over_temporal.back(), check(shrinks));
+  md += fmt::format("- Over one-per-gpu the gain shrinks as GPUs grow ({:.2f}x on 5 GPUs, {:.2f}x on 8, {:.2f}x on 16) **{}**: whole GPUs per module\n"
+                    "  round the small modules' share up, which matters less on many GPUs.\n",
+                    over_one[1], over_one[0], over_one[2], check(over_one[1] > over_one[0] && over_one[0] > over_one[2]));
   {
+    models::MultimodalBatchGenerator gen(omni_small_mix(), 1);
+    std::vector<models::MultimodalSample> batch = gen.next();
+    batch.resize(8);
     const models::ColocationProblem p = models::colocation_problem(omni, batch, h100, cost, 8, "<validation>");
     bool exact = true, monotone = true;
     for (const models::ColocModule& m : p.modules) {
@@ -168,11 +182,12 @@ MultiplexValidationSummary validate_multiplexing(std::string& md, std::ostream& 
     md += fmt::format("- Closed forms: a module alone at a 100% quota runs at its whole-GPU time **{}**; its time never grows with its quota "
                       "(1% steps) **{}**.\n\n", check(exact), check(monotone));
   }
-  md += "Why Orrery's gain differs from the paper's: the paper measures end-to-end training on its testbed with its own execution\n"
-        "engine; here the gain comes only from the model above (integer GPUs against fractional quotas, and wave quantisation leaving\n"
-        "SMs idle in small modules), with assumed interference constants (not fitted: ../shared/data has no MPS measurements), and\n"
-        "without pipeline fill, inter-module transfers or the data-parallel all-reduces of replicated modules, which cost the\n"
-        "one-module-per-GPU baseline more (it replicates more) and Mosaic's colocated pieces less.\n\n";
+  md += "Why Orrery's figures differ from the paper's: the paper measures end-to-end training with its own execution engine on its\n"
+        "testbed and models; here the gain comes only from the model above (wave quantisation leaving SMs idle in small kernels, HBM\n"
+        "bandwidth a few SMs saturate, whole GPUs against fractional quotas), with assumed interference constants (not fitted:\n"
+        "../shared/data has no MPS measurements), and without pipeline fill, inter-module transfers or data-parallel all-reduces.\n"
+        "That the largest gain over temporal lands near the paper's 1.31x is not evidence: it follows from the assumed constants.\n"
+        "One-per-gpu loses much more (a projector alone on an H100) because the issue's baseline gives tiny modules whole GPUs.\n\n";
 
   // MuxTune.
   md += "### MuxTune: LoRA tasks sharing one backbone\n\n";
@@ -180,7 +195,8 @@ MultiplexValidationSummary validate_multiplexing(std::string& md, std::ostream& 
         "log-normals with medians 128-1500 tokens, 16 sequences a task per step, seed 1); costs from the roofline kernel model\n"
         "(models/multiplex/peft.hpp). per-task: one backbone copy per task (HF-PEFT/NeMo), run in turn, padded to each micro-batch's\n"
         "longest; slora: one copy, the tasks' k-th micro-batches fused, padded to the fused longest; muxtune: one copy, sequences\n"
-        "aligned to 128-token chunks and spread over balanced fused micro-batches. MuxTune (arXiv 2603.02885) reports up to 2.33x\n"
+        "aligned to 128-token chunks and spread over balanced fused micro-batches (as many as keep each within the largest micro-batch\n"
+        "a task runs alone). MuxTune (arXiv 2603.02885) reports up to 2.33x\n"
         "throughput and 5.29x less memory than HF-PEFT, NeMo and SL-PEFT.\n\n";
   md += "| tasks | per-task tokens/s | slora tokens/s | muxtune tokens/s | muxtune over per-task | over slora | memory/GPU per-task | muxtune | memory saved |\n"
         "|---|---|---|---|---|---|---|---|---|\n";
@@ -194,14 +210,17 @@ MultiplexValidationSummary validate_multiplexing(std::string& md, std::ostream& 
     }
     speed.push_back(r[2].tokens_per_s / r[0].tokens_per_s);
     saved.push_back(r[0].memory_bytes / r[2].memory_bytes);
-    if (n > 1) ranked = ranked && r[2].tokens_per_s > r[1].tokens_per_s && r[1].tokens_per_s > r[0].tokens_per_s;
+    ranked = ranked && r[2].tokens_per_s > r[1].tokens_per_s && r[2].tokens_per_s > r[0].tokens_per_s;
     md += fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x | {:.1f} GiB | {:.1f} GiB | {:.2f}x |\n", n, r[0].tokens_per_s, r[1].tokens_per_s,
                       r[2].tokens_per_s, speed.back(), r[2].tokens_per_s / r[1].tokens_per_s, r[0].memory_bytes / 1073741824.0,
                       r[2].memory_bytes / 1073741824.0, saved.back());
   }
   const bool grows = std::is_sorted(speed.begin(), speed.end()) && std::is_sorted(saved.begin(), saved.end());
-  md += fmt::format("\n- From 2 tasks on, muxtune > slora > per-task in throughput **{}**; muxtune needs less memory than per-task at every N "
-                    "**{}**.\n", check(ranked), check(std::all_of(saved.begin() + 1, saved.end(), [](double s) { return s > 1; })));
+  md += fmt::format("\n- muxtune above both baselines in throughput at every N **{}**; muxtune needs less memory than per-task at every N "
+                    "**{}**. slora, padding every sequence to the fused longest (tasks of 128 to 1500-token medians), falls below per-task\n"
+                    "  as tasks are added: the padding MuxTune's chunk alignment removes. Eight per-task instances need more than an H100's\n"
+                    "  80 GiB: they would not run at all, while muxtune fits.\n",
+                    check(ranked), check(std::all_of(saved.begin(), saved.end(), [](double s) { return s > 1; })));
   md += fmt::format("- Both gains grow with the number of tasks **{}**: {:.2f}x throughput and {:.2f}x memory at 8 tasks (paper: up to 2.33x and "
                     "5.29x).\n", check(grows), speed.back(), saved.back());
   {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace orrery::models {
 
@@ -46,7 +47,8 @@ double quota_time(const ColocModule& m, const ColocationModel& gpu, double q) {
   const double compute_s = m.step_s - memory_s;
   const auto sms = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(q * gpu.sms + kSlack)));
   const double waves = static_cast<double>(ceil_div(m.tiles, sms)) / static_cast<double>(ceil_div(m.tiles, gpu.sms));
-  return compute_s * waves + memory_s * std::max(1.0, gpu.bandwidth_sm_share / q);
+  // Written as the whole-GPU time plus what the quota adds, so that q = 1 gives step_s exactly.
+  return m.step_s + compute_s * (waves - 1) + memory_s * (std::max(1.0, gpu.bandwidth_sm_share / q) - 1);
 }
 
 ColocationResult evaluate_colocation(const ColocationProblem& p, const ColocPlacement& placement) {
@@ -63,22 +65,33 @@ ColocationResult evaluate_colocation(const ColocationProblem& p, const ColocPlac
   for (const auto& pieces : on_gpu) {
     if (pieces.empty()) continue;
     ++r.gpus_used;
-    double sm = 0, demand = 0;
-    for (const std::size_t i : pieces) {
-      const ColocPiece& c = placement.pieces[i];
-      const ColocModule& m = p.modules[static_cast<std::size_t>(c.module)];
-      sm += c.sm;
-      demand += m.hbm_bytes / p.gpu.hbm_bandwidth / quota_time(m, p.gpu, c.sm);
+    std::map<int, std::vector<std::size_t>> phases;
+    for (const std::size_t i : pieces) phases[placement.pieces[i].phase].push_back(i);
+    double turn = 0;
+    for (const auto& [phase, members] : phases) {
+      double sm = 0, demand = 0;
+      for (const std::size_t i : members) {
+        const ColocPiece& c = placement.pieces[i];
+        const ColocModule& m = p.modules[static_cast<std::size_t>(c.module)];
+        sm += c.sm;
+        demand += m.hbm_bytes / p.gpu.hbm_bandwidth / quota_time(m, p.gpu, c.sm);
+      }
+      ORRERY_CHECK(sm <= 1 + kSlack, "SM quotas of one GPU's phase sum to {}", sm);
+      const double stretch = std::max(1.0, demand);
+      const double penalty = 1 + p.gpu.colocation_penalty * static_cast<double>(members.size() - 1);
+      double slowest = 0;
+      for (const std::size_t i : members) {
+        const ColocPiece& c = placement.pieces[i];
+        const ColocModule& m = p.modules[static_cast<std::size_t>(c.module)];
+        const double memory_s = std::min(m.step_s, m.hbm_bytes / p.gpu.hbm_bandwidth) * std::max(1.0, p.gpu.bandwidth_sm_share / c.sm);
+        r.piece_s[i] = (quota_time(m, p.gpu, c.sm) + memory_s * (stretch - 1)) * penalty;
+        slowest = std::max(slowest, r.piece_s[i]);
+      }
+      turn += slowest;
     }
-    ORRERY_CHECK(sm <= 1 + kSlack, "SM quotas on one GPU sum to {}", sm);
-    const double stretch = std::max(1.0, demand);
-    const double penalty = 1 + p.gpu.colocation_penalty * static_cast<double>(pieces.size() - 1);
     for (const std::size_t i : pieces) {
-      const ColocPiece& c = placement.pieces[i];
-      const ColocModule& m = p.modules[static_cast<std::size_t>(c.module)];
-      const double memory_s = std::min(m.step_s, m.hbm_bytes / p.gpu.hbm_bandwidth) * std::max(1.0, p.gpu.bandwidth_sm_share / c.sm);
-      r.piece_s[i] = (quota_time(m, p.gpu, c.sm) + memory_s * (stretch - 1)) * penalty;
-      r.module_rate[static_cast<std::size_t>(c.module)] += 1 / r.piece_s[i];
+      if (phases.size() > 1) r.piece_s[i] = turn;  // in turn: every piece once per turn
+      r.module_rate[static_cast<std::size_t>(placement.pieces[i].module)] += 1 / r.piece_s[i];
     }
   }
   r.microbatches_per_s = n == 0 ? 0 : r.module_rate[0];
@@ -93,7 +106,8 @@ ColocationResult evaluate_colocation(const ColocationProblem& p, const ColocPlac
 }
 
 void check_placement(const ColocationProblem& p, const ColocPlacement& placement, std::string_view source, std::string_view where) {
-  std::vector<double> sm(static_cast<std::size_t>(p.gpus), 0), memory(static_cast<std::size_t>(p.gpus), 0);
+  std::map<std::pair<int, int>, double> sm;
+  std::vector<double> memory(static_cast<std::size_t>(p.gpus), 0);
   std::vector<int> pieces(p.modules.size(), 0);
   for (std::size_t i = 0; i < placement.pieces.size(); ++i) {
     const ColocPiece& c = placement.pieces[i];
@@ -110,9 +124,13 @@ void check_placement(const ColocationProblem& p, const ColocPlacement& placement
                                  need, m.name, m.memory_bytes / 1073741824.0, p.gpu.hbm_capacity / 1073741824.0));
     }
     const auto g = static_cast<std::size_t>(c.gpu);
-    sm[g] += c.sm;
+    double& phase_sm = sm[{c.gpu, c.phase}];
+    phase_sm += c.sm;
     memory[g] += c.memory;
-    if (sm[g] > 1 + kSlack) fail("sm", fmt::format("the SM quotas on GPU {} sum to {:.4g} ({:.4g}%), expected at most 1 (100%)", c.gpu, sm[g], 100 * sm[g]));
+    if (phase_sm > 1 + kSlack) {
+      fail("sm", fmt::format("the SM quotas on GPU {}{} sum to {:.4g} ({:.4g}%), expected at most 1 (100%)", c.gpu,
+                             c.phase == 0 ? "" : fmt::format(" in phase {}", c.phase), phase_sm, 100 * phase_sm));
+    }
     if (memory[g] > 1 + kSlack) {
       fail("memory", fmt::format("the memory quotas on GPU {} sum to {:.4g} ({:.4g}%), expected at most 1 (100%)", c.gpu, memory[g], 100 * memory[g]));
     }

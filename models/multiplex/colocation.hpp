@@ -56,11 +56,16 @@ struct ColocationProblem {
 };
 
 // One replica of a module on a GPU with its quotas, fractions in (0, 1].
+// Pieces of a GPU in the same `phase` run at once (spatial multiplexing: their SM quotas sum to at
+// most 100%, they contend for HBM). A GPU with several phases runs them in turn (temporal
+// multiplexing), every micro-batch through each phase: a turn lasts the sum over phases of each
+// phase's slowest piece. A GPU with one phase runs its pieces independently, each at its own rate.
 struct ColocPiece {
   int module = 0;
   int gpu = 0;
   double sm = 1;
   double memory = 1;
+  int phase = 0;
 };
 struct ColocPlacement {
   std::vector<ColocPiece> pieces;
@@ -80,8 +85,8 @@ double quota_time(const ColocModule& m, const ColocationModel& gpu, double q);
 // The pipeline's rate under a placement (ORRERY_CHECKs that quotas lie in (0, 1] and sum to at most
 // 1 per GPU: check_placement says so to users first).
 ColocationResult evaluate_colocation(const ColocationProblem& p, const ColocPlacement& placement);
-// InputError naming `where`/pieces/<i>/<field> for a quota outside (0, 1], SM or memory quotas on
-// one GPU summing above 1, a memory quota below the module's need, a GPU outside 0 .. gpus-1.
+// InputError naming `where`/<i>/<field> for a quota outside (0, 1], SM quotas of one GPU's phase or
+// memory quotas of one GPU summing above 1, a memory quota below the module's need, a GPU outside 0 .. gpus-1.
 void check_placement(const ColocationProblem& p, const ColocPlacement& placement, std::string_view source, std::string_view where);
 
 // The modules of `model` profiled on one micro-batch of `samples` with `cost` on `gpu`.

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 
 using namespace orrery;
@@ -102,6 +103,23 @@ TEST_CASE("colocation: mosaic ranks above one module per GPU, deterministically,
                        doctest::Contains("toy.json:/colocation/gpus: found 2 GPUs for 3 modules"), sim::InputError);
 }
 
+TEST_CASE("colocation: temporal multiplexing runs a GPU's phases in turn; mosaic never plans below it") {
+  const models::ColocationProblem p = toy_modules(4);
+  const auto temporal = policies::colocation_policies().create("temporal", {}, {"test", ""});
+  // Every GPU runs llm, vision and audio in turn at 100%: G / (0.100 + 0.020 + 0.010) micro-batches/s.
+  const models::ColocationResult t = models::evaluate_colocation(p, temporal->place(p));
+  CHECK(t.microbatches_per_s == doctest::Approx(4 / 0.130));
+  // Two phases on one GPU: [vision 50% + audio 50%] then [llm 100%]; a turn is the slower of the
+  // first phase's two pieces plus the llm's whole-GPU time.
+  models::ColocationProblem one = toy_modules(1);
+  const models::ColocPlacement phased{{{1, 0, 0.5, 0.2, 0}, {2, 0, 0.5, 0.1, 0}, {0, 0, 1.0, 0.6, 1}}};
+  const models::ColocationResult r = models::evaluate_colocation(one, phased);
+  const double first = std::max(models::quota_time(one.modules[1], one.gpu, 0.5), models::quota_time(one.modules[2], one.gpu, 0.5)) * 1.03;
+  CHECK(r.microbatches_per_s == doctest::Approx(1 / (first + 0.100)));
+  const auto mosaic = policies::colocation_policies().create("mosaic", {}, {"test", ""});
+  CHECK(models::evaluate_colocation(p, mosaic->place(p)).microbatches_per_s >= t.microbatches_per_s);
+}
+
 TEST_CASE("colocation: bad placements name the piece and the field") {
   const models::ColocationProblem p = toy_modules(2);
   const auto bad = [&](models::ColocPlacement pl) { models::check_placement(p, pl, "s.json", "/colocation/placement"); };
@@ -158,19 +176,20 @@ TEST_CASE("peft: N fused tasks hold one backbone copy plus N adapters; instances
   CHECK(models::adapter_params(models::ModelCatalog::builtin().model("llama3-8b"), t) == 16.0 * (10240 + 8192 + 32768 + 18432) * 32);
 }
 
-TEST_CASE("peft: muxtune > slora > per-task in throughput, and the gain grows with the tasks") {
+// S-LoRA-style fusion pads every sequence to the fused longest: with these tasks' lengths (40 to
+// 2000 tokens) it loses to per-task instances, which pad only within a task; MuxTune beats both.
+TEST_CASE("peft: muxtune above slora and per-task in throughput and memory") {
   const models::RooflineCostModel cost(h100());
-  double last = 0;
   for (const int n : {2, 3, 4}) {
     const models::PeftProblem p = toy_tasks(n);
     const auto run = [&](const char* name) { return models::evaluate_peft(p, policies::peft_policies().create(name, {}, {"test", ""})->plan(p), cost); };
     const auto per = run("per-task"), slora = run("slora"), mux = run("muxtune");
     CAPTURE(n);
     CHECK(mux.tokens_per_s > slora.tokens_per_s);
-    CHECK(slora.tokens_per_s > per.tokens_per_s);
+    CHECK(mux.tokens_per_s > per.tokens_per_s);
+    CHECK(slora.tokens_per_s < per.tokens_per_s);
     CHECK(mux.memory_bytes < per.memory_bytes);
-    CHECK(mux.tokens_per_s / per.tokens_per_s > last);
-    last = mux.tokens_per_s / per.tokens_per_s;
+    // (slora's activations, padded to the fused longest, can outgrow the instances' weights.)
     CHECK(run("muxtune").step_s == mux.step_s);  // deterministic
   }
   // One pipeline of equal micro-batches follows 1F1B's (m + p - 1) t.
@@ -182,7 +201,7 @@ TEST_CASE("peft: muxtune > slora > per-task in throughput, and the gain grows wi
 }
 
 TEST_CASE("multiplexing policies: documented parameters, bad values rejected") {
-  CHECK(policies::colocation_policies().names() == std::vector<std::string>{"mosaic", "one-per-gpu"});
+  CHECK(policies::colocation_policies().names() == std::vector<std::string>{"mosaic", "one-per-gpu", "temporal"});
   CHECK(policies::peft_policies().names() == std::vector<std::string>{"muxtune", "per-task", "slora"});
   CHECK_THROWS_WITH_AS(policies::colocation_policies().create("mosaic", {{"quota_step", 1.5}}, {"test", ""}),
                        doctest::Contains("mosaic/quota_step: found 1.5, expected a quota in (0, 1]"), sim::InputError);
