@@ -159,14 +159,18 @@ class Mosaic final : public models::ColocationPolicy {
       }
     }
     if (best.empty()) return std::nullopt;
+    // Every GPU alike: spare quota grown on one, then copied to all.
+    ColocationProblem one = p;
+    one.gpus = 1;
+    ColocPlacement single{best};
+    grow(one, single);
     ColocPlacement out;
     for (int g = 0; g < p.gpus; ++g) {
-      for (ColocPiece c : best) {
+      for (ColocPiece c : single.pieces) {
         c.gpu = g;
         out.pieces.push_back(c);
       }
     }
-    grow(p, out);
     return out;
   }
 
@@ -336,31 +340,41 @@ class Mosaic final : public models::ColocationPolicy {
   }
 
   // Spare SM quota, a step at a time, to the bottleneck's piece on a GPU with room (or a new piece
-  // on an idle GPU) while the pipeline's rate improves.
+  // on a GPU with room, or on one idle GPU: idle GPUs are all alike) while the pipeline's rate
+  // improves. Per step the GPUs are summed once, so a step costs O(pieces x candidates).
   void grow(const ColocationProblem& p, ColocPlacement& pl) const {
     double rate = models::evaluate_colocation(p, pl).microbatches_per_s;
     for (int guard = 0; guard < 100000; ++guard) {
       const int slow = models::evaluate_colocation(p, pl).bottleneck;
-      ColocPlacement best;
-      double best_rate = rate;
-      for (int g = 0; g < p.gpus; ++g) {
+      struct Gpu {
         double sm = 0, mem = 0;
         int mine = -1, count = 0;
-        for (std::size_t i = 0; i < pl.pieces.size(); ++i) {
-          if (pl.pieces[i].gpu != g) continue;
-          sm += pl.pieces[i].sm;
-          mem += pl.pieces[i].memory;
-          ++count;
-          if (pl.pieces[i].module == slow) mine = static_cast<int>(i);
-        }
-        const double add = std::min(step_, 1 - sm);
+      };
+      std::vector<Gpu> gpus(static_cast<std::size_t>(p.gpus));
+      for (std::size_t i = 0; i < pl.pieces.size(); ++i) {
+        Gpu& g = gpus[static_cast<std::size_t>(pl.pieces[i].gpu)];
+        g.sm += pl.pieces[i].sm;
+        g.mem += pl.pieces[i].memory;
+        ++g.count;
+        if (pl.pieces[i].module == slow) g.mine = static_cast<int>(i);
+      }
+      ColocPlacement best;
+      double best_rate = rate;
+      bool idle_tried = false;
+      for (int g = 0; g < p.gpus; ++g) {
+        const Gpu& gpu = gpus[static_cast<std::size_t>(g)];
+        const double add = std::min(step_, 1 - gpu.sm);
         if (add < 1e-9) continue;
+        if (gpu.count == 0) {
+          if (idle_tried) continue;
+          idle_tried = true;
+        }
         ColocPlacement trial = pl;
-        if (mine >= 0) {
-          trial.pieces[static_cast<std::size_t>(mine)].sm += add;
+        if (gpu.mine >= 0) {
+          trial.pieces[static_cast<std::size_t>(gpu.mine)].sm += add;
         } else {
-          if (count >= max_per_gpu_ || mem + memory_need(p, slow) > 1 + 1e-9) continue;
-          trial.pieces.push_back({slow, g, add, memory_need(p, slow)});
+          if (gpu.count >= max_per_gpu_ || gpu.mem + memory_need(p, slow) > 1 + 1e-9) continue;
+          trial.pieces.push_back({slow, g, add, memory_need(p, slow), 0});
         }
         const double r = models::evaluate_colocation(p, trial).microbatches_per_s;
         if (r > best_rate * (1 + 1e-12)) {

@@ -90,7 +90,7 @@ TEST_CASE("multiplexing scenarios: bad input names the file and place") {
   write("mux-q6.json", std::string(R"({"colocation": {"model": )") + kModel + R"(, "gpu": "H100", "gpus": 0}})");
   check_refused(run({"compare", "mux-q6.json"}), "mux-q6.json:/colocation/gpus:");
   colocation("mux-q7.json", R"(, "quota": 1)");
-  check_refused(run({"compare", "mux-q7.json"}), "mux-q7.json:/colocation: unknown key \"quota\"");
+  check_refused(run({"compare", "mux-q7.json"}), "mux-q7.json:/colocation/quota: unknown key \"quota\"");
   // Adapters that do not match the backbone, non-positive sizes.
   peft("mux-p1.json", R"({"name": "b", "rank": 5000, "micro_batch": 1, "micro_batches": 1, "lengths": [10]})");
   check_refused(run({"compare", "mux-p1.json"}), "mux-p1.json:/peft/tasks/1/rank: found rank 5000, expected 1 to llama3-8b's hidden size 4096");
