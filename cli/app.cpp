@@ -174,20 +174,22 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "compare", "Run one workload under several policies side by side: sequence policies on a step scenario, schedulers on a cluster scenario");
   compare_cmd->add_option("scenario", compare_options.scenario_path,
                           "Step scenario JSON (with a \"workload\": sequence policies; without: pipeline schedules and MoE communication), a multimodal, "
-                          "cluster or RL scenario (traces/README.md)")
+                          "cluster, RL or GPU multiplexing (\"colocation\", \"peft\") scenario (traces/README.md)")
       ->required();
   compare_cmd->add_option("--policies", compare_options.policies,
                           fmt::format("Comma-separated; parameters as name:key=value;key=value. Step scenarios: {} (default packing,wlb-llm,libra); "
                                       "without a workload: {}, or {}, or {} (default 1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,stp,dualpipe); "
                                       "multimodal: {} (default all three), or video attention: {} (default dense,dsv when the scenario has an \"attention\"); "
                                       "cluster: {} (default fifo,tiresias,gavel,arena); RL: {} (default all "
-                                      "four). Every policy and its parameters are listed below",
+                                      "four); GPU colocation: {} (default both); multi-task PEFT: {} (default all three). Every policy and its "
+                                      "parameters are listed below",
                                       policy_names(PolicyFamily::sequence), policy_names(PolicyFamily::pipeline), policy_names(PolicyFamily::ep_comm), policy_names(PolicyFamily::moe_routing),
                                       policy_names(PolicyFamily::multimodal), policy_names(PolicyFamily::video_attention),
-                                      policy_names(PolicyFamily::cluster), policy_names(PolicyFamily::rl)));
+                                      policy_names(PolicyFamily::cluster), policy_names(PolicyFamily::rl), policy_names(PolicyFamily::colocation),
+                                      policy_names(PolicyFamily::peft)));
   compare_cmd->footer("\n" + policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::moe_routing, PolicyFamily::multimodal, PolicyFamily::video_attention, PolicyFamily::cluster,
                                               PolicyFamily::rl,
-                                              PolicyFamily::rl_dispatcher}));
+                                              PolicyFamily::rl_dispatcher, PolicyFamily::colocation, PolicyFamily::peft}));
   compare_cmd->add_option("--jobs", compare_options.jobs_path, "Cluster scenarios: a job trace replacing the scenario's");
   compare_cmd->add_flag("--skip-bad-rows", compare_options.skip_bad_rows, "Cluster scenarios: skip malformed trace rows instead of failing");
   compare_cmd->add_option("--steps", compare_options.steps, "Steps per policy")->capture_default_str();
@@ -233,7 +235,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       "validate", "Compare simulated collectives and kernel costs with published measurements (writes docs/validation.md)");
   validate_cmd->add_option("--data", validate_options.data_dir, "The shared data folder")->capture_default_str();
   validate_cmd->add_option("--out", validate_options.out_path, "Write the comparison tables as markdown");
-  validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, compound, rl, estimate or schedules (default: all)");
+  validate_cmd->add_option("--only", validate_options.only, "network, nccl, kernels, steps, balance, cluster, multimodal, compound, rl, estimate, schedules or multiplexing (default: all)");
   validate_cmd->add_flag("--print-fit", validate_options.print_fit, "nccl: print the fitted NCCL model parameters in full (for CommParams::fitted())");
   validate_cmd->add_flag("--refit", validate_options.refit,
                          "steps: fit the step parameters afresh on every training row (else the built-in models/hardware/step_params.json's)");
@@ -338,7 +340,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     if (*policies_cmd) {
       out << policy_listing({PolicyFamily::sequence, PolicyFamily::pipeline, PolicyFamily::ep_comm, PolicyFamily::moe_routing, PolicyFamily::cluster, PolicyFamily::multimodal,
                              PolicyFamily::video_attention, PolicyFamily::rl,
-                             PolicyFamily::rl_dispatcher});
+                             PolicyFamily::rl_dispatcher, PolicyFamily::colocation, PolicyFamily::peft});
     }
     if (*cost_cmd) cost(cost_options, out);
     if (*measure_cmd) calibrate_measure(measure_options, out);

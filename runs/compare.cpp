@@ -543,6 +543,10 @@ void compare(const CompareOptions& given, std::ostream& shown) {
     throw sim::InputError("<command line>", "--trace-step",
                           fmt::format("found {} without --trace; expected --trace FILE with it (it picks the step that file shows)", o.trace_step));
   }
+  if (compare_multiplex(o, out)) {
+    progress.finish();
+    return;
+  }
   if (traces::is_rl_scenario(o.scenario_path)) {
     if (o.trace_step != 0) {
       throw sim::InputError("<command line>", "--trace-step",

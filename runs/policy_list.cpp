@@ -3,6 +3,7 @@
 #include "policies/cluster.hpp"
 #include "policies/moe.hpp"
 #include "policies/multimodal.hpp"
+#include "policies/multiplex.hpp"
 #include "policies/pipeline.hpp"
 #include "policies/rl.hpp"
 #include "policies/sequence.hpp"
@@ -32,6 +33,8 @@ FamilyText text_of(PolicyFamily f) {
     case PolicyFamily::pipeline: return {"Pipeline schedules", "a step scenario's \"plan\": {\"schedule\": NAME}; compare --policies on a step scenario without a \"workload\""};
     case PolicyFamily::moe_routing: return {"MoE routing policies", "compare --policies on a step scenario of an MoE without a \"workload\" (mean over --steps)"};
     case PolicyFamily::ep_comm: return {"MoE communication policies", "a step scenario's \"plan\": {\"ep_comm\": ...}; compare --policies on a step scenario without a \"workload\""};
+    case PolicyFamily::colocation: return {"GPU colocation policies", "compare --policies on a scenario with a \"colocation\" section"};
+    case PolicyFamily::peft: return {"Multi-task PEFT policies", "compare --policies on a scenario with a \"peft\" section"};
   }
   return {"", ""};
 }
@@ -68,6 +71,8 @@ auto with_registry(PolicyFamily f, F&& fn) {
     case PolicyFamily::rl_dispatcher: return fn(policies::rl_dispatchers());
     case PolicyFamily::ep_comm: return fn(policies::ep_comm_policies());
     case PolicyFamily::moe_routing: return fn(policies::moe_routings());
+    case PolicyFamily::colocation: return fn(policies::colocation_policies());
+    case PolicyFamily::peft: return fn(policies::peft_policies());
     case PolicyFamily::pipeline: break;
   }
   return fn(policies::pipeline_schedules());

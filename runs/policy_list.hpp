@@ -8,7 +8,7 @@
 
 namespace orrery::runs {
 
-enum class PolicyFamily { sequence, multimodal, video_attention, cluster, rl, rl_dispatcher, pipeline, ep_comm, moe_routing };
+enum class PolicyFamily { sequence, multimodal, video_attention, cluster, rl, rl_dispatcher, pipeline, ep_comm, moe_routing, colocation, peft };
 
 // Each family: a heading (where it is chosen), then one line per policy with its description
 // and an indented line per parameter (name=default, type: description).

@@ -173,6 +173,9 @@ struct CompareOptions {
 void compare(const CompareOptions& options, std::ostream& out);
 // RL scenarios (a "rollouts" section): each RL policy over `iterations` iterations (runs/compare_rl.cpp).
 void compare_rl(const CompareOptions& options, std::ostream& out);
+// GPU multiplexing scenarios (a "colocation" or "peft" section; runs/compare_multiplex.cpp):
+// false, having done nothing, for any other scenario.
+bool compare_multiplex(const CompareOptions& options, std::ostream& out);
 
 struct DoclensOptions {
   std::string action;          // convert | generate

@@ -50,6 +50,8 @@ models::ModuleSpec read_module(const JsonNode& node) {
   return m;
 }
 
+}  // namespace
+
 models::MultimodalModel read_multimodal_model(const JsonNode& node) {
   if (node.json().is_string()) return models::MultimodalCatalog::builtin().model(node.as_string(), node.source(), node.pointer());
   JsonObject o = node.as_object();
@@ -88,7 +90,37 @@ models::MultimodalModel read_multimodal_model(const JsonNode& node) {
   return m;
 }
 
-}  // namespace
+models::MultimodalMix read_multimodal_mix(const JsonNode& node) {
+  models::MultimodalMix out;
+  JsonObject mix = node.as_object();
+  const auto num = [&](const char* key, double& value) {
+    if (auto v = mix.optional(key)) value = v->as_number();
+  };
+  if (auto v = mix.optional("samples")) out.samples = count(*v, 1, 1 << 20);
+  num("text_median", out.text_median);
+  num("text_p99", out.text_p99);
+  num("text_only", out.text_only);
+  num("images_mean", out.images_mean);
+  num("video_fraction", out.video_fraction);
+  num("frames_median", out.frames_median);
+  num("frames_p99", out.frames_p99);
+  num("audio_fraction", out.audio_fraction);
+  num("audio_median_s", out.audio_median_s);
+  if (auto v = mix.optional("frames_max")) out.frames_max = count(*v, 2, 1 << 20);
+  const auto size = [](const JsonNode& n) {
+    const std::vector<JsonNode> hw = n.as_array();
+    if (hw.size() != 2) n.fail_expected("[height, width]");
+    return models::ImageSize{count(hw[0], 1, 1 << 16), count(hw[1], 1, 1 << 16)};
+  };
+  if (auto v = mix.optional("resolutions")) {
+    out.resolutions.clear();
+    for (const JsonNode& r : v->as_array()) out.resolutions.push_back(size(r));
+  }
+  if (auto v = mix.optional("video_resolution")) out.video_resolution = size(*v);
+  mix.finish();
+  out.validate(node.source(), node.pointer());
+  return out;
+}
 
 bool is_multimodal_scenario(const std::string& path) {
   const auto doc = load_json_file(path);
@@ -198,33 +230,7 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
     const std::filesystem::path p = t->as_string();
     s.trace_path = p.is_absolute() ? p.string() : (std::filesystem::path(path).parent_path() / p).string();
   } else {
-    JsonObject mix = w.required("mix").as_object();
-    const auto num = [&](const char* key, double& out) {
-      if (auto v = mix.optional(key)) out = v->as_number();
-    };
-    if (auto v = mix.optional("samples")) s.mix.samples = count(*v, 1, 1 << 20);
-    num("text_median", s.mix.text_median);
-    num("text_p99", s.mix.text_p99);
-    num("text_only", s.mix.text_only);
-    num("images_mean", s.mix.images_mean);
-    num("video_fraction", s.mix.video_fraction);
-    num("frames_median", s.mix.frames_median);
-    num("frames_p99", s.mix.frames_p99);
-    num("audio_fraction", s.mix.audio_fraction);
-    num("audio_median_s", s.mix.audio_median_s);
-    if (auto v = mix.optional("frames_max")) s.mix.frames_max = count(*v, 2, 1 << 20);
-    const auto size = [](const JsonNode& n) {
-      const std::vector<JsonNode> hw = n.as_array();
-      if (hw.size() != 2) n.fail_expected("[height, width]");
-      return models::ImageSize{count(hw[0], 1, 1 << 16), count(hw[1], 1, 1 << 16)};
-    };
-    if (auto v = mix.optional("resolutions")) {
-      s.mix.resolutions.clear();
-      for (const JsonNode& r : v->as_array()) s.mix.resolutions.push_back(size(r));
-    }
-    if (auto v = mix.optional("video_resolution")) s.mix.video_resolution = size(*v);
-    mix.finish();
-    s.mix.validate(path, "/workload/mix");
+    s.mix = read_multimodal_mix(w.required("mix"));
     if (auto v = w.optional("seed")) s.seed = static_cast<std::uint64_t>(count(*v, 0, 1 << 30));
   }
   w.finish();

@@ -51,6 +51,11 @@ struct MultimodalScenario {
 };
 
 bool is_multimodal_scenario(const std::string& path);
+class JsonNode;
+// A model, by catalog name or as a custom module graph (above), validated; errors at `node`.
+models::MultimodalModel read_multimodal_model(const JsonNode& node);
+// A workload mix object ({"samples": 64, "text_median": 512, ...}: MultimodalMix's fields), validated.
+models::MultimodalMix read_multimodal_mix(const JsonNode& node);
 MultimodalScenario load_multimodal_scenario(const std::string& path);
 
 }  // namespace orrery::traces

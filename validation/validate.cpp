@@ -234,9 +234,12 @@ ValidationSummary validate_network(const std::string& data_dir, std::string& md,
 void validate(const ValidateOptions& o, std::ostream& out) {
   check_outputs({{"--out", o.out_path}});
   if (!o.only.empty() && o.only != "network" && o.only != "kernels" && o.only != "steps" && o.only != "balance" && o.only != "cluster" &&
-      o.only != "multimodal" && o.only != "compound" && o.only != "rl" && o.only != "estimate" && o.only != "nccl" && o.only != "schedules") {
+      o.only != "multimodal" && o.only != "compound" && o.only != "rl" && o.only != "estimate" && o.only != "nccl" && o.only != "schedules" &&
+      o.only != "multiplexing") {
     throw sim::InputError("<command line>", "--only",
-                          fmt::format("found {}, expected network, nccl, kernels, steps, balance, cluster, multimodal, compound, rl, estimate or schedules", sim::quote(o.only)));
+                          fmt::format("found {}, expected network, nccl, kernels, steps, balance, cluster, multimodal, compound, rl, estimate, schedules or "
+                                      "multiplexing",
+                                      sim::quote(o.only)));
   }
   std::string md = "# Validation: simulated vs published measurements\n\n";
   md += fmt::format("Produced by `build/bin/orrery validate --data ../shared/data --out docs/validation.md{}`; do not edit by hand.\n\n",
@@ -266,6 +269,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
       {"rl", [&] { validate_rl(o.data_dir, md, lines); }},
       {"estimate", [&] { validate_estimate(o.data_dir, md, lines); }},
       {"schedules", [&] { validate_schedules(md, lines); }},
+      {"multiplexing", [&] { validate_multiplexing(md, lines); }},
   };
   std::vector<const Section*> chosen;
   for (const Section& section : all) {

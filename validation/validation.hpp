@@ -156,6 +156,12 @@ struct CompoundValidationSummary {
   int checks = 0, held = 0;
 };
 CompoundValidationSummary validate_compound(std::string& markdown, std::ostream& out);
+// Reproduces Mosaic/Apollo's and MuxTune's claims (colocated modules against one per GPU; a shared
+// LoRA backbone against per-task instances, with the trend in tasks); appends a markdown section.
+struct MultiplexValidationSummary {
+  int checks = 0, held = 0;
+};
+MultiplexValidationSummary validate_multiplexing(std::string& markdown, std::ostream& out);
 // Pipeline schedules: closed forms with uniform costs and the papers' rankings on emulated steps.
 void validate_schedules(std::string& markdown, std::ostream& out);
 

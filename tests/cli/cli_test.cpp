@@ -356,13 +356,25 @@ TEST_CASE("validation: multimodal, PipeWeaver's claims") {
   check_committed(md);
 }
 
+// MegaScale-Omni's and Maestro's claims (rankings, trends), as committed.
 TEST_CASE("validation: compound, MegaScale-Omni's and Maestro's claims") {
   if (validation_data().empty()) return;
   std::ostringstream out;
   std::string md;
   const auto c = orrery::validation::validate_compound(md, out);
   CHECK(c.checks > 0);
-  CHECK(c.held > 0);
+  CHECK(c.held == c.checks);
+  check_committed(md);
+}
+
+// Mosaic/Apollo's and MuxTune's claims (rankings, trends, closed forms), as committed.
+TEST_CASE("validation: multiplexing, Mosaic's and MuxTune's claims") {
+  if (validation_data().empty()) return;
+  std::ostringstream out;
+  std::string md;
+  const auto mx = orrery::validation::validate_multiplexing(md, out);
+  CHECK(mx.checks > 0);
+  CHECK(mx.held == mx.checks);
   check_committed(md);
 }
 
