@@ -625,6 +625,14 @@ void MultimodalMix::validate(std::string_view source, std::string_view where) co
     if (r.height < 1 || r.width < 1) bad("resolutions", "positive [height, width] pairs");
   }
   if (!(frames_median >= 1 && frames_p99 > frames_median && frames_max > frames_p99)) bad("frames_p99", "1 <= frames_median < frames_p99 < frames_max");
+  // The frame counts' distribution must exist (a p99 too close to the maximum has none): say so
+  // here, named by the mix, not when the first batch is drawn.
+  try {
+    (void)DocLengthModel::lognormal_pareto(frames_median, frames_p99, frames_max);
+  } catch (const sim::InputError& e) {
+    throw sim::InputError(std::string(source), fmt::format("{}/frames_p99", where),
+                          fmt::format("{}; expected a p99 further below frames_max, or a smaller frames_median", e.message()));
+  }
   if (video_resolution.height < 1 || video_resolution.width < 1) bad("video_resolution", "a positive [height, width]");
   if (!(audio_median_s > 0 && audio_median_s < 100)) bad("audio_median_s", "a median clip length in (0, 100) seconds");
 }

@@ -275,6 +275,16 @@ TEST_CASE("hardening: a duplicate module name is named as such") {
         "expected each module named once");
 }
 
+// A frame-count p99 too close to its maximum has no distribution: once "<workload>: no lognormal
+// body ..." from the first batch drawn, without the file or the field.
+TEST_CASE("hardening: a multimodal mix with no frame distribution names the file and the field") {
+  write("mm-frames.json", R"({"multimodal": {"model": "qwen2-vl-7b", "gpu": "H100", "tp": 2, "pp": 2, "dp": 1},
+      "workload": {"mix": {"samples": 16, "video_fraction": 0.2, "frames_p99": 48, "frames_max": 64}, "seed": 3}})");
+  CHECK(one_error({"compare", "mm-frames.json", "--steps", "2"}) ==
+        "mm-frames.json:/workload/mix/frames_p99: no lognormal body with a Pareto tail has median 16, p99 48 and maximum 64; expected a "
+        "p99 further below frames_max, or a smaller frames_median");
+}
+
 // A 20,000-task cycle once printed every task on one line (a 100k-task cycle: 1.2 MB).
 TEST_CASE("hardening: a long dependency cycle is cut with a count") {
   constexpr int kTasks = 20000;
