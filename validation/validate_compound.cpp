@@ -5,6 +5,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/hardware/step_params.hpp"
+#include "models/multimodal/compound.hpp"
 #include "models/multimodal/multimodal_pipeline.hpp"
 #include "policies/multimodal.hpp"
 
@@ -52,23 +53,7 @@ Result measure(const models::MultimodalModel& m, const Shape& shape, const model
   return r;
 }
 
-models::MultimodalModel distill_model() {
-  models::MultimodalModel m;
-  m.name = "distill-llama3-70b-8b";
-  models::ModuleSpec teacher;
-  teacher.name = "teacher";
-  teacher.kind = models::ModuleKind::text_encoder;
-  teacher.shape = models::ModelCatalog::builtin().model("llama3-70b");
-  teacher.trainable = false;
-  models::ModuleSpec student;
-  student.name = "student";
-  student.kind = models::ModuleKind::llm;
-  student.shape = models::ModelCatalog::builtin().model("llama3-8b");
-  m.modules = {teacher, student};
-  m.edges = {{0, 1}};
-  models::validate_multimodal(m, "<validation>", "/distill");
-  return m;
-}
+models::MultimodalModel distill_model() { return models::distillation_model("distill-llama3-70b-8b", "llama3-70b", "llama3-8b"); }
 
 }  // namespace
 
@@ -96,22 +81,8 @@ CompoundValidationSummary validate_compound(std::string& md, std::ostream& out) 
         "|---|---|---|---|---|---|---|---|\n";
   // About one 672-pixel image's worth of patches per sample (the multimodal section's mixes),
   // ever more unevenly spread, then a mix with videos on top.
-  models::MultimodalMix steady;
-  steady.samples = 64;
-  steady.text_only = 0;
-  steady.video_fraction = 0;
-  steady.images_mean = 1;
-  steady.resolutions = {{672, 672}};
-  steady.text_median = 500;
-  steady.text_p99 = 520;
-  models::MultimodalMix mixed = steady;
-  mixed.text_only = 0.5;
-  mixed.images_mean = 2;
-  mixed.text_p99 = 2000;
-  models::MultimodalMix dynamic = mixed;
-  dynamic.text_only = 0.75;
-  dynamic.images_mean = 4;
-  dynamic.resolutions = {{448, 448}, {896, 896}};
+  auto [steady, mixed, dynamic] = image_variance_mixes();
+  steady.samples = mixed.samples = dynamic.samples = 64;
   const Shape omni_shape{2, 2, 8, 2};
   std::vector<double> gains;
   bool above = true;

@@ -157,6 +157,25 @@ void validate_dsv(std::string& md, const Check& check) {
 
 }  // namespace
 
+std::array<models::MultimodalMix, 3> image_variance_mixes() {
+  models::MultimodalMix a;
+  a.text_only = 0;
+  a.video_fraction = 0;
+  a.images_mean = 1;
+  a.resolutions = {{672, 672}};
+  a.text_median = 500;
+  a.text_p99 = 520;
+  models::MultimodalMix b = a;
+  b.text_only = 0.5;
+  b.images_mean = 2;
+  b.text_p99 = 2000;
+  models::MultimodalMix c = b;
+  c.text_only = 0.75;
+  c.images_mean = 4;
+  c.resolutions = {{448, 448}, {896, 896}};
+  return {a, b, c};
+}
+
 MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& out) {
   MultimodalValidationSummary summary;
   const auto& cat = models::MultimodalCatalog::builtin();
@@ -226,21 +245,7 @@ MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& o
         "448 or 896 pixels. *pipeweaver (offline plan)* searches once, on the profiling batch, and reuses that plan.\n\n";
   md += "| mix | megatron-1f1b | modality-static | pipeweaver (offline plan) | pipeweaver | over megatron | over modality-static |\n"
         "|---|---|---|---|---|---|---|\n";
-  models::MultimodalMix a;
-  a.text_only = 0;
-  a.video_fraction = 0;
-  a.images_mean = 1;
-  a.resolutions = {{672, 672}};
-  a.text_median = 500;
-  a.text_p99 = 520;
-  models::MultimodalMix b = a;
-  b.text_only = 0.5;
-  b.images_mean = 2;
-  b.text_p99 = 2000;
-  models::MultimodalMix c = b;
-  c.text_only = 0.75;
-  c.images_mean = 4;
-  c.resolutions = {{448, 448}, {896, 896}};
+  const auto [a, b, c] = image_variance_mixes();
   std::vector<std::pair<double, double>> gains;
   std::map<std::string, double> constant;
   const std::vector<std::string> four = {"megatron-1f1b", "modality-static", "pipeweaver (offline plan)", "pipeweaver"};

@@ -4,9 +4,11 @@
 //   std::string md;  const auto net = validation::validate_network("../shared/data", md, std::cout);
 #pragma once
 
+#include "models/multimodal/multimodal.hpp"
 #include "models/network/nccl.hpp"
 #include "models/training/parallel.hpp"
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -143,6 +145,11 @@ BalanceValidationSummary validate_balance(std::string& markdown, std::ostream& o
 // The balancing scenario validation and tests use: Qwen3-8B, `dp` ranks of Ulysses CP `cp`,
 // a long-tail workload up to the context (NIC rate `nic`, empty: the builder's).
 std::string balance_scenario_json(int dp, std::int64_t seq_len, const std::string& nic, int cp);
+
+// The multimodal sections' mixes of rising variance, each about one 672x672 image's worth of
+// patches per sample: every sample one image; half of them two (the rest text); a quarter four
+// of 448 or 896 pixels.
+std::array<models::MultimodalMix, 3> image_variance_mixes();
 
 // Reproduces PipeWeaver's claims on the pipeline emulator (rankings, variance, the constant mix,
 // 1F1B's closed form); appends a markdown section.

@@ -220,4 +220,22 @@ std::vector<SectionSpec> default_sections(const MultimodalModel& m) {
   return out;
 }
 
+MultimodalModel distillation_model(std::string name, std::string_view teacher, std::string_view student) {
+  MultimodalModel m;
+  m.name = std::move(name);
+  ModuleSpec t;
+  t.name = "teacher";
+  t.kind = ModuleKind::text_encoder;
+  t.shape = ModelCatalog::builtin().model(teacher);
+  t.trainable = false;
+  ModuleSpec s;
+  s.name = "student";
+  s.kind = ModuleKind::llm;
+  s.shape = ModelCatalog::builtin().model(student);
+  m.modules = {t, s};
+  m.edges = {{0, 1}};
+  validate_multimodal(m, "<distillation>", "");
+  return m;
+}
+
 }  // namespace orrery::models

@@ -82,4 +82,9 @@ std::vector<std::pair<int, int>> section_edges(const MultimodalModel& m, const s
 // teacher), and one for the sink and whatever else feeds it.
 std::vector<SectionSpec> default_sections(const MultimodalModel& m);
 
+// A distillation as a module graph: the catalog LLM `teacher`, frozen (forward only, a
+// text_encoder), feeding the trained catalog LLM `student`.
+//   MultimodalModel m = distillation_model("distill", "llama3-70b", "llama3-8b");
+MultimodalModel distillation_model(std::string name, std::string_view teacher, std::string_view student);
+
 }  // namespace orrery::models

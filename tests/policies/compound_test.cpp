@@ -48,23 +48,7 @@ Mean run(const std::string& name, const sim::GivenParams& params, Fixture& fx, c
   return out;
 }
 
-models::MultimodalModel distill_model() {
-  models::MultimodalModel m;
-  m.name = "distill";
-  models::ModuleSpec teacher;
-  teacher.name = "teacher";
-  teacher.kind = models::ModuleKind::text_encoder;
-  teacher.shape = models::ModelCatalog::builtin().model("llama3-70b");
-  teacher.trainable = false;
-  models::ModuleSpec student;
-  student.name = "student";
-  student.kind = models::ModuleKind::llm;
-  student.shape = models::ModelCatalog::builtin().model("llama3-8b");
-  m.modules = {teacher, student};
-  m.edges = {{0, 1}};
-  models::validate_multimodal(m, "test", "");
-  return m;
-}
+models::MultimodalModel distill_model() { return models::distillation_model("distill", "llama3-70b", "llama3-8b"); }
 
 models::MultimodalMix text_mix() {
   models::MultimodalMix mix;
