@@ -136,7 +136,7 @@ PeftScenario load_peft_scenario(const std::string& path) {
         else if (name == "linear_fc1") task.fc1 = true;
         else if (name == "linear_fc2") task.fc2 = true;
         else {
-          n.fail(fmt::format("found target {}, which {} has no such linear layer{}; expected one of {}", sim::quote(name), p.backbone.name,
+          n.fail(fmt::format("found target {}: {} has no linear layer of that name{}; expected one of {}", sim::quote(name), p.backbone.name,
                              sim::did_you_mean(name, target_names()), fmt::join(target_names(), ", ")));
         }
       }

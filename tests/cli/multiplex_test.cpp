@@ -96,7 +96,7 @@ TEST_CASE("multiplexing scenarios: bad input names the file and place") {
   check_refused(run({"compare", "mux-p1.json"}), "mux-p1.json:/peft/tasks/1/rank: found rank 5000, expected 1 to llama3-8b's hidden size 4096");
   peft("mux-p2.json", R"({"name": "b", "rank": 8, "targets": ["q_proj"], "micro_batch": 1, "micro_batches": 1, "lengths": [10]})");
   check_refused(run({"compare", "mux-p2.json"}),
-                "mux-p2.json:/peft/tasks/1/targets/0: found target \"q_proj\", which llama3-8b has no such linear layer");
+                "mux-p2.json:/peft/tasks/1/targets/0: found target \"q_proj\": llama3-8b has no linear layer of that name");
   peft("mux-p3.json", R"({"name": "b", "rank": 8, "targets": [], "micro_batch": 1, "micro_batches": 1, "lengths": [10]})");
   check_refused(run({"compare", "mux-p3.json"}), "mux-p3.json:/peft/tasks/1/lora: targets: found none");
   peft("mux-p4.json", R"({"name": "b", "rank": 8, "micro_batch": 0, "micro_batches": 1, "lengths": [10]})");
