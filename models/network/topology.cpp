@@ -56,12 +56,14 @@ constexpr NodeIndex kNoNode = std::numeric_limits<NodeIndex>::max();
 // is discovered at level L, every node of level L - 1 has been.
 namespace {
 
-// The distances a search has found, by node: open addressing on the node index, so that a search
-// that stops near its destination (a few dozen nodes) costs that much, not a table of every node.
+// The distances a search has found, by node: open addressing on the node index while the search
+// is small, so that one that stops near its destination (a few dozen nodes) costs that much, not a
+// table of every node; a table of every node (2 bytes each) once it holds an eighth of them.
 class Distances {
  public:
-  Distances() : slots_(16, Slot{kNoNode, 0}) {}
+  explicit Distances(std::size_t nodes) : nodes_(nodes), slots_(16, Slot{kNoNode, 0}) {}
   std::uint16_t operator[](NodeIndex v) const {
+    if (!dense_.empty()) return dense_[v];
     for (std::size_t i = home(v);; i = (i + 1) & (slots_.size() - 1)) {
       if (slots_[i].node == v) return slots_[i].d;
       if (slots_[i].node == kNoNode) return kUnreached;
@@ -69,6 +71,19 @@ class Distances {
   }
   // Records a node not yet recorded.
   void add(NodeIndex v, std::uint16_t d) {
+    if (!dense_.empty()) {
+      dense_[v] = d;
+      return;
+    }
+    if (8 * (size_ + 1) > nodes_) {
+      dense_.assign(nodes_, kUnreached);
+      for (const Slot& s : slots_) {
+        if (s.node != kNoNode) dense_[s.node] = s.d;
+      }
+      dense_[v] = d;
+      std::vector<Slot>().swap(slots_);
+      return;
+    }
     if (2 * (size_ + 1) > slots_.size()) {
       std::vector<Slot> old(slots_.size() * 2, Slot{kNoNode, 0});
       old.swap(slots_);
@@ -91,13 +106,16 @@ class Distances {
     while (slots_[i].node != kNoNode) i = (i + 1) & (slots_.size() - 1);
     slots_[i] = s;
   }
+  std::size_t nodes_;
   std::vector<Slot> slots_;
   std::size_t size_ = 0;
+  std::vector<std::uint16_t> dense_;  // every node's, once large
 };
 
 }  // namespace
 
 struct Topology::Search {
+  explicit Search(std::size_t nodes) : d(nodes) {}
   Distances d;                   // kUnreached until discovered
   std::vector<NodeIndex> queue;  // discovered, in order; [head, end) not yet expanded
   std::size_t head = 0;
@@ -189,7 +207,7 @@ const Topology::Search& Topology::search_to(NodeIndex dst, NodeIndex until) cons
   }
   std::unique_ptr<Search>& slot = cache_->to[dst];
   if (!slot) {
-    slot = std::make_unique<Search>();
+    slot = std::make_unique<Search>(nodes_.size());
     slot->d.add(dst, 0);
     slot->queue.push_back(dst);
   }
