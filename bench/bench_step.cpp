@@ -137,22 +137,30 @@ namespace orrery::bench {
 // recompute, one 4096-token sequence per GPU, GB200 in NVL72 racks of 64 GPUs, at 8,192 to
 // 131,072 GPUs (quick: 1,024): wall time, peak RSS, and the growth of wall time from the
 // smallest to the largest against the growth in GPUs (target: at most linear).
+namespace {
+// DeepSeek-V3 (tp 1, pp 16, ep 64, full recompute, one sequence per data-parallel rank and
+// micro-batch) on n GB200 in NVL72 racks used 64 GPUs at a time; `extra` adds fabric parameters.
+models::StepScenario deepseek_on_racks(int n, std::string_view extra = "") {
+  models::StepScenario sc;
+  sc.model = models::ModelCatalog::builtin().model("deepseek-v3");
+  sc.gpu = models::HardwareCatalog::builtin().gpu("GB200");
+  sc.plan.pp = 16;
+  sc.plan.ep = 64;
+  sc.plan.dp = n / 16;
+  sc.plan.seq_len = 4096;
+  sc.plan.global_batch = n;
+  sc.plan.recompute = models::Recompute::full;
+  sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64{}", n / 64, extra);
+  return sc;
+}
+}  // namespace
+
 void bench_step_frontier(Figures& out, bool quick) {
   double first_wall = 0;
   int first_gpus = 0;
   for (const int n : quick ? std::vector<int>{1024} : std::vector<int>{8192, 16384, 32768, 65536, 131072}) {
-    models::StepScenario sc;
-    sc.model = models::ModelCatalog::builtin().model("deepseek-v3");
-    sc.gpu = models::HardwareCatalog::builtin().gpu("GB200");
-    sc.plan.pp = 16;
-    sc.plan.ep = 64;
-    sc.plan.dp = n / 16;
-    sc.plan.seq_len = 4096;
-    sc.plan.global_batch = n;
-    sc.plan.recompute = models::Recompute::full;
-    sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64", n / 64);
     const std::string name = fmt::format("step.deepseek_v3.{}", n);
-    const double wall = step_once(out, name, sc, 60, 16);
+    const double wall = step_once(out, name, deepseek_on_racks(n), 60, 16);
     if (first_gpus == 0) {
       first_gpus = n, first_wall = wall;
     } else {
@@ -160,6 +168,10 @@ void bench_step_frontier(Figures& out, bool quick) {
                      fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
     }
   }
+  // The largest on a two-plane fabric (every NIC's bandwidth split over two independent
+  // leaf-spine planes, as multi-plane rail fabrics for NVL72 racks are built).
+  const int largest = quick ? 1024 : 131072;
+  step_once(out, fmt::format("step.deepseek_v3_two_planes.{}", largest), deepseek_on_racks(largest, ",planes=2"), 60, 16);
   // The 1.8T-parameter MoE of NVIDIA's Blackwell claims (models/training/llm.cpp cites its
   // shape) on the same racks: TP 4 x EP 16 fill a 64-GPU NVLink domain, PP 8 (15 layers a stage).
   const int n = quick ? 2048 : 131072;
