@@ -180,11 +180,11 @@ class CommCost {
         const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
-      spec.groups = 1, spec.stride = 1;  // the other models cost one group alone
       if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, spec.ranks), bytes).time_s, 0};
       spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
-      if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};
-      const CollectiveResult r = run_collective(topology, spec);
+      if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};  // one group, uncontended
+      // Line-rate rings as flows: every group at once on the whole fabric under contention=fabric.
+      const CollectiveResult r = run_collective(whole.empty() ? topology : fabric_instance(whole), spec);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
     });
     flows_ += e.flows;

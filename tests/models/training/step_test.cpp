@@ -1224,4 +1224,19 @@ TEST_CASE("fabric contention: a data-parallel-heavy plan slows on an oversubscri
   CHECK(shared_s > alone_s);
   CHECK(shared_s > full_s);
   CHECK(full_dp == orrery::testing::Approx(alone_dp).epsilon(0.02));  // non-blocking: nothing to share
+  // The line-rate rings (`--comm line-rate`) share the spine the same way.
+  const auto line_rate_dp = [&](Contention contention) {
+    StepScenario sc = small(8, 1, 16, 1);
+    sc.model.layers = 4;
+    sc.topology = spine;
+    sc.contention = contention;
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+    StepOptions o;
+    o.comm = CommModel::flows;
+    const StepResult r = run_step(sc, RooflineCostModel(sc.gpu), *schedule, o);
+    double dp = 0;
+    for (const StageBreakdown& s : r.stages) dp += s.dp_comm_s;
+    return dp;
+  };
+  CHECK(line_rate_dp(Contention::fabric) > 1.9 * line_rate_dp(Contention::isolated));
 }
