@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -61,9 +62,13 @@ models::MultimodalMix text_mix() {
   return mix;
 }
 
+// Scenario files go to the system's temporary directory, never the working directory.
 std::string write(const std::string& name, const std::string& text) {
-  std::ofstream(name) << text;
-  return name;
+  const auto dir = std::filesystem::temp_directory_path() / "orrery_compound_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
 }
 
 }  // namespace
