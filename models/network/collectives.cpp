@@ -1,10 +1,13 @@
 #include "models/network/collectives.hpp"
 
+#include "models/network/symmetry.hpp"
+
 #include "sim/error.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -703,9 +706,11 @@ void plan_direct(PlanBuilder& b, const PlanArgs& a) {
     if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
       throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
     }
+    // Each rank's peers in rotated order (x+1, x+2, ...): rank x's j-th send is rank 0's
+    // shifted by x, the order in which symmetry classes (symmetry.hpp) match units.
     for (int x = 0; x < n; ++x) {
-      for (int z = 0; z < n; ++z) {
-        if (x == z) continue;
+      for (int d = 1; d < n; ++d) {
+        const int z = (x + d) % n;
         const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(x) * nn + static_cast<std::size_t>(z)];
         if (!(piece >= 0) || !std::isfinite(piece)) {
           throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", x, z, piece));
@@ -736,6 +741,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
   for (int g = 0; g < s.groups; ++g) {
     const Layout l = s.groups == 1 && s.stride == 1 ? layout_of(t, n) : layout_of(t, group_gpus(t, s, n, g));
     const int channels = default_channels(t, l, s);
+    if (s.groups > 1) plan.group_begin.push_back(static_cast<std::uint32_t>(plan.transfers.size()));
     PlanBuilder b(plan, {s.max_transfers, n * s.groups, channels, chunks});
     plan.channels = channels;
     const PlanArgs a{s, l, n, size, chunks, channels};
@@ -766,15 +772,15 @@ double efficiency_of(const LinkEfficiency& e, LinkKind kind) {
   return 1.0;
 }
 
-class Runner : public sim::FlowObserver {
+// The flow network's links for a topology: its links first (same indices) at their kind's
+// efficiency, then one NVLS reduction port per GPU-switch link; and each transfer's route
+// over them, found once per connection (a ring channel's steps share one).
+class FabricLinks {
  public:
-  Runner(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, bool loads, sim::Duration quantum, sim::Duration latency,
-         bool link_latency)
-      : topology_(t), plan_(plan), net_(engine_), record_loads_(loads) {
-    net_.set_departure_quantum(quantum);
-    // Topology links first (same indices), then one NVLS reduction port per GPU-switch link.
+  FabricLinks(const Topology& t, const LinkEfficiency& e, bool link_latency) : topology_(t) {
     for (const TopoLink& link : t.links()) {
-      net_.add_link(link.bandwidth * efficiency_of(e, link.kind), link_latency ? link.latency : sim::Duration::zero());
+      capacity_.push_back(link.bandwidth.value() * efficiency_of(e, link.kind));
+      latency_ns_.push_back(link_latency ? link.latency.ns() : 0);
     }
     nvls_port_.assign(t.links().size(), kNone);
     for (LinkIndex l = 0; l < t.links().size(); ++l) {
@@ -782,10 +788,83 @@ class Runner : public sim::FlowObserver {
       const bool to_switch = t.node(link.to).reduces_in_network() && t.node(link.from).kind == NodeKind::gpu;
       const bool from_switch = t.node(link.from).reduces_in_network() && t.node(link.to).kind == NodeKind::gpu;
       if (to_switch || from_switch) {
-        const double efficiency = t.node(to_switch ? link.to : link.from).nvls_efficiency;
-        nvls_port_[l] = index_of(net_.add_link(link.bandwidth * efficiency, sim::Duration::zero()));
-        port_of_.push_back(l);
+        nvls_port_[l] = static_cast<std::uint32_t>(capacity_.size());
+        capacity_.push_back(link.bandwidth.value() * t.node(to_switch ? link.to : link.from).nvls_efficiency);
+        latency_ns_.push_back(0);
       }
+    }
+  }
+
+  std::span<const double> capacity() const { return capacity_; }
+  std::span<const std::int64_t> latency_ns() const { return latency_ns_; }
+
+  // The links a transfer crosses, in order (empty for a local copy); valid until the next call.
+  std::span<const std::uint32_t> route(const Transfer& tr) {
+    if (tr.src == tr.dst) return {};
+    const RouteKey key{tr.src, tr.dst, tr.flow_hash, tr.nvls};
+    auto found = routes_.find(key);
+    if (found == routes_.end()) {
+      const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
+      const auto first = static_cast<std::uint32_t>(pool_.size());
+      for (const LinkIndex l : path) {
+        // NVLS transfers also pass the switch's reduction port on the GPU side.
+        if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
+          pool_.push_back(l);
+          pool_.push_back(nvls_port_[l]);
+        } else if (tr.nvls && nvls_port_[l] != kNone) {
+          pool_.push_back(nvls_port_[l]);
+          pool_.push_back(l);
+        } else {
+          pool_.push_back(l);
+        }
+      }
+      found = routes_.emplace(key, RouteSpan{first, static_cast<std::uint32_t>(pool_.size()) - first}).first;
+    }
+    return {pool_.data() + found->second.first, found->second.count};
+  }
+
+ private:
+  struct RouteKey {
+    NodeIndex src, dst;
+    std::uint64_t hash;
+    bool nvls;
+    bool operator==(const RouteKey&) const = default;
+  };
+  struct RouteHash {
+    std::size_t operator()(const RouteKey& k) const {
+      return std::hash<std::uint64_t>()(k.hash ^ (std::uint64_t{k.src} << 32) ^ k.dst ^ (std::uint64_t{k.nvls} << 63));
+    }
+  };
+  // A connection's route: its links in pool_ (one allocation for all of them).
+  struct RouteSpan {
+    std::uint32_t first, count;
+  };
+  const Topology& topology_;
+  std::vector<double> capacity_;
+  std::vector<std::int64_t> latency_ns_;
+  std::vector<std::uint32_t> nvls_port_;
+  std::unordered_map<RouteKey, RouteSpan, RouteHash> routes_;
+  std::vector<std::uint32_t> pool_;
+};
+
+// The links a Runner's flows cross: capacity (bytes/s) and latency (ns) by link, each
+// transfer's route over them, and (optional) a latency of each transfer's own.
+struct RunLinks {
+  std::span<const double> capacity;
+  std::span<const std::int64_t> latency_ns;
+  std::function<std::span<const std::uint32_t>(std::uint32_t transfer)> route;
+  std::span<const std::int64_t> transfer_latency_ns = {};
+};
+
+class Runner : public sim::FlowObserver {
+ public:
+  // `latency[k]`: collective k's software latency, paid before its first transfers.
+  Runner(RunLinks links, const CollectivePlan& plan, bool loads, sim::Duration quantum, std::span<const sim::Duration> latency)
+      : links_(std::move(links)), plan_(plan), net_(engine_), record_loads_(loads), start_latency_(latency.begin(), latency.end()),
+        ends_(latency.size(), sim::Duration::zero()) {
+    net_.set_departure_quantum(quantum);
+    for (std::size_t l = 0; l < links_.capacity.size(); ++l) {
+      net_.add_link(sim::BytesPerSecond(links_.capacity[l]), sim::Duration::nanoseconds(links_.latency_ns[l]));
     }
     // Dependents, as compressed lists.
     const std::size_t n = plan.transfers.size();
@@ -804,9 +883,6 @@ class Runner : public sim::FlowObserver {
       for (std::uint32_t k = 0; k < tr.deps_count; ++k) dependents_[fill[plan.deps[tr.deps_begin + k]]++] = i;
     }
     net_.set_observer(this, loads);
-    // The collective's latency is paid before its first transfers start (those that wait on
-    // none): alone, the whole collective ends exactly that much later.
-    start_latency_ = latency;
   }
 
   CollectiveResult run() {
@@ -824,6 +900,7 @@ class Runner : public sim::FlowObserver {
     r.ranks = plan_.ranks;
     r.channels = plan_.channels;
     r.link_loads = std::move(loads_);
+    r.ends = ends_;
     return r;
   }
 
@@ -835,72 +912,41 @@ class Runner : public sim::FlowObserver {
  private:
   void launch(std::uint32_t i) {
     const Transfer& tr = plan_.transfers[i];
-    route_.clear();
-    if (tr.src != tr.dst) {
-      // A connection's transfers (a ring channel's steps) share one route: found once.
-      const RouteKey key{tr.src, tr.dst, tr.flow_hash};
-      auto found = routes_.find(key);
-      if (found == routes_.end()) {
-        const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
-        found = routes_.emplace(key, RouteSpan{static_cast<std::uint32_t>(route_pool_.size()), static_cast<std::uint32_t>(path.size())}).first;
-        route_pool_.insert(route_pool_.end(), path.begin(), path.end());
-      }
-      for (std::uint32_t k = 0; k < found->second.count; ++k) {
-        const LinkIndex l = route_pool_[found->second.first + k];
-        // NVLS transfers also pass the switch's reduction port on the GPU side.
-        if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
-          route_.push_back(sim::LinkId(l));
-          route_.push_back(sim::LinkId(nvls_port_[l]));
-        } else if (tr.nvls && nvls_port_[l] != kNone) {
-          route_.push_back(sim::LinkId(nvls_port_[l]));
-          route_.push_back(sim::LinkId(l));
-        } else {
-          route_.push_back(sim::LinkId(l));
-        }
-      }
-    }
     if (tr.bytes == 0 && tr.src == tr.dst) {
       // A barrier: no data, no latency of its own.
-      engine_.schedule_after(tr.deps_count == 0 ? start_latency_ : sim::Duration::zero(), [this, i] { finish(i); });
+      engine_.schedule_after(tr.deps_count == 0 ? start_latency_[tr.collective] : sim::Duration::zero(), [this, i] { finish(i); });
       return;
     }
-    net_.start(route_, sim::Bytes(tr.bytes), i, 1.0, tr.deps_count == 0 ? start_latency_ : sim::Duration::zero());
+    route_.clear();
+    for (const std::uint32_t l : links_.route(i)) route_.push_back(sim::LinkId(l));
+    // The collective's latency is paid before its first transfers start (those that wait on
+    // none): alone, the whole collective ends exactly that much later.
+    sim::Duration latency = tr.deps_count == 0 ? start_latency_[tr.collective] : sim::Duration::zero();
+    if (!links_.transfer_latency_ns.empty()) latency = latency + sim::Duration::nanoseconds(links_.transfer_latency_ns[i]);
+    net_.start(route_, sim::Bytes(tr.bytes), i, 1.0, latency);
   }
 
   void finish(std::uint32_t i) {
     ++done_;
+    sim::Duration& end = ends_[plan_.transfers[i].collective];
+    end = std::max(end, engine_.now().since_start());
     for (std::uint32_t k = offsets_[i]; k < offsets_[i + 1]; ++k) {
       const std::uint32_t d = dependents_[k];
       if (--waiting_[d] == 0) launch(d);
     }
   }
 
-  const Topology& topology_;
+  RunLinks links_;
   const CollectivePlan& plan_;
   sim::Engine engine_;
   sim::FlowNetwork net_;
   bool record_loads_;
-  std::vector<std::uint32_t> nvls_port_;
-  std::vector<LinkIndex> port_of_;
   std::vector<std::uint32_t> waiting_, offsets_, dependents_;
   std::vector<sim::LinkId> route_;
-  struct RouteKey {
-    NodeIndex src, dst;
-    std::uint64_t hash;
-    bool operator==(const RouteKey&) const = default;
-  };
-  struct RouteHash {
-    std::size_t operator()(const RouteKey& k) const { return std::hash<std::uint64_t>()(k.hash ^ (std::uint64_t{k.src} << 32) ^ k.dst); }
-  };
-  // A connection's route: its links in route_pool_ (one allocation for all of them).
-  struct RouteSpan {
-    std::uint32_t first, count;
-  };
-  std::unordered_map<RouteKey, RouteSpan, RouteHash> routes_;
-  std::vector<LinkIndex> route_pool_;
   std::vector<LinkLoadSample> loads_;
   std::size_t done_ = 0;
-  sim::Duration start_latency_ = sim::Duration::zero();
+  std::vector<sim::Duration> start_latency_;  // by collective
+  std::vector<sim::Duration> ends_;           // by collective
 };
 
 }  // namespace
@@ -925,6 +971,97 @@ bool extrapolable(const Topology& t, const CollectiveSpec& s, bool record_link_l
 
 }  // namespace
 
+namespace {
+
+// Dense unit numbers in order of first appearance (the first transfer's unit is 0).
+int compact_units(std::vector<std::uint32_t>& unit_of, std::size_t key_count) {
+  std::vector<std::uint32_t> dense(key_count, kNone);
+  std::uint32_t units = 0;
+  for (std::uint32_t& u : unit_of) {
+    if (dense[u] == kNone) dense[u] = units++;
+    u = dense[u];
+  }
+  return static_cast<int>(units);
+}
+
+// The servers whose NICs share server 0's first NIC's leaf switch (0 where there is none).
+int servers_per_leaf(const Topology& t) {
+  for (NodeIndex nic = 0; nic < t.nodes().size(); ++nic) {
+    if (t.node(nic).kind != NodeKind::nic || t.node(nic).server != 0) continue;
+    for (const LinkIndex up : t.out_links(nic)) {
+      const NodeIndex leaf = t.link(up).to;
+      if (t.node(leaf).kind != NodeKind::leaf) continue;
+      std::vector<std::int32_t> servers;
+      for (const LinkIndex down : t.out_links(leaf)) {
+        if (t.node(t.link(down).to).kind == NodeKind::nic) servers.push_back(t.node(t.link(down).to).server);
+      }
+      std::sort(servers.begin(), servers.end());
+      return static_cast<int>(std::unique(servers.begin(), servers.end()) - servers.begin());
+    }
+    return 0;
+  }
+  return 0;
+}
+
+// Runs a plan: where its transfers fall into symmetric units (symmetry.hpp), one unit under
+// the others' load, else every transfer. Units tried, finest first: the GPUs (a transfer
+// belongs to its sender, or its receiver when a switch sends), their servers, blocks of the
+// servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
+// `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
+CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, const CollectiveSpec& s,
+                          std::span<const sim::Duration> latency, bool loads) {
+  FabricLinks links(t, e, s.link_latency);
+  if (s.symmetry && !loads && plan.transfers.size() > 1) {
+    const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route(plan.transfers[i]); }};
+    const auto attempt = [&](std::vector<std::uint32_t> unit_of, std::size_t keys) -> std::optional<CollectiveResult> {
+      const int units = compact_units(unit_of, keys);
+      std::optional<SymmetricReduction> reduced = reduce_by_symmetry(plan, unit_of, units, view);
+      if (!reduced) return std::nullopt;
+      const SymmetricReduction& red = *reduced;
+      // One link per class; the latencies are the transfers' own (their physical routes').
+      const std::vector<std::int64_t> no_latency(red.capacity.size(), 0);
+      const RunLinks virtual_links{red.capacity, no_latency, [&](std::uint32_t j) {
+                                     return std::span<const std::uint32_t>(red.routes.data() + red.route_begin[j], red.route_begin[j + 1] - red.route_begin[j]);
+                                   },
+                                   red.latency_ns};
+      CollectiveResult r = Runner(virtual_links, red.plan, false, s.quantum, latency).run();
+      r.units = reduced->units;
+      return r;
+    };
+    // A transfer's GPU: its sender, or its receiver when a switch sends.
+    std::vector<std::uint32_t> by_gpu(plan.transfers.size());
+    for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+      const Transfer& tr = plan.transfers[i];
+      by_gpu[i] = t.node(tr.src).kind == NodeKind::gpu ? tr.src : tr.dst;
+    }
+    bool servers_known = true;
+    for (std::size_t i = 0; i < by_gpu.size() && servers_known; ++i) servers_known = t.node(by_gpu[i]).kind == NodeKind::gpu && t.node(by_gpu[i]).server >= 0;
+    if (auto r = attempt(by_gpu, t.nodes().size())) return *r;
+    if (servers_known) {
+      std::vector<std::uint32_t> by_server(by_gpu.size());
+      for (std::size_t i = 0; i < by_gpu.size(); ++i) by_server[i] = static_cast<std::uint32_t>(t.node(by_gpu[i]).server);
+      if (auto r = attempt(by_server, t.servers())) return *r;
+      // Blocks of the servers behind one leaf switch (a rail fabric's scalable unit).
+      if (const int block = servers_per_leaf(t); block > 1) {
+        for (std::uint32_t& u : by_server) u /= static_cast<std::uint32_t>(block);
+        if (auto r = attempt(std::move(by_server), t.servers())) return *r;
+      }
+    }
+    if (plan.group_begin.size() > 1) {
+      std::vector<std::uint32_t> by_group(plan.transfers.size());
+      for (std::size_t g = 0; g < plan.group_begin.size(); ++g) {
+        const std::size_t end = g + 1 < plan.group_begin.size() ? plan.group_begin[g + 1] : plan.transfers.size();
+        for (std::size_t i = plan.group_begin[g]; i < end; ++i) by_group[i] = static_cast<std::uint32_t>(g);
+      }
+      if (auto r = attempt(std::move(by_group), plan.group_begin.size())) return *r;
+    }
+  }
+  const RunLinks physical{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route(plan.transfers[i]); }};
+  return Runner(physical, plan, loads, s.quantum, latency).run();
+}
+
+}  // namespace
+
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
   CollectivePlan plan;
   CollectiveResult r;
@@ -933,10 +1070,10 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
     CollectiveSpec s = spec;
     const int k = ring_warm_steps(spec);
     s.ring_steps = k;
-    const CollectiveResult a = Runner(t, plan_collective(t, s), e, false, s.quantum, s.latency, s.link_latency).run();
+    const CollectiveResult a = simulate(t, plan_collective(t, s), e, s, {&s.latency, 1}, false);
     s.ring_steps = 2 * k;
     plan = plan_collective(t, s);
-    r = Runner(t, plan, e, false, s.quantum, s.latency, s.link_latency).run();
+    r = simulate(t, plan, e, s, {&s.latency, 1}, false);
     const double per_step = (r.time - a.time).to_seconds() / k;
     r.time = r.time + sim::ceil_duration_ns(std::max(0.0, per_step) * (ring_steps(spec.op, n) - 2 * k) * 1e9);
     r.flows += a.flows;
@@ -946,7 +1083,7 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
     r.extrapolated_steps = ring_steps(spec.op, n);
   } else {
     plan = plan_collective(t, spec);
-    r = Runner(t, plan, e, record_link_loads, spec.quantum, spec.latency, spec.link_latency).run();
+    r = simulate(t, plan, e, spec, {&spec.latency, 1}, record_link_loads);
   }
   double size = spec.size.value();
   if (!spec.pair_bytes.empty()) {
@@ -961,6 +1098,34 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
   }
   r.algbw = size / r.time.to_seconds();
   r.busbw = r.algbw * bus_factor(spec.op, plan.ranks);
+  return r;
+}
+
+CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e) {
+  if (specs.empty()) throw InputError("<command line>", "collectives", "found none, expected at least one collective to run");
+  CollectivePlan plan;
+  std::vector<sim::Duration> latency;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const CollectiveSpec& s = specs[k];
+    if (s.link_latency != specs[0].link_latency || s.quantum != specs[0].quantum) {
+      throw InputError("<command line>", fmt::format("collectives/{}", k),
+                       "found link latencies or a departure quantum that differ from the first collective's, expected the same for all");
+    }
+    CollectivePlan one = plan_collective(t, s);
+    const auto offset = static_cast<std::uint32_t>(plan.transfers.size());
+    const auto deps_offset = static_cast<std::uint32_t>(plan.deps.size());
+    for (Transfer tr : one.transfers) {
+      tr.deps_begin += deps_offset;
+      tr.collective = static_cast<std::uint32_t>(k);
+      plan.transfers.push_back(tr);
+    }
+    for (const std::uint32_t d : one.deps) plan.deps.push_back(d + offset);
+    plan.ranks = std::max(plan.ranks, one.ranks);
+    plan.channels = std::max(plan.channels, one.channels);
+    latency.push_back(s.latency);
+  }
+  CollectiveResult r = simulate(t, plan, e, specs[0], latency, false);
+  r.time = *std::max_element(r.ends.begin(), r.ends.end());
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "sim/flow_network.hpp"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,10 @@ struct CollectiveSpec {
   // Whether run_collective may cost a long ring from two shorter runs of it (exact on the ring's
   // steady state; tests/models/network/collectives_test.cpp checks it against the full run).
   bool extrapolate_rings = true;
+  // Whether run_collective may simulate one unit (a server, or one of the groups) under the
+  // load of the others where the plan's units provably share the fabric alike (symmetry.hpp:
+  // the same completion time as the full run; checked, with the full run where it fails).
+  bool symmetry = true;
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.
@@ -92,11 +97,13 @@ struct Transfer {
   bool nvls;                // through the NVSwitch's reduction port
   std::uint32_t deps_begin; // into CollectivePlan::deps
   std::uint32_t deps_count;
+  std::uint32_t collective = 0;  // run_concurrent: which of the collectives it belongs to
 };
 
 struct CollectivePlan {
   std::vector<Transfer> transfers;
   std::vector<std::uint32_t> deps;
+  std::vector<std::uint32_t> group_begin;  // CollectiveSpec::groups > 1: each group's first transfer
   int ranks = 0;
   int channels = 0;
 };
@@ -121,13 +128,23 @@ struct CollectiveResult {
   std::uint64_t events = 0;
   int ranks = 0;
   int channels = 0;
-  int extrapolated_steps = 0;  // a ring costed from two shorter runs of it: its steps (0: run in full)
+  int extrapolated_steps = 0;
+  int units = 0;  // symmetric units of which one was simulated (0: the whole plan ran)
+  std::vector<sim::Duration> ends;  // run_concurrent: each collective's end  // a ring costed from two shorter runs of it: its steps (0: run in full)
   std::vector<LinkLoadSample> link_loads;  // when asked for
 };
 
 // Simulates the plan on the topology's links (capacity = bandwidth x efficiency of its kind).
 CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {},
                                 bool record_link_loads = false);
+
+// Several collectives at once on one fabric, each with its concurrent groups, as the kinds of
+// a parallel plan overlap in a step (data-parallel reductions, expert all-to-alls, pipeline
+// sends): all start together and share the links; the result's `ends` holds each one's end
+// and `time` the last. Symmetry classes apply to the whole mix (units of GPUs, servers or leaf
+// blocks); rings run all their steps (no extrapolation). The specs must agree on
+// `link_latency` and `quantum` (an InputError otherwise); each pays its own `latency`.
+CollectiveResult run_concurrent(const Topology& topology, std::span<const CollectiveSpec> specs, const LinkEfficiency& efficiency = {});
 
 // Closed form for an uncontended run: steps x (alpha + bytes per step / bandwidth), with
 // alpha the latency of one hop and the bandwidth that of the busiest link kind on the path.

@@ -1,0 +1,62 @@
+// Symmetry classes of a collective plan: when the plan's transfers fall into units (GPUs,
+// servers, the servers behind a leaf, or concurrent groups) that provably see the fabric
+// alike, one unit simulated on one link per class of equivalent links ends exactly when the
+// whole plan would. The check is exact, not a heuristic: where it fails (uneven
+// oversubscription, a degraded link, hashed ECMP that loads spines unevenly, trees whose
+// ranks play different roles) the caller runs the whole plan.
+//   std::optional<SymmetricReduction> r = reduce_by_symmetry(plan, unit_of, units, links);
+//   if (r) run r->plan on r->capacity with r->routes and r->latency_ns
+//
+// Why it is exact. Number each unit's transfers in plan order (their local indices) and map
+// every dependency to the local index of the transfer it names. Each link l carries the
+// multiset M(l) of the local indices of all units' transfers crossing it; links of one
+// capacity, latency and M form a class. Suppose that
+//   (a) every unit holds the same number of transfers, and transfer j of every unit has the
+//       same bytes, NVLS flag, collective (run_concurrent) and local dependencies as
+//       transfer j of unit 0;
+//   (b) every class's M holds each of its indices equally often, m times;
+//   (c) transfer j of every unit crosses the same set of classes, with the same latency.
+// If all units move in lockstep (transfer j at the same rate r_j everywhere), every link of
+// class K holds one constraint, m_K * sum of r_j over K's indices <= capacity_K, the same for
+// all of K's links: so the whole plan's max-min problem is unit 0's transfers, each on one
+// link per class it crosses, of capacity capacity_K / m_K. That problem's fair rates are
+// fair in the whole (a transfer's bottleneck class is saturated and it has the largest rate
+// there, on every link of the class), and max-min fair rates are unique: the lockstep holds at
+// every instant, and dependencies across units see the completion times of their local
+// images. Sets and multisets are compared by 64-bit hashes summed over their members (a
+// collision, and with it a wrong answer, has a probability around 2^-64 per comparison).
+#pragma once
+
+#include "models/network/collectives.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace orrery::models {
+
+// The flow network's links a plan runs on: capacity (bytes/s) and latency (ns) by link, and
+// each transfer's route over them.
+struct PlanLinks {
+  std::span<const double> capacity;
+  std::span<const std::int64_t> latency_ns;
+  std::function<std::span<const std::uint32_t>(std::uint32_t transfer)> route;
+};
+
+// The reduced problem: unit 0's transfers on one link per class.
+struct SymmetricReduction {
+  CollectivePlan plan;                       // dependencies renumbered to local indices
+  std::vector<double> capacity;              // by class: capacity / m
+  std::vector<std::uint32_t> route_begin;    // transfer j's classes: routes[route_begin[j] .. route_begin[j+1])
+  std::vector<std::uint32_t> routes;
+  std::vector<std::int64_t> latency_ns;      // by transfer: its physical route's latency
+  int units = 0;                             // how many units the plan held
+};
+
+// unit_of[i]: the unit of transfer i, in 0..units-1. Unit 0 must hold transfers.
+std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan, std::span<const std::uint32_t> unit_of, int units,
+                                                     const PlanLinks& links);
+
+}  // namespace orrery::models

@@ -1,0 +1,157 @@
+// Symmetry classes (models/network/symmetry.hpp): one unit simulated under the others' load
+// against every flow simulated, on symmetric fabrics up to 4,096 GPUs, and the fallback where
+// the fabric is not symmetric.
+#include "models/network/collectives.hpp"
+#include "models/network/nccl.hpp"
+#include "models/network/symmetry.hpp"
+#include "approx.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+using namespace orrery;
+using namespace orrery::models;
+
+namespace {
+
+struct Case {
+  const char* what;
+  const char* topology;
+  CollectiveOp op;
+  CollectiveAlgo algo;
+  double bytes;
+  int ranks = 0, groups = 1, stride = 1;
+  bool symmetric = true;  // whether classes must be found (false: the fabric or the plan is not symmetric)
+};
+
+// Runs the case with and without classes; returns the class run (whose units say whether it
+// found any) after checking both end within 0.1%.
+CollectiveResult compare(const Case& c) {
+  const Topology t = build_topology(c.topology);
+  CollectiveSpec s;
+  s.op = c.op;
+  s.algo = c.algo;
+  s.size = sim::Bytes(c.bytes);
+  s.ranks = c.ranks;
+  s.groups = c.groups;
+  s.stride = c.stride;
+  const CollectiveResult classes = run_collective(t, s);
+  s.symmetry = false;
+  const CollectiveResult full = run_collective(t, s);
+  INFO(std::string(c.what), " on ", c.topology, ": ", classes.units, " units, ", classes.flows, " flows against ", full.flows, "; ",
+       sim::to_string(classes.time), " against ", sim::to_string(full.time));
+  CHECK(full.units == 0);
+  CHECK((classes.units > 0) == c.symmetric);
+  CHECK(classes.time.to_seconds() == orrery::testing::Approx(full.time.to_seconds()).epsilon(1e-3));
+  return classes;
+}
+
+}  // namespace
+
+TEST_CASE("symmetry classes: one unit equals the full simulation within 0.1% on symmetric fabrics") {
+  constexpr double kGiB = 1073741824.0;
+  const std::vector<Case> cases = {
+      {"ring all-reduce, 512 GPUs behind one switch", "dgx-h100:nodes=1,gpus_per_node=512", CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB},
+      {"ring all-reduce, 8 x 64 GPUs on rails", "dgx-h100:nodes=64", CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB},
+      {"ring all-gather, 32 servers, 2:1 sprayed fat-tree", "dgx-h100:nodes=32,fabric=fat-tree,routing=spray,oversubscription=2",
+       CollectiveOp::all_gather, CollectiveAlgo::ring, 256e6},
+      {"all-to-all, 16 servers, 2:1 sprayed fat-tree", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
+       CollectiveOp::all_to_all, CollectiveAlgo::direct, 256e6},
+      {"data-parallel rings of TP 8, 2:1 spine", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray",
+       CollectiveOp::all_reduce, CollectiveAlgo::ring, 256e6, 16, 8, 8},
+      {"data-parallel rings of TP 8, 4:1 spine, 4,096 GPUs", "dgx-h100:nodes=512,fabric=fat-tree,leaf_ports=32,oversubscription=4,routing=spray",
+       CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 512e6, 512, 8, 8},
+      {"data-parallel rings of TP 8 on rails, 4,096 GPUs", "dgx-h100:nodes=512", CollectiveOp::all_gather, CollectiveAlgo::ring, 512e6, 512, 8, 8},
+      {"hierarchical all-reduce, 64 servers, sprayed", "dgx-h100:nodes=64,routing=spray", CollectiveOp::all_reduce, CollectiveAlgo::hierarchical, 256e6},
+      {"expert all-to-alls of 16, interleaved groups, 2:1", "dgx-h100:nodes=16,fabric=fat-tree,oversubscription=2,routing=spray",
+       CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 2},
+      {"NVLS all-reduce in NVL72 domains", "nvl72:domains=4,gpus_per_domain=64", CollectiveOp::all_reduce, CollectiveAlgo::nvls, 256e6, 64, 4, 1},
+      {"NVLS-tree all-reduce across NVL72 domains, sprayed", "nvl72:domains=4,gpus_per_domain=64,routing=spray", CollectiveOp::all_reduce,
+       CollectiveAlgo::nvls_tree, 256e6, 256},
+      // Not symmetric: the full simulation runs.
+      {"tree all-reduce (ranks play different roles)", "dgx-h100:nodes=16", CollectiveOp::all_reduce, CollectiveAlgo::tree, 64e6, 0, 1, 1, false},
+      {"hierarchical all-reduce, hashed ECMP over 2:1 spines", "dgx-h100:nodes=64,oversubscription=2", CollectiveOp::all_reduce,
+       CollectiveAlgo::hierarchical, 64e6, 0, 1, 1, false},
+      {"ring, uneven oversubscription (the last leaf half full)", "dgx-h100:nodes=12,fabric=fat-tree,leaf_ports=64,oversubscription=2,routing=spray",
+       CollectiveOp::all_reduce, CollectiveAlgo::ring, 64e6, 0, 1, 1, false},
+  };
+  for (const Case& c : cases) {
+    const CollectiveResult r = compare(c);
+    MESSAGE(std::string(c.what), ": ", r.units, " units, ", r.flows, " flows");
+  }
+}
+
+// A ring behind one switch whose link to one GPU runs at half rate: no two GPUs see the same
+// fabric, so no classes; the slow link slows the ring.
+TEST_CASE("symmetry classes: a degraded link falls back to the full simulation") {
+  const auto star = [](double slow_fraction) {
+    Topology t;
+    const NodeIndex sw = t.add_node("switch", NodeKind::leaf);
+    for (int g = 0; g < 8; ++g) {
+      const NodeIndex gpu = t.add_node(fmt::format("gpu{}", g), NodeKind::gpu);
+      const double rate = g == 5 ? 50e9 * slow_fraction : 50e9;
+      t.connect(gpu, sw, sim::BytesPerSecond(rate), sim::Duration::nanoseconds(500), LinkKind::network);
+    }
+    return t;
+  };
+  CollectiveSpec s;
+  s.size = sim::Bytes(256e6);
+  const CollectiveResult even = run_collective(star(1.0), s), degraded = run_collective(star(0.5), s);
+  CHECK(even.units == 8);
+  CHECK(degraded.units == 0);
+  s.symmetry = false;
+  CHECK(run_collective(star(1.0), s).time.to_seconds() == orrery::testing::Approx(even.time.to_seconds()).epsilon(1e-3));
+  CHECK(degraded.time.to_seconds() > 1.9 * even.time.to_seconds());
+}
+
+// Kinds of a parallel plan at once (run_concurrent): data-parallel rings, expert all-to-alls and
+// pipeline traffic of every group on one fabric, with classes against every flow. A pipeline
+// boundary is an all-to-all of its two ranks: activations forward and gradients back at once,
+// as in 1F1B's steady state.
+TEST_CASE("symmetry classes: mixed plans contend alike with and without classes") {
+  struct Mix {
+    const char* what;
+    const char* topology;
+    std::vector<CollectiveSpec> specs;
+    bool symmetric = true;
+  };
+  const auto make = [](CollectiveOp op, CollectiveAlgo algo, double bytes, int ranks, int groups, int stride) {
+    CollectiveSpec s;
+    s.op = op;
+    s.algo = algo;
+    s.size = sim::Bytes(bytes);
+    s.ranks = ranks;
+    s.groups = groups;
+    s.stride = stride;
+    return s;
+  };
+  const std::vector<Mix> mixes = {
+      {"DP rings + EP all-to-alls, 128 GPUs, 2:1 sprayed", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
+       {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)}},
+      {"DP rings + EP all-to-alls + PP exchanges, 512 GPUs, 4:1 sprayed",
+       "dgx-h100:nodes=64,fabric=fat-tree,leaf_ports=32,oversubscription=4,routing=spray",
+       {make(CollectiveOp::all_reduce, CollectiveAlgo::ring, 128e6, 32, 16, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 8, 64, 1),
+        make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 2, 256, 256)}},
+      {"DP rings + PP exchanges on sprayed rails, 2,048 GPUs", "dgx-h100:nodes=256,routing=spray",
+       {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 128, 16, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 2, 1024, 1024)}},
+      {"DP rings + EP all-to-alls, hashed ECMP 2:1", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2",
+       {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)},
+       false},
+  };
+  for (const Mix& m : mixes) {
+    const Topology t = build_topology(m.topology);
+    std::vector<CollectiveSpec> specs = m.specs;
+    const CollectiveResult classes = run_concurrent(t, specs);
+    for (CollectiveSpec& s : specs) s.symmetry = false;
+    const CollectiveResult full = run_concurrent(t, specs);
+    INFO(std::string(m.what), ": ", classes.units, " units, ", classes.flows, " flows against ", full.flows);
+    CHECK((classes.units > 0) == m.symmetric);
+    REQUIRE(classes.ends.size() == specs.size());
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      CHECK(classes.ends[k].to_seconds() == orrery::testing::Approx(full.ends[k].to_seconds()).epsilon(1e-3));
+      // Together each ends no sooner than alone.
+      CHECK(full.ends[k] >= run_collective(t, specs[k]).time);
+    }
+    MESSAGE(std::string(m.what), ": ", classes.units, " units, ", classes.flows, " flows against ", full.flows);
+  }
+}
