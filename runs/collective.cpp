@@ -151,6 +151,12 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
                      spec.pair_bytes.empty() ? "" : " (uniform all-to-all of the largest sender's bytes)");
   if (shape.arch_assumed) out << "           the topology names no GPU: the NCCL model assumes Hopper\n";
   out << fmt::format("flows      {} ({} re-solves visiting {} flow-links, {} events)\n", r.flows, r.solves, r.solve_work, r.events);
+  if (r.units > 0) {
+    out << fmt::format("classes    one of {} symmetric units simulated under the others' load (exact: models/network/symmetry.hpp)\n", r.units);
+  }
+  if (r.extrapolated_steps > 0) {
+    out << fmt::format("ring       {} steps costed from two short runs of the ring (exact on its steady state)\n", r.extrapolated_steps);
+  }
   if (spec.quantum > sim::Duration::zero()) {
     out << fmt::format("quantum    {}: departures re-solved on this grid (an approximation; 0 is exact)\n", sim::to_string(spec.quantum));
   }
@@ -197,6 +203,8 @@ void collective(const CollectiveOptions& o, std::ostream& out) {
     report.set("/solves", static_cast<std::int64_t>(r.solves));
     report.set("/solve_work", static_cast<std::int64_t>(r.solve_work));
     report.set("/events", static_cast<std::int64_t>(r.events));
+    report.set("/symmetric_units", std::int64_t{r.units});
+    report.set("/extrapolated_steps", std::int64_t{r.extrapolated_steps});
     report.set("/quantum_s", spec.quantum.to_seconds());
     emit_report(report, o.report_path, o.report_json);
   }

@@ -1101,8 +1101,9 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
   return r;
 }
 
-CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e) {
+CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only) {
   if (specs.empty()) throw InputError("<command line>", "collectives", "found none, expected at least one collective to run");
+  if (only && *only >= specs.size()) throw InputError("<command line>", "only", fmt::format("found {}, expected below {}", *only, specs.size()));
   CollectivePlan plan;
   std::vector<sim::Duration> latency;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -1123,6 +1124,37 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     plan.ranks = std::max(plan.ranks, one.ranks);
     plan.channels = std::max(plan.channels, one.channels);
     latency.push_back(s.latency);
+  }
+  if (only && specs.size() > 1) {
+    // The collectives `only` shares links with, directly or through another: the rest cannot
+    // change its end.
+    std::vector<std::uint32_t> parent(specs.size());
+    for (std::uint32_t k = 0; k < parent.size(); ++k) parent[k] = k;
+    const auto root = [&](std::uint32_t k) {
+      while (parent[k] != k) k = parent[k] = parent[parent[k]];
+      return k;
+    };
+    FabricLinks links(t, e, specs[0].link_latency);
+    std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
+    for (const Transfer& tr : plan.transfers) {
+      for (const std::uint32_t l : links.route(tr)) {
+        if (owner[l] == kNone) owner[l] = tr.collective;
+        parent[root(owner[l])] = root(tr.collective);
+      }
+    }
+    std::vector<CollectiveSpec> kept;
+    std::vector<std::size_t> index;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(*only))) index.push_back(k), kept.push_back(specs[k]);
+    }
+    if (kept.size() < specs.size()) {
+      const auto at = static_cast<std::size_t>(std::find(index.begin(), index.end(), *only) - index.begin());
+      const CollectiveResult part = run_concurrent(t, kept, e, at);
+      CollectiveResult r = part;
+      r.ends.assign(specs.size(), sim::Duration::zero());
+      for (std::size_t j = 0; j < index.size(); ++j) r.ends[index[j]] = part.ends[j];
+      return r;
+    }
   }
   CollectiveResult r = simulate(t, plan, e, specs[0], latency, false);
   r.time = *std::max_element(r.ends.begin(), r.ends.end());

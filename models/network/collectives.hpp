@@ -128,9 +128,9 @@ struct CollectiveResult {
   std::uint64_t events = 0;
   int ranks = 0;
   int channels = 0;
-  int extrapolated_steps = 0;
+  int extrapolated_steps = 0;  // a ring costed from two shorter runs of it: its steps (0: run in full)
   int units = 0;  // symmetric units of which one was simulated (0: the whole plan ran)
-  std::vector<sim::Duration> ends;  // run_concurrent: each collective's end  // a ring costed from two shorter runs of it: its steps (0: run in full)
+  std::vector<sim::Duration> ends;  // run_concurrent: each collective's end
   std::vector<LinkLoadSample> link_loads;  // when asked for
 };
 
@@ -144,7 +144,10 @@ CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& 
 // and `time` the last. Symmetry classes apply to the whole mix (units of GPUs, servers or leaf
 // blocks); rings run all their steps (no extrapolation). The specs must agree on
 // `link_latency` and `quantum` (an InputError otherwise); each pays its own `latency`.
-CollectiveResult run_concurrent(const Topology& topology, std::span<const CollectiveSpec> specs, const LinkEfficiency& efficiency = {});
+// With `only`, just that collective's end is wanted: the collectives that share no link with
+// it, directly or through another, are left out (exact: they cannot change it; their ends 0).
+CollectiveResult run_concurrent(const Topology& topology, std::span<const CollectiveSpec> specs, const LinkEfficiency& efficiency = {},
+                                std::optional<std::size_t> only = std::nullopt);
 
 // Closed form for an uncontended run: steps x (alpha + bytes per step / bandwidth), with
 // alpha the latency of one hop and the bandwidth that of the busiest link kind on the path.

@@ -3,7 +3,9 @@
 // alike, one unit simulated on one link per class of equivalent links ends exactly when the
 // whole plan would. The check is exact, not a heuristic: where it fails (uneven
 // oversubscription, a degraded link, hashed ECMP that loads spines unevenly, trees whose
-// ranks play different roles) the caller runs the whole plan.
+// ranks play different roles, mixes of collectives each symmetric under a different map of
+// the units, as NCCL's rail-aligned ring, whose entry GPU turns from server to server, beside
+// an all-to-all numbered by GPU) the caller runs the whole plan.
 //   std::optional<SymmetricReduction> r = reduce_by_symmetry(plan, unit_of, units, links);
 //   if (r) run r->plan on r->capacity with r->routes and r->latency_ns
 //

@@ -8,6 +8,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -102,6 +103,7 @@ class CollectiveMemo {
   struct Entry {
     double seconds = 0;
     std::uint64_t flows = 0;
+    int mix = 0;  // contention=fabric (CommCost::collective): 1 beside other kinds, -1 their mix too large, 0 not mixed
   };
   static CollectiveMemo& process() {
     static CollectiveMemo memo;
@@ -126,71 +128,131 @@ class CollectiveMemo {
   std::unordered_map<std::string, Entry> entries_;
 };
 
+// The kinds of a plan's communication that cross its groups' GPUs: under contention=fabric
+// each runs on the whole fabric together with one of each other kind (CommCost::set_mix).
+enum class CommKind : std::uint8_t { none, dp, ep, cp, pp };
+constexpr std::size_t kMixKinds = 4;  // dp, ep, cp, pp
+
 class CommCost {
  public:
   explicit CommCost(ClusterSpec cluster, CommModel model = CommModel::nccl) : cluster_(std::move(cluster)), model_(model) {}
 
-  double collective(CollectiveOp op, double bytes, int n, int stride) {
+  // One collective of each kind a step repeats (its groups: n GPUs `stride` apart), which under
+  // contention=fabric a collective of another kind meets on the fabric: all start together, and
+  // the collective costs its own end (CollectiveResult::ends). Pipeline sends meet the others as
+  // exchanges between stage pairs (each GPU sends to and receives from its partner, as in 1F1B's
+  // steady state). Set before the first collective is costed.
+  void set_mix(CommKind kind, CollectiveOp op, double bytes, int n, int stride) {
+    ORRERY_CHECK(kind != CommKind::none && cache_.empty(), "set_mix after costing");
+    if (n > 1 && bytes > 0) mix_[static_cast<std::size_t>(kind) - 1] = Member{op, bytes, n, stride};
+  }
+  // Whether collectives may be simulated by symmetry classes (CollectiveSpec::symmetry).
+  void set_symmetry(bool on) { symmetry_ = on; }
+
+  double collective(CollectiveOp op, double bytes, int n, int stride, CommKind kind = CommKind::none) {
     if (n <= 1 || bytes <= 0) return 0;
+    const bool fabric = cluster_.contention == Contention::fabric;
     // Alone, a group's cost depends on its stride only up to a unit's size; under fabric
     // contention its groups' placement depends on all of it.
-    const int stride_key = cluster_.contention == Contention::fabric ? stride : std::min(stride, cluster_.per_unit());
-    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, stride_key);
+    const int stride_key = fabric ? stride : std::min(stride, cluster_.per_unit());
+    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, stride_key, static_cast<int>(kind));
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-    CollectiveSpec spec;
-    spec.op = op;
-    spec.size = sim::Bytes(bytes);
-    spec.ranks = n;
-    spec.peer = 1;
-    std::string fabric;
-    std::string whole;  // contention=fabric: the whole fabric, where every group runs at once
-    if (cluster_.contention == Contention::fabric && op != CollectiveOp::send_recv) {
-      const int total = cluster_.units() * cluster_.per_unit();
-      if (static_cast<long>(stride) * n <= total && total % (stride * n) == 0) {
-        whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
-        spec.groups = total / n;
-        spec.stride = stride;
-      }
-    }
-    if (op == CollectiveOp::send_recv && split_tray_pair(stride)) {
-      // A pipeline send between NVLink domains, one GPU of the pair in each: two domains of one
-      // tray, rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
-      fabric = cluster_.scaled(2, kTray);
-      spec.ranks = kTray + 1;
-      spec.peer = kTray;
-    } else {
-      fabric = topology_spec_for(n, stride);
-    }
-    const std::string memo_key = fmt::format("{}|{}|{}|{}|{:a}|{}|{}|{}", fabric, static_cast<int>(model_), static_cast<int>(op), spec.ranks, bytes,
-                                             whole, spec.groups, spec.stride);
-    const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
-      const Topology& topology = fabric_instance(fabric);
-      if (model_ == CommModel::nccl) {
-        // What NCCL runs and pays (nccl.hpp), as flows on the fabric: NCCL chooses for the
-        // group (its shape on the fabric that holds it); under contention=fabric every group
-        // runs that choice at once on the whole fabric.
-        CollectiveSpec alone = spec;
-        alone.groups = 1, alone.stride = 1;
-        NcclFlows f = nccl_flows(topology, alone);
-        if (!whole.empty()) {
-          f.spec.groups = spec.groups, f.spec.stride = spec.stride;
-          const CollectiveResult r = run_collective(fabric_instance(whole), f.spec, f.efficiency);
-          return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+    // contention=fabric: the group's collective with all its copies on the whole fabric, and
+    // one of each other kind of the plan beside it, all starting together (set_mix). Its
+    // plan holds every transfer of every group of every kind (symmetry classes reduce the
+    // run, not the plan): a kind whose plan passes kMixTransfers, as at frontier scale where
+    // a data-parallel ring of thousands of ranks runs all its steps, is left out of the mix,
+    // and costed itself with all its groups on the whole fabric but apart from the others.
+    // Pipeline sends take the whole fabric only beside another kind (alone, a stage pair's
+    // send as before: their route searches across the whole fabric cost more than the rest).
+    const Member self{op, bytes, n, stride};
+    const bool fits = fabric && whole_fits(self, kind) && (op != CollectiveOp::send_recv || kind == CommKind::pp);
+    std::vector<CollectiveSpec> others;
+    std::vector<std::size_t> other_kinds;
+    std::string key_mix;
+    bool left_out = false;
+    if (fits && kind != CommKind::none) {
+      for (std::size_t k = 0; k < kMixKinds; ++k) {
+        const auto other = static_cast<CommKind>(k + 1);
+        // A kind whose groups stay inside a server (NVLink only) and one with a GPU per server
+        // (NIC to NIC) share no link: leaving it out is exact.
+        if (other == kind || !mix_[k] || !whole_fits(*mix_[k], other) || disjoint(self, *mix_[k])) continue;
+        CollectiveSpec spec = plan_alone(*mix_[k], true).spec;
+        if (too_large_[k] || planned_transfers(spec) > kMixTransfers) {
+          left_out = true;
+          continue;
         }
-        const CollectiveResult r = run_collective(topology, f.spec, f.efficiency);
-        return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+        others.push_back(std::move(spec));
+        other_kinds.push_back(k);
+        key_mix += fmt::format("|{}:{}:{:a}:{}:{}", k, static_cast<int>(mix_[k]->op), mix_[k]->bytes, mix_[k]->n, mix_[k]->stride);
       }
-      if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(topology, op, spec.ranks), bytes).time_s, 0};
-      spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
-      if (model_ == CommModel::alpha_beta) return CollectiveMemo::Entry{alpha_beta(topology, spec).to_seconds(), 0};  // one group, uncontended
-      // Line-rate rings as flows: every group at once on the whole fabric under contention=fabric.
-      const CollectiveResult r = run_collective(whole.empty() ? topology : fabric_instance(whole), spec);
-      return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+    }
+    const bool whole = fits && (op != CollectiveOp::send_recv || !others.empty());
+    // Alone, a group's cost depends only on the smallest fabric that holds it; on the whole
+    // fabric, on its groups' placement (the stride) and the mix.
+    const std::string memo_key =
+        fmt::format("{}|{}|{}|{}|{:a}|{}|{}{}", whole ? cluster_.scaled(cluster_.units(), cluster_.per_unit()) : home_fabric(self),
+                    static_cast<int>(model_), static_cast<int>(op), n, bytes, whole ? stride : 0, symmetry_ ? 1 : 0, key_mix);
+    const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
+      if (model_ == CommModel::nccl_closed || model_ == CommModel::alpha_beta) {  // one group, uncontended, closed form
+        CollectiveSpec spec;
+        spec.op = op, spec.size = sim::Bytes(bytes), spec.ranks = n;
+        const Topology& t = fabric_instance(home_fabric(self));
+        if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(t, op, pair_ranks(self)), bytes).time_s, 0};
+        spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
+        if (op == CollectiveOp::send_recv) spec.ranks = pair_ranks(self), spec.peer = spec.ranks - 1;
+        return CollectiveMemo::Entry{alpha_beta(t, spec).to_seconds(), 0};
+      }
+      // Alone on the smallest fabric that holds a group: also every group's cost where its
+      // groups stay inside servers and meet no other kind (they share no link: exact, and far
+      // cheaper than every copy on the whole fabric).
+      const auto alone = [&] {
+        const Planned p = plan_alone(self, false);
+        const CollectiveResult r = run_collective(fabric_instance(p.fabric), p.spec, p.efficiency);
+        return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+      };
+      if (!whole || (others.empty() && kind != CommKind::none && inside_unit(self))) return alone();
+      const Topology& all = fabric_instance(cluster_.scaled(cluster_.units(), cluster_.per_unit()));
+      const Planned mine = plan_alone(self, true);
+      const auto apart = [&] {
+        if (inside_unit(self) || op == CollectiveOp::send_recv) return alone();
+        const CollectiveResult r = run_collective(all, mine.spec, mine.efficiency);
+        return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+      };
+      if (others.empty() || planned_transfers(mine.spec) > kMixTransfers) return apart();
+      // The mix shares the links at this collective's efficiencies (NCCL's protocol and NIC
+      // shares of the collective costed); the others are its load.
+      std::vector<CollectiveSpec> specs{mine.spec};
+      for (CollectiveSpec s : others) {
+        s.link_latency = mine.spec.link_latency, s.quantum = mine.spec.quantum;
+        specs.push_back(std::move(s));
+      }
+      for (CollectiveSpec& s : specs) s.max_transfers = kMixTransfers;
+      try {
+        const CollectiveResult r = run_concurrent(all, specs, mine.efficiency, 0);
+        return CollectiveMemo::Entry{r.ends.front().to_seconds(), r.flows, 1};
+      } catch (const sim::InputError&) {  // a plan past kMixTransfers that planned_transfers did not foresee
+        for (std::size_t j = 0; j < others.size(); ++j) {  // which: left out of later mixes
+          try {
+            plan_collective(all, specs[j + 1]);
+          } catch (const sim::InputError&) {
+            too_large_[other_kinds[j]] = true;
+          }
+        }
+        CollectiveMemo::Entry a = apart();
+        a.mix = -1;
+        return a;
+      }
     });
     flows_ += e.flows;
+    if (fabric && kind != CommKind::none) {
+      // Beside every other kind on its links, beside some (one too large), apart (its mix too
+      // large), with none on its links.
+      ++mixes_[e.mix > 0 ? (left_out ? 1 : 0) : e.mix < 0 || left_out || !others.empty() ? 2 : 3];
+    }
     return cache_[key] = e.seconds;
   }
-  double p2p(double bytes, int stride) { return collective(CollectiveOp::send_recv, bytes, 2, stride); }
+  double p2p(double bytes, int stride, CommKind kind = CommKind::none) { return collective(CollectiveOp::send_recv, bytes, 2, stride, kind); }
   // DeepEP's dispatch (or combine) of `tokens` per GPU over an EP group of n ranks `stride`
   // apart, at the line rates of the fabric that holds the group.
   double deepep(ExpertDispatch d, int stride, double tokens, double token_bytes) {
@@ -202,9 +264,97 @@ class CommCost {
     return deepep_dispatch(d, tokens, token_bytes, shape.nvlink_GBps, nic).time_s;
   }
   std::size_t flows() const { return flows_; }
+  // contention=fabric: how many of the plan's collectives (DP, EP, CP, PP; each size once) were
+  // costed beside every other kind that shares their links, beside some (a kind's plan past
+  // kMixTransfers left out), apart (its own plan past it, or every other kind's), and with no
+  // other kind on their links.
+  std::array<int, 4> mixes() const { return mixes_; }
 
  private:
   static constexpr int kTray = 4;
+  static constexpr std::size_t kMixTransfers = std::size_t{1} << 21;  // ~2M per kind: ~0.3 GB of plan and routes
+  struct Member {
+    CollectiveOp op;
+    double bytes;
+    int n;
+    int stride;
+  };
+  struct Planned {
+    std::string fabric;  // the builder spec of the fabric it runs on alone
+    CollectiveSpec spec;
+    LinkEfficiency efficiency;
+  };
+  int gpus() const { return cluster_.units() * cluster_.per_unit(); }
+  // Whether each group of `m` is inside one server or NVLink domain (its transfers on NVLink
+  // only), or has one GPU in each (NIC to NIC: a GPU's NIC hangs off PCIe, not NVLink).
+  bool inside_unit(const Member& m) const {
+    const long span = static_cast<long>(m.stride) * (m.op == CollectiveOp::send_recv ? 2 : m.n);
+    return span <= cluster_.per_unit() && cluster_.per_unit() % span == 0;
+  }
+  bool one_per_unit(const Member& m) const { return m.stride >= cluster_.per_unit() && m.stride % cluster_.per_unit() == 0; }
+  bool disjoint(const Member& a, const Member& b) const {
+    return (inside_unit(a) && one_per_unit(b)) || (one_per_unit(a) && inside_unit(b));
+  }
+  // The transfers of a spec's plan as planned (about: trees and NVLS as two per rank and
+  // channel), to leave a kind out of a mix before planning it; CollectiveSpec::max_transfers
+  // stops the rest.
+  std::size_t planned_transfers(const CollectiveSpec& s) const {
+    const auto n = static_cast<std::size_t>(s.ranks), ch = static_cast<std::size_t>(s.channels > 0 ? s.channels : cluster_.per_unit());
+    const auto chunks = static_cast<std::size_t>(std::max(1, s.chunks)), groups = static_cast<std::size_t>(s.groups);
+    // Channels unset: a ring per NIC of a server (collectives.hpp), one NIC a GPU here.
+    if (s.op == CollectiveOp::all_to_all) return groups * n * (n - 1);
+    if (s.op == CollectiveOp::send_recv) return groups * ch;
+    const std::size_t steps = s.algo == CollectiveAlgo::ring ? (s.op == CollectiveOp::all_reduce ? 2 : 1) * (n - 1) : 2;
+    return groups * n * steps * ch * chunks;
+  }
+  // The builder spec of the smallest instance of the fabric that holds one group of `m`: for a
+  // pipeline send between NVLink domains, one GPU of the pair in each, two domains of one tray,
+  // rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
+  std::string home_fabric(const Member& m) const {
+    return m.op == CollectiveOp::send_recv && split_tray_pair(m.stride) ? cluster_.scaled(2, kTray) : topology_spec_for(m.n, m.stride);
+  }
+  int pair_ranks(const Member& m) const { return m.op == CollectiveOp::send_recv && split_tray_pair(m.stride) ? kTray + 1 : m.n; }
+  // Whether the groups of `m` tile the whole fabric (a pipeline send's stage pairs: an even
+  // number of stages).
+  bool whole_fits(const Member& m, CommKind kind) const {
+    const long n = m.op == CollectiveOp::send_recv ? (kind == CommKind::pp ? 2 : 0) : m.n;
+    const long span = static_cast<long>(m.stride) * n;
+    return n > 1 && span <= gpus() && gpus() % span == 0;
+  }
+  // What one group of `m` runs (NCCL's choice and efficiencies for its shape on the smallest
+  // fabric that holds it, or the line-rate ring or direct sends) and, with `whole`, with all its
+  // groups on the whole fabric (a pipeline send as its stage pairs' exchanges).
+  Planned plan_alone(const Member& m, bool whole) {
+    Planned out;
+    CollectiveSpec& spec = out.spec;
+    spec.op = m.op;
+    spec.size = sim::Bytes(m.bytes);
+    spec.ranks = m.n;
+    spec.peer = 1;
+    spec.symmetry = symmetry_;
+    out.fabric = home_fabric(m);
+    spec.ranks = pair_ranks(m);
+    spec.peer = spec.ranks - 1;
+    if (model_ == CommModel::nccl) {
+      NcclFlows f = nccl_flows(fabric_instance(out.fabric), spec);
+      spec = f.spec;
+      out.efficiency = f.efficiency;
+    } else {
+      spec.algo = m.op == CollectiveOp::all_to_all || m.op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
+    }
+    if (whole) {
+      if (m.op == CollectiveOp::send_recv) {  // both ways between stage pairs, its latency and efficiencies
+        spec.op = CollectiveOp::all_to_all;
+        spec.algo = CollectiveAlgo::direct;
+        spec.size = sim::Bytes(2 * m.bytes);  // S/2 to the one peer
+        spec.ranks = 2;
+        spec.peer = 1;
+      }
+      spec.groups = gpus() / spec.ranks;
+      spec.stride = m.stride;
+    }
+    return out;
+  }
   // A pair `stride` apart with one GPU in each NVLink domain of whole trays.
   bool split_tray_pair(int stride) const {
     const int g = cluster_.per_unit();
@@ -236,7 +386,11 @@ class CommCost {
 
   ClusterSpec cluster_;
   CommModel model_;
-  std::map<std::tuple<int, double, int, int>, double> cache_;
+  std::map<std::tuple<int, double, int, int, int>, double> cache_;
+  std::array<std::optional<Member>, kMixKinds> mix_;
+  bool symmetry_ = true;
+  std::array<int, 4> mixes_{};
+  std::array<bool, kMixKinds> too_large_{};  // kinds whose plan on the whole fabric passed kMixTransfers
   std::map<std::string, std::unique_ptr<Topology>> topologies_;  // built for the collectives the memo lacked
   std::size_t flows_ = 0;
 };
@@ -522,7 +676,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
                            ? c.comm.deepep({.ep = p.ep, .per_node = 1, .top_k = std::max(1, static_cast<int>(std::lround(experts_per_token(p, m)))), .max_nodes = 0,
                                              .imbalance = p.expert_imbalance},
                                             ep_stride(p), Ts, wd * 2)
-                           : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p));
+                           : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p), CommKind::ep);
     ep_a2a = 2 * a2a;
   }
   // Norms and residual adds, one per sublayer; rotary embedding (hybrid stacks use none:
@@ -568,7 +722,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       lc.f.comm += overlapped((p.cp - 1) * step, att_f, c.overlap);
       lc.b.comm += overlapped((p.cp - 1) * step_b, att_b, c.overlap);
     } else {
-      const double a2a = c.comm.collective(CollectiveOp::all_to_all, T * static_cast<double>(c.heads_l * qk) * 2, p.cp, p.tp);
+      const double a2a = c.comm.collective(CollectiveOp::all_to_all, T * static_cast<double>(c.heads_l * qk) * 2, p.cp, p.tp, CommKind::cp);
       lc.f.comm += 4 * a2a;
       lc.b.comm += 4 * a2a;
     }
@@ -669,6 +823,26 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              precision_spec(p.precision),
              cost.overlap_efficiency(),
              gpu.host_link_bandwidth};
+}
+
+// Under contention=fabric, what each kind of the step's communication meets on the fabric
+// (CommCost::set_mix): one chunk's gradient reduction over the data-parallel group, one layer's
+// expert dispatch over the expert-parallel group, Ulysses' all-to-all over the context-parallel
+// group, and a micro-batch's activations between pipeline stages. Ring attention's sends
+// stay inside their group's links: they are not part of the mix.
+void set_step_mix(CommCost& comm, const Ctx& c) {
+  const ModelSpec& m = c.m;
+  const ParallelPlan& p = c.p;
+  const CollectiveOp reduce = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  comm.set_mix(CommKind::dp, reduce, trainable_params(m, p, 0) * grad_reduce_bytes(p), p.dp * p.cp, p.tp);
+  if (m.moe.enabled() && p.ep > 1 && p.moe_dispatch != "deepep") {
+    const double width = static_cast<double>(m.moe.latent > 0 ? m.moe.latent : m.hidden);
+    comm.set_mix(CommKind::ep, CollectiveOp::all_to_all, c.seq_tokens * experts_per_token(p, m) * p.expert_imbalance * width * 2, p.ep, ep_stride(p));
+  }
+  if (p.cp > 1 && p.cp_kind == CpKind::ulysses) {
+    comm.set_mix(CommKind::cp, CollectiveOp::all_to_all, c.tokens * static_cast<double>(c.heads_l * m.qk_head_dim()) * 2, p.cp, p.tp);
+  }
+  if (p.pp > 1) comm.set_mix(CommKind::pp, CollectiveOp::send_recv, pipeline_send_bytes(m, p), 2, p.tp * p.cp * p.dp);
 }
 
 // One micro-batch's ops of virtual stage vs: its layers (each costed by `layer(kind)`), plus the
@@ -944,7 +1118,7 @@ struct StepGraph {
   // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
   // throughout), so that a pipeline send on the same link shares it.
   sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
-    const double isolated = comm.collective(op, bytes, dp_group, p.tp);
+    const double isolated = comm.collective(op, bytes, dp_group, p.tp, CommKind::dp);
     const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes);
     if (options.keep_graph) {  // the group: this tensor-parallel index's ranks of the stage
       result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = global_rank(stage, r), .peer = 0,
@@ -1047,7 +1221,7 @@ StepGraph::StepGraph(const StepScenario& scenario, const CostModel& cost_model, 
       vstages(p.virtual_stages()),
       act_bytes(pipeline_send_bytes(m, p)),
       pp_stride(p.tp * p.cp * p.dp),
-      p2p(p.pp > 1 ? comm.p2p(act_bytes, pp_stride) : 0.0),
+      p2p(p.pp > 1 ? comm.p2p(act_bytes, pp_stride, CommKind::pp) : 0.0),
       dp_group(p.dp * p.cp),
       g(result.graph),
       replicas(options.reuse ? 1 : p.tp * p.cp * p.dp),
@@ -1507,6 +1681,7 @@ void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample
   result.oom = out_of_memory(result.memory, s.sc.gpu);
   result.tasks = s.g.task_count();
   result.flows = s.comm.flows() + s.network.flows_started();
+  result.comm_mixes = s.comm.mixes();
   result.ranks_simulated = static_cast<std::size_t>(p.pp * s.replicas);
   if (s.options.keep_graph) {
     result.spans = exec.spans();
@@ -1521,7 +1696,10 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
   cluster.contention = sc.contention;
   check_scenario(sc, cluster);
   CommCost comm(cluster, options.comm);
-  ChunkCosts costs(make_ctx(sc.model, sc.plan, cost, comm, sc.gpu), options.reuse);
+  comm.set_symmetry(options.symmetry);
+  const Ctx ctx = make_ctx(sc.model, sc.plan, cost, comm, sc.gpu);
+  if (cluster.contention == Contention::fabric) set_step_mix(comm, ctx);
+  ChunkCosts costs(ctx, options.reuse);
   const PipelinePlan order = scheduled_order(sc, schedule, costs.mean());
   StepGraph step(sc, cost, options, cluster, order, comm, costs);
   for (int stage = 0; stage < sc.plan.pp; ++stage) {

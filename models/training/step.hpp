@@ -22,6 +22,7 @@
 #include "sim/task_graph.hpp"
 #include "sim/units.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,9 +34,12 @@ namespace orrery::models {
 //   isolated  each group's collective alone on the smallest instance of the fabric that holds it
 //             (fast; blind to traffic of other groups on shared switches)
 //   fabric    every group of the collective at once on the whole fabric (all data-parallel
-//             groups reduce together, all expert-parallel groups exchange together), so an
-//             oversubscribed spine or groups sharing a rail slow the step; pipeline sends stay
-//             isolated, and the closed-form estimate ignores it
+//             groups reduce together, all expert-parallel groups exchange together), and beside
+//             them one collective of each other kind of the plan (data-parallel reduction,
+//             expert all-to-all, Ulysses all-to-all, pipeline sends as stage pairs' exchanges),
+//             all starting together: an oversubscribed spine or two kinds sharing a rail slow
+//             the step. Tensor-parallel collectives and ring attention's sends stay inside their
+//             groups; the closed-form estimate ignores contention
 enum class Contention : std::uint8_t { isolated, fabric };
 std::string_view to_string(Contention c);
 
@@ -113,6 +117,9 @@ struct StepOptions {
   CommModel comm = CommModel::nccl;
   bool reuse = true;
   bool keep_graph = false;  // keep the task graph and spans (for the timeline)
+  // Collectives by symmetry classes where exact (CollectiveSpec::symmetry); false: every flow
+  // (to check the classes against).
+  bool symmetry = true;
 };
 
 struct LinkSample {
@@ -164,6 +171,12 @@ struct StepResult {
   int micro_batches = 0;
   std::size_t tasks = 0;
   std::size_t flows = 0;       // flows simulated to cost the communication
+  // contention=fabric: of the plan's data-, expert-, context-parallel and pipeline collectives
+  // (each size once), how many ran beside every other kind that shares their links, beside
+  // some (a kind whose plan passes 2M transfers left out), apart (each kind's groups together
+  // but without the others: its own plan, or every other kind's, too large), and with no other
+  // kind on their links.
+  std::array<int, 4> comm_mixes{};
   std::size_t ranks_simulated = 0;
   sim::TaskGraph graph;        // when keep_graph
   std::vector<sim::Span> spans;

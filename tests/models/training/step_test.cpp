@@ -1240,3 +1240,51 @@ TEST_CASE("fabric contention: a data-parallel-heavy plan slows on an oversubscri
   };
   CHECK(line_rate_dp(Contention::fabric) > 1.9 * line_rate_dp(Contention::isolated));
 }
+
+// Issue 21: at 2:1 spine oversubscription a data-parallel-heavy step slows by what the full
+// flow simulation gives (every flow of every group, StepOptions::symmetry = false), and a plan
+// whose kinds meet on the fabric (data-parallel reductions, expert all-to-alls, pipeline
+// sends, each beside one of the others) costs the same both ways.
+TEST_CASE("fabric contention: symmetry classes give the full simulation's step") {
+  const auto run = [](StepScenario sc, bool symmetry) {
+    sc.contention = Contention::fabric;
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+    StepOptions o;
+    o.symmetry = symmetry;
+    return run_step(sc, RooflineCostModel(sc.gpu), *schedule, o);
+  };
+  // Llama 3 8B (4 layers), tp 1, dp 64 on 8 servers, one server per leaf switch.
+  StepScenario dp = small(1, 1, 64, 1);
+  dp.model.layers = 4;
+  dp.plan.zero = 1;
+  const auto slowdown = [&](bool symmetry) {
+    dp.topology = "dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray";
+    const StepResult half = run(dp, symmetry);
+    dp.topology = "dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,routing=spray";
+    const StepResult full = run(dp, symmetry);
+    return std::pair{half.step_time.to_seconds() / full.step_time.to_seconds(), half.flows};
+  };
+  const auto [classes, class_flows] = slowdown(true);
+  const auto [every, every_flows] = slowdown(false);
+  MESSAGE("dp 64 at 2:1: step x", classes, " by classes (", class_flows, " flows), x", every, " by every flow (", every_flows, ")");
+  CHECK(classes > 1.05);
+  CHECK(classes == orrery::testing::Approx(every).epsilon(1e-3));
+  CHECK(class_flows < every_flows);
+
+  // A mixed plan: an MoE with tp 8, 2 stages, dp 4 and ep 4 across servers (one GPU of each
+  // group per server), on a 2:1 spine.
+  StepScenario moe = on_h100("qwen3-30b-a3b", 4, 4, 16, 4096, "dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray");
+  moe.model.layers = 4;
+  moe.plan.tp = 8;
+  moe.plan.pp = 2;
+  moe.plan.zero = 1;
+  const StepResult by_classes = run(moe, true);
+  const StepResult by_flows = run(moe, false);
+  MESSAGE("moe mix: ", by_classes.step_time.to_seconds(), " s by classes (", by_classes.flows, " flows), ", by_flows.step_time.to_seconds(),
+          " s by every flow (", by_flows.flows, ")");
+  CHECK(by_classes.comm_mixes[0] > 0);  // collectives ran with the other kinds
+  CHECK(by_classes.step_time.to_seconds() == orrery::testing::Approx(by_flows.step_time.to_seconds()).epsilon(1e-3));
+  // The kinds slow each other: the same plan with its collectives each alone on the fabric.
+  moe.contention = Contention::isolated;
+  CHECK(by_classes.step_time > step(moe).step_time);
+}
