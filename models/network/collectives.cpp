@@ -822,6 +822,16 @@ class FabricLinks {
     }
     return {pool_.data() + found->second.first, found->second.count};
   }
+  // Every transfer's route found once (one look-up each), for the many passes over a plan
+  // that follow: route_of(i) is then an index into a vector.
+  void resolve(const CollectivePlan& plan) {
+    by_transfer_.resize(plan.transfers.size());
+    for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+      const std::span<const std::uint32_t> r = route(plan.transfers[i]);
+      by_transfer_[i] = {static_cast<std::uint32_t>(r.empty() ? 0 : r.data() - pool_.data()), static_cast<std::uint32_t>(r.size())};
+    }
+  }
+  std::span<const std::uint32_t> route_of(std::uint32_t i) const { return {pool_.data() + by_transfer_[i].first, by_transfer_[i].count}; }
 
  private:
   struct RouteKey {
@@ -845,6 +855,7 @@ class FabricLinks {
   std::vector<std::uint32_t> nvls_port_;
   std::unordered_map<RouteKey, RouteSpan, RouteHash> routes_;
   std::vector<std::uint32_t> pool_;
+  std::vector<RouteSpan> by_transfer_;  // resolve()
 };
 
 // The links a Runner's flows cross: capacity (bytes/s) and latency (ns) by link, each
@@ -1011,8 +1022,9 @@ int servers_per_leaf(const Topology& t) {
 CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, const CollectiveSpec& s,
                           std::span<const sim::Duration> latency, bool loads) {
   FabricLinks links(t, e, s.link_latency);
+  links.resolve(plan);
   if (s.symmetry && !loads && plan.transfers.size() > 1) {
-    const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route(plan.transfers[i]); }};
+    const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
     const auto attempt = [&](std::vector<std::uint32_t> unit_of, std::size_t keys) -> std::optional<CollectiveResult> {
       const int units = compact_units(unit_of, keys);
       std::optional<SymmetricReduction> reduced = reduce_by_symmetry(plan, unit_of, units, view);
@@ -1056,7 +1068,7 @@ CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const L
       if (auto r = attempt(std::move(by_group), plan.group_begin.size())) return *r;
     }
   }
-  const RunLinks physical{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route(plan.transfers[i]); }};
+  const RunLinks physical{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
   return Runner(physical, plan, loads, s.quantum, latency).run();
 }
 
