@@ -470,25 +470,36 @@ bool FlowNetwork::gather_component(double floor, std::size_t budget) {
 // The flows at or above `floor` that connect to a changed link through each other. They are
 // found through the groups (a group's flows all share its level), without visiting the held
 // flows on the links; a union-find over the candidates' links keeps the connected ones.
+// Each candidate's record is read once: what the solve needs of it goes straight into the
+// component's arrays (routes as link ids for now), and the candidates that do not connect are
+// then dropped in place, the routes of the others renumbered locally. Marks are not needed:
+// every flow is in one group, so none is found twice, and fill() then reads the component's
+// own lists rather than the links'.
 void FlowNetwork::gather_above_floor(double floor) {
-  candidates_.clear();
   for (const std::uint32_t g : active_groups_) {
     if (group_level_[g] < floor) continue;
-    for (const std::uint32_t f : members_[g]) candidates_.push_back(f);
+    for (const std::uint32_t f : members_[g]) cf_flow_.push_back(f);
   }
-  // One pass over the candidates' records joins their links, noting each one's first link so
-  // that the pass that keeps the connected ones needs no record.
-  const std::size_t n = candidates_.size();
-  candidate_link_.resize(n);
-  for (std::size_t c = 0; c < std::min(n, kPrefetchAhead); ++c) prefetch(candidates_[c]);
+  const std::size_t n = cf_flow_.size();
+  cf_weight_.resize(n);
+  cf_old_fx_.resize(n);
+  cf_old_rate_.resize(n);
+  cf_old_group_.resize(n);
+  cf_route_.resize(n + 1);
+  for (std::size_t c = 0; c < std::min(n, kPrefetchAhead); ++c) prefetch(cf_flow_[c]);
   for (std::size_t c = 0; c < n; ++c) {
-    if (c + kPrefetchAhead < n) prefetch(candidates_[c + kPrefetchAhead]);
-    const std::uint32_t f = candidates_[c];
-    const LinkId* links = links_of(f);
-    const std::uint32_t size = flows_[f].route_size;
-    candidate_link_[c] = index_of(links[0]);
+    if (c + kPrefetchAhead < n) prefetch(cf_flow_[c + kPrefetchAhead]);
+    const FlowRecord& r = flows_[cf_flow_[c]];
+    cf_weight_[c] = r.weight;
+    cf_old_fx_[c] = r.rate_fx;
+    cf_old_rate_[c] = r.rate;
+    cf_old_group_[c] = r.group;
+    cf_route_[c] = static_cast<std::uint32_t>(cr_link_.size());
+    const LinkId* links = r.route_size <= kInlineLinks ? r.links : spill_links_.data() + spill_begin_[cf_flow_[c]];
+    cr_link_.push_back(index_of(links[0]));
     std::uint32_t root = find(index_of(links[0]));
-    for (std::uint32_t i = 1; i < size; ++i) {
+    for (std::uint32_t i = 1; i < r.route_size; ++i) {
+      cr_link_.push_back(index_of(links[i]));
       const std::uint32_t other = find(index_of(links[i]));
       if (other == root) continue;
       if (other < root) {
@@ -498,19 +509,34 @@ void FlowNetwork::gather_above_floor(double floor) {
         parent_[other] = root;
       }
     }
-    solve_work_ += size;
+    solve_work_ += r.route_size;
   }
-  // The sets the changed links belong to; the candidates in them are the component.
+  cf_route_[n] = static_cast<std::uint32_t>(cr_link_.size());
+  // The sets the changed links belong to; the candidates in them are the component, kept in
+  // the order found (the filling's sums run in that order).
   for (const std::uint32_t l : cl_link_) root_mark_[find(l)] = solve_epoch_;
   std::size_t kept = 0;
+  std::uint32_t out = 0;
   for (std::size_t c = 0; c < n; ++c) {
-    if (root_mark_[find(candidate_link_[c])] == solve_epoch_) candidates_[kept++] = candidates_[c];
+    const std::uint32_t begin = cf_route_[c];
+    const std::uint32_t end = cf_route_[c + 1];
+    if (root_mark_[find(cr_link_[begin])] != solve_epoch_) continue;
+    cf_flow_[kept] = cf_flow_[c];
+    cf_weight_[kept] = cf_weight_[c];
+    cf_old_fx_[kept] = cf_old_fx_[c];
+    cf_old_rate_[kept] = cf_old_rate_[c];
+    cf_old_group_[kept] = cf_old_group_[c];
+    cf_route_[kept] = out;
+    for (std::uint32_t j = begin; j < end; ++j) cr_link_[out++] = local_link(cr_link_[j]);
+    ++kept;
   }
-  for (std::size_t c = 0; c < std::min(kept, kPrefetchAhead); ++c) prefetch(candidates_[c]);
-  for (std::size_t c = 0; c < kept; ++c) {
-    if (c + kPrefetchAhead < kept) prefetch(candidates_[c + kPrefetchAhead]);
-    add_to_component(candidates_[c]);
-  }
+  cf_flow_.resize(kept);
+  cf_weight_.resize(kept);
+  cf_old_fx_.resize(kept);
+  cf_old_rate_.resize(kept);
+  cf_old_group_.resize(kept);
+  cf_route_.resize(kept);  // solve() appends the end of the last route
+  cr_link_.resize(out);
 }
 
 // Weighted progressive filling over the component. A link's level is the rate per unit weight

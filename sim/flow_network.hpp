@@ -210,8 +210,6 @@ class FlowNetwork {
   std::vector<std::uint32_t> parent_;         // union-find over links, valid when uf_mark_ is current
   std::vector<std::uint64_t> uf_mark_;
   std::vector<std::uint64_t> root_mark_;      // == solve_epoch_: a changed link's set
-  std::vector<std::uint32_t> candidates_;     // flows at or above a departure's floor
-  std::vector<std::uint32_t> candidate_link_; // each one's first link
   std::vector<std::uint32_t> changed_links_;  // the links a solve started from
   std::uint32_t breadth_first_backoff_ = 0;   // solves to skip the breadth-first try after a failure
   std::uint32_t breadth_first_wait_ = 0;      // of which this many are left
