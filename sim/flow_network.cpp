@@ -495,7 +495,7 @@ void FlowNetwork::gather_above_floor(double floor) {
     cf_old_rate_[c] = r.rate;
     cf_old_group_[c] = r.group;
     cf_route_[c] = static_cast<std::uint32_t>(cr_link_.size());
-    const LinkId* links = r.route_size <= kInlineLinks ? r.links : spill_links_.data() + spill_begin_[cf_flow_[c]];
+    const LinkId* links = links_of(cf_flow_[c]);
     cr_link_.push_back(index_of(links[0]));
     std::uint32_t root = find(index_of(links[0]));
     for (std::uint32_t i = 1; i < r.route_size; ++i) {
