@@ -69,40 +69,42 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
     free_flows_.pop_back();
   } else {
     f = static_cast<std::uint32_t>(state_.size());
+    flows_.emplace_back();
     state_.push_back(State::free);
     remaining_.push_back(0);
-    rate_.push_back(0);
-    rate_fx_.push_back(0);
-    weight_.push_back(0);
     tag_.push_back(0);
     event_.emplace_back();
-    route_begin_.push_back(0);
-    route_size_.push_back(0);
-    route_capacity_.push_back(0);
-    group_.push_back(kNone);
+    inline_slots_.resize(inline_slots_.size() + kInlineLinks);
+    spill_begin_.push_back(0);
+    spill_capacity_.push_back(0);
     finish_.push_back(0);
     heap_pos_.push_back(0);
-    flow_mark_.push_back(0);
-    flow_local_.push_back(0);
   }
-  // The route goes to the pool; a reused id keeps its old space when the new route fits.
+  // A short route goes into the record, a long one to the spill pool, where a reused id keeps
+  // its old space when the new route fits. The record's mark stays: it is older than any
+  // solve to come.
+  FlowRecord& r = flows_[f];
   const auto n = static_cast<std::uint32_t>(route.size());
-  if (route_capacity_[f] < n) {
-    route_begin_[f] = static_cast<std::uint32_t>(route_pool_.size());
-    route_capacity_[f] = n;
-    route_pool_.resize(route_pool_.size() + n);
-    slot_pool_.resize(slot_pool_.size() + n);
+  r.route_size = n;
+  if (n <= kInlineLinks) {
+    std::copy(route.begin(), route.end(), r.links);
+  } else {
+    if (spill_capacity_[f] < n) {
+      spill_begin_[f] = static_cast<std::uint32_t>(spill_links_.size());
+      spill_capacity_[f] = n;
+      spill_links_.resize(spill_links_.size() + n);
+      spill_slots_.resize(spill_slots_.size() + n);
+    }
+    std::copy(route.begin(), route.end(), spill_links_.begin() + spill_begin_[f]);
   }
-  std::copy(route.begin(), route.end(), route_pool_.begin() + route_begin_[f]);
-  route_size_[f] = n;
+  r.weight = weight;
+  r.rate = 0;
+  r.rate_fx = 0;
+  r.group = kNone;
 
   state_[f] = State::latency;
   remaining_[f] = size.value();
-  rate_[f] = 0;
-  rate_fx_[f] = 0;
-  weight_[f] = weight;
   tag_[f] = tag;
-  group_[f] = kNone;
   ++active_count_;
   ++started_;
   if (latency_ns == 0) {
@@ -115,25 +117,26 @@ FlowId FlowNetwork::start(std::span<const LinkId> route, Bytes size, std::uint64
 
 std::span<const LinkId> FlowNetwork::route(FlowId flow) const {
   const std::uint32_t f = index_of(flow);
-  return {route_pool_.data() + route_begin_[f], route_size_[f]};
+  return {links_of(f), flows_[f].route_size};
 }
 
 Bytes FlowNetwork::remaining(FlowId flow) const {
   const std::uint32_t f = index_of(flow);
-  const std::uint32_t g = group_[f];
+  const std::uint32_t g = flows_[f].group;
   if (state_[f] != State::sharing || g == kNone) return Bytes(remaining_[f]);
   const double elapsed_s = static_cast<double>(engine_.now().ns() - clock_ns_[g]) * 1e-9;
-  return Bytes(std::max(0.0, (finish_[f] - clock_[g] - group_level_[g] * elapsed_s) * weight_[f]));
+  return Bytes(std::max(0.0, (finish_[f] - clock_[g] - group_level_[g] * elapsed_s) * flows_[f].weight));
 }
 
 BytesPerSecond FlowNetwork::link_load(LinkId l) const {
   double sum = 0;
-  for (const std::uint32_t f : on_link_[index_of(l)]) sum += rate_[f];
+  for (const std::uint32_t f : on_link_[index_of(l)]) sum += flows_[f].rate;
   return BytesPerSecond(sum);
 }
 
 void FlowNetwork::activate(std::uint32_t f) {
-  if (route_size_[f] == 0 || remaining_[f] == 0) {
+  const std::uint32_t n = flows_[f].route_size;
+  if (n == 0 || remaining_[f] == 0) {
     // Nothing to share: done as soon as the latency is over (as an event, so that observers
     // never run inside start()).
     state_[f] = State::finishing;
@@ -142,10 +145,11 @@ void FlowNetwork::activate(std::uint32_t f) {
   }
   state_[f] = State::sharing;
   arrivals_ = true;
-  const std::uint32_t begin = route_begin_[f];
-  for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-    const std::uint32_t l = index_of(route_pool_[begin + i]);
-    slot_pool_[begin + i] = static_cast<std::uint32_t>(on_link_[l].size());
+  const LinkId* links = links_of(f);
+  std::uint32_t* slots = slots_of(f);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t l = index_of(links[i]);
+    slots[i] = static_cast<std::uint32_t>(on_link_[l].size());
     on_link_[l].push_back(f);
     mark_dirty(l);
   }
@@ -153,20 +157,21 @@ void FlowNetwork::activate(std::uint32_t f) {
 }
 
 void FlowNetwork::detach(std::uint32_t f) {
-  const std::uint32_t begin = route_begin_[f];
-  for (std::uint32_t i = 0; i < route_size_[f]; ++i) {
-    const std::uint32_t l = index_of(route_pool_[begin + i]);
+  const LinkId* links = links_of(f);
+  const std::uint32_t* slots = slots_of(f);
+  for (std::uint32_t i = 0; i < flows_[f].route_size; ++i) {
+    const std::uint32_t l = index_of(links[i]);
     std::vector<std::uint32_t>& flows = on_link_[l];
-    const std::uint32_t slot = slot_pool_[begin + i];
+    const std::uint32_t slot = slots[i];
     const std::uint32_t moved = flows.back();
     flows[slot] = moved;
     flows.pop_back();
     if (moved != f) {
       // Tell the moved flow where it now sits on this link.
-      const std::uint32_t mb = route_begin_[moved];
-      for (std::uint32_t j = 0; j < route_size_[moved]; ++j) {
-        if (index_of(route_pool_[mb + j]) == l) {
-          slot_pool_[mb + j] = slot;
+      const LinkId* moved_links = links_of(moved);
+      for (std::uint32_t j = 0; j < flows_[moved].route_size; ++j) {
+        if (index_of(moved_links[j]) == l) {
+          slots_of(moved)[j] = slot;
           break;
         }
       }
@@ -177,9 +182,9 @@ void FlowNetwork::detach(std::uint32_t f) {
 
 void FlowNetwork::complete(std::uint32_t f) {
   if (state_[f] == State::sharing) {
-    const std::uint32_t g = group_[f];
+    const std::uint32_t g = flows_[f].group;
     // A flow leaves between solves only through its group's completion event, so it has one.
-    const double level = g == kNone ? rate_[f] / weight_[f] : group_level_[g];
+    const double level = g == kNone ? flows_[f].rate / flows_[f].weight : group_level_[g];
     departure_floor_ = departures_ ? std::min(departure_floor_, level) : level;
     departures_ = true;
     if (g != kNone) group_erase(f);
@@ -195,13 +200,14 @@ void FlowNetwork::complete(std::uint32_t f) {
 }
 
 void FlowNetwork::set_rate(std::uint32_t f, double rate) {
+  FlowRecord& r = flows_[f];
   const std::int64_t fx = to_fixed(rate);
-  const std::int64_t delta = fx - rate_fx_[f];
-  rate_[f] = rate;
-  rate_fx_[f] = fx;
+  const std::int64_t delta = fx - r.rate_fx;
+  r.rate = rate;
+  r.rate_fx = fx;
   if (delta == 0) return;
-  const std::uint32_t begin = route_begin_[f];
-  for (std::uint32_t i = 0; i < route_size_[f]; ++i) load_fx_[index_of(route_pool_[begin + i])] += delta;
+  const LinkId* links = links_of(f);
+  for (std::uint32_t i = 0; i < r.route_size; ++i) load_fx_[index_of(links[i])] += delta;
 }
 
 void FlowNetwork::mark_dirty(std::uint32_t link) {
@@ -289,14 +295,14 @@ void FlowNetwork::group_insert(std::uint32_t g, std::uint32_t f) {
     active_slot_[g] = static_cast<std::uint32_t>(active_groups_.size());
     active_groups_.push_back(g);
   }
-  group_[f] = g;
+  flows_[f].group = g;
   members_[g].push_back(f);
   sift_up(g, static_cast<std::uint32_t>(members_[g].size() - 1));
 }
 
 void FlowNetwork::group_erase(std::uint32_t f) {
-  const std::uint32_t g = group_[f];
-  group_[f] = kNone;
+  const std::uint32_t g = flows_[f].group;
+  flows_[f].group = kNone;
   std::vector<std::uint32_t>& h = members_[g];
   const std::uint32_t pos = heap_pos_[f];
   const std::uint32_t last = h.back();
@@ -344,31 +350,51 @@ std::uint32_t FlowNetwork::local_link(std::uint32_t link) {
   return i;
 }
 
+// Takes the flow into the component, copying from its record all that fill() and apply() need
+// of it, so that neither visits the record again until apply() sets the new rate.
 void FlowNetwork::add_to_component(std::uint32_t f) {
-  flow_mark_[f] = solve_epoch_;
-  flow_local_[f] = static_cast<std::uint32_t>(cf_flow_.size());
+  FlowRecord& r = flows_[f];
+  r.mark = flow_epoch_;
+  r.local = static_cast<std::uint32_t>(cf_flow_.size());
   cf_flow_.push_back(f);
-  cf_weight_.push_back(weight_[f]);
+  cf_weight_.push_back(r.weight);
+  cf_old_fx_.push_back(r.rate_fx);
+  cf_old_rate_.push_back(r.rate);
+  cf_old_group_.push_back(r.group);
   cf_route_.push_back(static_cast<std::uint32_t>(cr_link_.size()));
-  const std::uint32_t begin = route_begin_[f];
-  for (std::uint32_t i = 0; i < route_size_[f]; ++i) cr_link_.push_back(local_link(index_of(route_pool_[begin + i])));
+  const LinkId* links = links_of(f);
+  for (std::uint32_t i = 0; i < r.route_size; ++i) cr_link_.push_back(local_link(index_of(links[i])));
 }
 
 // An empty component that holds the changed links (numbered first).
 void FlowNetwork::start_component() {
   cf_flow_.clear();
   cf_weight_.clear();
+  cf_old_fx_.clear();
+  cf_old_rate_.clear();
+  cf_old_group_.clear();
   cf_route_.clear();
   cr_link_.clear();
   cl_link_.clear();
   for (const std::uint32_t l : changed_links_) local_link(l);
 }
 
+// A new set of marks: links compare theirs with solve_epoch_ (64 bits: never wraps), flow
+// records with flow_epoch_, which advances with it in 32 bits to keep the record in one cache
+// line; when that wraps, every record's mark is cleared so that no stale mark can match.
+void FlowNetwork::next_epoch() {
+  ++solve_epoch_;
+  if (++flow_epoch_ == 0) {
+    for (FlowRecord& r : flows_) r.mark = 0;
+    flow_epoch_ = 1;
+  }
+}
+
 void FlowNetwork::solve() {
   // A deferred re-solve whose work an arrival's re-solve has done since.
   if (dirty_links_.empty() && !arrivals_ && !departures_) return;
   ++solves_;
-  ++solve_epoch_;
+  next_epoch();
 
   // When flows only left, the flows whose level (rate / weight) is below the lowest level of
   // those that left keep their rates: in progressive filling every link a departed flow
@@ -407,7 +433,7 @@ void FlowNetwork::solve() {
       breadth_first_wait_ = breadth_first_backoff_;
     }
     if (!found) {
-      ++solve_epoch_;  // forget the marks of the attempt
+      next_epoch();  // forget the marks of the attempt
       start_component();
       by_links_ = false;
       gather_above_floor(floor);
@@ -424,14 +450,18 @@ void FlowNetwork::solve() {
 bool FlowNetwork::gather_component(double floor, std::size_t budget) {
   std::size_t visited = 0;
   for (std::size_t next = 0; next < cl_link_.size(); ++next) {
-    const std::uint32_t l = cl_link_[next];
-    visited += on_link_[l].size();
-    solve_work_ += on_link_[l].size();
+    const std::vector<std::uint32_t>& on = on_link_[cl_link_[next]];
+    const std::size_t n = on.size();
+    visited += n;
+    solve_work_ += n;
     if (budget > 0 && visited > budget) return false;
-    for (const std::uint32_t f : on_link_[l]) {
-      if (flow_mark_[f] == solve_epoch_) continue;
-      if (floor > 0 && group_[f] != kNone && group_level_[group_[f]] < floor) continue;  // held
-      add_to_component(f);
+    for (std::size_t c = 0; c < std::min(n, kPrefetchAhead); ++c) prefetch(on[c]);
+    for (std::size_t c = 0; c < n; ++c) {
+      if (c + kPrefetchAhead < n) prefetch(on[c + kPrefetchAhead]);
+      const FlowRecord& r = flows_[on[c]];
+      if (r.mark == flow_epoch_) continue;
+      if (floor > 0 && r.group != kNone && group_level_[r.group] < floor) continue;  // held
+      add_to_component(on[c]);
     }
   }
   return true;
@@ -440,17 +470,37 @@ bool FlowNetwork::gather_component(double floor, std::size_t budget) {
 // The flows at or above `floor` that connect to a changed link through each other. They are
 // found through the groups (a group's flows all share its level), without visiting the held
 // flows on the links; a union-find over the candidates' links keeps the connected ones.
+// Each candidate's record is read once: what the solve needs of it goes straight into the
+// component's arrays (routes as link ids for now), and the candidates that do not connect are
+// then dropped in place, the routes of the others renumbered locally. Marks are not needed:
+// every flow is in one group, so none is found twice, and fill() then reads the component's
+// own lists rather than the links'.
 void FlowNetwork::gather_above_floor(double floor) {
-  candidates_.clear();
   for (const std::uint32_t g : active_groups_) {
     if (group_level_[g] < floor) continue;
-    for (const std::uint32_t f : members_[g]) candidates_.push_back(f);
+    for (const std::uint32_t f : members_[g]) cf_flow_.push_back(f);
   }
-  for (const std::uint32_t f : candidates_) {
-    const std::uint32_t begin = route_begin_[f];
-    std::uint32_t root = find(index_of(route_pool_[begin]));
-    for (std::uint32_t i = 1; i < route_size_[f]; ++i) {
-      const std::uint32_t other = find(index_of(route_pool_[begin + i]));
+  const std::size_t n = cf_flow_.size();
+  cf_weight_.resize(n);
+  cf_old_fx_.resize(n);
+  cf_old_rate_.resize(n);
+  cf_old_group_.resize(n);
+  cf_route_.resize(n + 1);
+  for (std::size_t c = 0; c < std::min(n, kPrefetchAhead); ++c) prefetch(cf_flow_[c]);
+  for (std::size_t c = 0; c < n; ++c) {
+    if (c + kPrefetchAhead < n) prefetch(cf_flow_[c + kPrefetchAhead]);
+    const FlowRecord& r = flows_[cf_flow_[c]];
+    cf_weight_[c] = r.weight;
+    cf_old_fx_[c] = r.rate_fx;
+    cf_old_rate_[c] = r.rate;
+    cf_old_group_[c] = r.group;
+    cf_route_[c] = static_cast<std::uint32_t>(cr_link_.size());
+    const LinkId* links = links_of(cf_flow_[c]);
+    cr_link_.push_back(index_of(links[0]));
+    std::uint32_t root = find(index_of(links[0]));
+    for (std::uint32_t i = 1; i < r.route_size; ++i) {
+      cr_link_.push_back(index_of(links[i]));
+      const std::uint32_t other = find(index_of(links[i]));
       if (other == root) continue;
       if (other < root) {
         parent_[root] = other;
@@ -459,13 +509,34 @@ void FlowNetwork::gather_above_floor(double floor) {
         parent_[other] = root;
       }
     }
-    solve_work_ += route_size_[f];
+    solve_work_ += r.route_size;
   }
-  // The sets the changed links belong to; the candidates in them are the component.
+  cf_route_[n] = static_cast<std::uint32_t>(cr_link_.size());
+  // The sets the changed links belong to; the candidates in them are the component, kept in
+  // the order found (the filling's sums run in that order).
   for (const std::uint32_t l : cl_link_) root_mark_[find(l)] = solve_epoch_;
-  for (const std::uint32_t f : candidates_) {
-    if (root_mark_[find(index_of(route_pool_[route_begin_[f]]))] == solve_epoch_) add_to_component(f);
+  std::size_t kept = 0;
+  std::uint32_t out = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::uint32_t begin = cf_route_[c];
+    const std::uint32_t end = cf_route_[c + 1];
+    if (root_mark_[find(cr_link_[begin])] != solve_epoch_) continue;
+    cf_flow_[kept] = cf_flow_[c];
+    cf_weight_[kept] = cf_weight_[c];
+    cf_old_fx_[kept] = cf_old_fx_[c];
+    cf_old_rate_[kept] = cf_old_rate_[c];
+    cf_old_group_[kept] = cf_old_group_[c];
+    cf_route_[kept] = out;
+    for (std::uint32_t j = begin; j < end; ++j) cr_link_[out++] = local_link(cr_link_[j]);
+    ++kept;
   }
+  cf_flow_.resize(kept);
+  cf_weight_.resize(kept);
+  cf_old_fx_.resize(kept);
+  cf_old_rate_.resize(kept);
+  cf_old_group_.resize(kept);
+  cf_route_.resize(kept);  // solve() appends the end of the last route
+  cr_link_.resize(out);
 }
 
 // Weighted progressive filling over the component. A link's level is the rate per unit weight
@@ -487,7 +558,7 @@ void FlowNetwork::fill() {
   cf_frozen_.assign(flows, 0);
   for (std::uint32_t k = 0; k < flows; ++k) {
     const double w = cf_weight_[k];
-    const std::int64_t fx = rate_fx_[cf_flow_[k]];
+    const std::int64_t fx = cf_old_fx_[k];
     for (std::uint32_t j = cf_route_[k]; j < cf_route_[k + 1]; ++j) {
       const std::uint32_t i = cr_link_[j];
       cl_weight_[i] += w;
@@ -567,8 +638,13 @@ void FlowNetwork::fill() {
       }
     };
     if (by_links_) {
-      for (const std::uint32_t f : on_link_[link]) {
-        if (flow_mark_[f] == solve_epoch_) freeze(flow_local_[f]);
+      const std::vector<std::uint32_t>& on = on_link_[link];
+      const std::size_t n = on.size();
+      for (std::size_t c = 0; c < std::min(n, kPrefetchAhead); ++c) prefetch(on[c]);
+      for (std::size_t c = 0; c < n; ++c) {
+        if (c + kPrefetchAhead < n) prefetch(on[c + kPrefetchAhead]);
+        const FlowRecord& r = flows_[on[c]];
+        if (r.mark == flow_epoch_) freeze(r.local);
       }
     } else {
       for (std::uint32_t c = csr_begin_[i]; c < csr_begin_[i + 1]; ++c) freeze(csr_flows_[c]);
@@ -591,27 +667,27 @@ void FlowNetwork::apply() {
     if (!members_[g].empty()) advance(g);
   };
   for (std::uint32_t k = 0; k < flows; ++k) {
-    involve(group_[cf_flow_[k]]);
+    involve(cf_old_group_[k]);
     involve(cl_link_[cf_group_[k]]);
   }
   const std::int64_t now = engine_.now().ns();
   for (std::uint32_t k = 0; k < flows; ++k) {
     const std::uint32_t f = cf_flow_[k];
-    const std::uint32_t g = group_[f];
+    const std::uint32_t g = cf_old_group_[k];
     const std::uint32_t h = cl_link_[cf_group_[k]];
     if (g == h) continue;
     double left = remaining_[f];  // bytes; a flow new to sharing has sent nothing
     old_level_[h] = -1;           // membership changed: the next completion may have too
     if (g != kNone) {
       old_level_[g] = -1;
-      left = std::max(0.0, finish_[f] - clock_[g]) * weight_[f];
+      left = std::max(0.0, finish_[f] - clock_[g]) * cf_weight_[k];
       group_erase(f);
     }
     if (members_[h].empty()) {
       clock_[h] = 0;
       clock_ns_[h] = now;
     }
-    finish_[f] = clock_[h] + left / weight_[f];
+    finish_[f] = clock_[h] + left / cf_weight_[k];
     group_insert(h, f);
   }
   for (const std::uint32_t g : changed_groups_) {
@@ -624,9 +700,11 @@ void FlowNetwork::apply() {
   }
   bool changed = false;
   for (std::uint32_t k = 0; k < flows; ++k) {
-    const std::uint32_t f = cf_flow_[k];
-    if (cf_rate_[k] != rate_[f]) {
-      set_rate(f, cf_rate_[k]);
+    if (k + kPrefetchAhead < flows && cf_rate_[k + kPrefetchAhead] != cf_old_rate_[k + kPrefetchAhead]) {
+      prefetch(cf_flow_[k + kPrefetchAhead]);
+    }
+    if (cf_rate_[k] != cf_old_rate_[k]) {
+      set_rate(cf_flow_[k], cf_rate_[k]);
       changed = true;
     }
   }

@@ -65,11 +65,11 @@ class FlowNetwork {
 
   bool active(FlowId f) const { return index_of(f) < state_.size() && state_[index_of(f)] != State::free; }
   // Current rate (zero during the latency phase).
-  BytesPerSecond rate(FlowId f) const { return BytesPerSecond(rate_[index_of(f)]); }
+  BytesPerSecond rate(FlowId f) const { return BytesPerSecond(flows_[index_of(f)].rate); }
   // Bytes still to send, as of now.
   Bytes remaining(FlowId f) const;
   std::span<const LinkId> route(FlowId f) const;
-  double weight(FlowId f) const { return weight_[index_of(f)]; }
+  double weight(FlowId f) const { return flows_[index_of(f)].weight; }
   // Sum of the rates of the flows crossing a link now.
   BytesPerSecond link_load(LinkId l) const;
   // Flows sharing a link now (past their latency).
@@ -98,6 +98,36 @@ class FlowNetwork {
   // (empty route or no bytes), its completion is due now.
   enum class State : std::uint8_t { free, latency, sharing, finishing };
   static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  // What a re-solve reads of a flow, in one cache line, route included: a re-solve visits
+  // tens of thousands of flows in no useful order (a large all-to-all under per-flow ECMP), so
+  // each costs one line from memory, fetched ahead by prefetch(), rather than one per array.
+  // Routes longer than kInlineLinks (a rail-optimized fabric's longest has 6) live in
+  // spill_links_.
+  static constexpr std::uint32_t kInlineLinks = 6;
+  struct alignas(64) FlowRecord {
+    double weight = 0;
+    double rate = 0;                   // bytes/s
+    std::int64_t rate_fx = 0;          // rate in fixed point (kLoadScale per B/s)
+    std::uint32_t group = kNone;       // its bottleneck link, or kNone
+    std::uint32_t mark = 0;            // == flow_epoch_ when in the solve's component
+    std::uint32_t local = 0;           // then: its local number
+    std::uint32_t route_size = 0;
+    LinkId links[kInlineLinks] = {};   // the route, when it fits
+  };
+  static_assert(sizeof(FlowRecord) == 64, "a flow's record is one cache line");
+  // How far ahead the hot loops prefetch records: enough to cover a miss to memory at the
+  // loops' pace (32 measured the same).
+  static constexpr std::size_t kPrefetchAhead = 16;
+  void prefetch(std::uint32_t f) const { __builtin_prefetch(&flows_[f]); }
+  const LinkId* links_of(std::uint32_t f) const {
+    return flows_[f].route_size <= kInlineLinks ? flows_[f].links : spill_links_.data() + spill_begin_[f];
+  }
+  std::uint32_t* slots_of(std::uint32_t f) {
+    return flows_[f].route_size <= kInlineLinks ? inline_slots_.data() + std::size_t{f} * kInlineLinks
+                                                : spill_slots_.data() + spill_begin_[f];
+  }
+  void next_epoch();
 
   void activate(std::uint32_t f);
   void complete(std::uint32_t f);
@@ -139,21 +169,19 @@ class FlowNetwork {
   std::vector<double> capacity_;              // bytes/s
   std::vector<std::int64_t> latency_ns_;
   std::vector<std::vector<std::uint32_t>> on_link_;  // sharing flows per link
-  std::vector<std::int64_t> load_fx_;         // sum of the sharing flows' rate_fx_
+  std::vector<std::int64_t> load_fx_;         // sum of the sharing flows' rate_fx
 
-  // Flows, struct of arrays; ids are reused through free_flows_.
+  // Flows: their records, the rest struct of arrays; ids are reused through free_flows_.
+  std::vector<FlowRecord> flows_;
   std::vector<State> state_;
   std::vector<double> remaining_;             // bytes, until the flow starts sharing
-  std::vector<double> rate_;                  // bytes/s
-  std::vector<std::int64_t> rate_fx_;         // rate_ in fixed point (kLoadScale per B/s)
-  std::vector<double> weight_;
   std::vector<std::uint64_t> tag_;
   std::vector<EventId> event_;                // activation, or a finishing flow's completion
-  std::vector<std::uint32_t> route_begin_;    // into route_pool_ and slot_pool_
-  std::vector<std::uint32_t> route_size_;
-  std::vector<std::uint32_t> route_capacity_;
-  std::vector<LinkId> route_pool_;
-  std::vector<std::uint32_t> slot_pool_;      // the flow's index in on_link_ of each route link
+  std::vector<std::uint32_t> inline_slots_;   // kInlineLinks per flow: its index in on_link_ of each route link
+  std::vector<std::uint32_t> spill_begin_;    // a long route's start in spill_links_ and spill_slots_
+  std::vector<std::uint32_t> spill_capacity_; // and the room it has there
+  std::vector<LinkId> spill_links_;
+  std::vector<std::uint32_t> spill_slots_;
   std::vector<std::uint32_t> free_flows_;
   std::size_t active_count_ = 0;
   std::uint64_t started_ = 0;
@@ -161,7 +189,6 @@ class FlowNetwork {
   // Groups, one per link (a group is the set of sharing flows that link bottlenecks): a
   // shared level (rate per unit weight), a virtual clock (bytes per unit weight served since
   // the group formed) and a heap of its flows by the clock reading at which each finishes.
-  std::vector<std::uint32_t> group_;          // per flow: its bottleneck link, or kNone
   std::vector<double> finish_;                // per flow: its group's clock when it is done
   std::vector<std::uint32_t> heap_pos_;       // per flow: its index in its group's heap
   std::vector<std::vector<std::uint32_t>> members_;  // per link: a heap of flows
@@ -180,17 +207,19 @@ class FlowNetwork {
   std::vector<std::uint8_t> link_dirty_;
   std::vector<std::uint64_t> link_mark_;      // == solve_epoch_ when in the component
   std::vector<std::uint32_t> local_;          // then: its local number
-  std::vector<std::uint64_t> flow_mark_;      // == solve_epoch_ when in the component
   std::vector<std::uint32_t> parent_;         // union-find over links, valid when uf_mark_ is current
   std::vector<std::uint64_t> uf_mark_;
   std::vector<std::uint64_t> root_mark_;      // == solve_epoch_: a changed link's set
-  std::vector<std::uint32_t> candidates_;     // flows at or above a departure's floor
   std::vector<std::uint32_t> changed_links_;  // the links a solve started from
   std::uint32_t breadth_first_backoff_ = 0;   // solves to skip the breadth-first try after a failure
   std::uint32_t breadth_first_wait_ = 0;      // of which this many are left
-  // Component flows, local numbering.
+  // Component flows, local numbering, with what the solve needs of their records copied in
+  // as they are gathered (one visit to each record up to apply()).
   std::vector<std::uint32_t> cf_flow_;        // the flow's id
   std::vector<double> cf_weight_;
+  std::vector<std::int64_t> cf_old_fx_;       // its rate_fx before the solve
+  std::vector<double> cf_old_rate_;           // its rate before the solve
+  std::vector<std::uint32_t> cf_old_group_;   // its group before the solve
   std::vector<std::uint32_t> cf_route_;       // start of its route in cr_link_
   std::vector<std::uint32_t> cr_link_;        // routes, as local link numbers
   std::vector<double> cf_rate_;               // the new rate
@@ -201,12 +230,11 @@ class FlowNetwork {
   std::vector<double> cl_residual_;           // capacity left
   std::vector<double> cl_weight_;             // unfrozen weight
   std::vector<std::uint32_t> cl_unfrozen_;    // unfrozen flows
-  std::vector<std::int64_t> cl_in_fx_;        // the component's rate_fx_ on it
+  std::vector<std::int64_t> cl_in_fx_;        // the component's rate_fx on it
   std::vector<double> cl_level_;              // the level it froze at
   std::vector<std::uint32_t> csr_begin_;      // per local link: its flows in csr_flows_
   std::vector<std::uint32_t> csr_flows_;      // local flow numbers
   std::vector<std::uint32_t> csr_cursor_;
-  std::vector<std::uint32_t> flow_local_;     // per flow: its local number, when in the component
   bool by_links_ = true;                      // the component was found breadth first
   // The filling's links by level, keyed lazily: a link's level only rises as flows freeze
   // (up to rounding), so a key is refreshed only when it reaches the top.
@@ -222,6 +250,7 @@ class FlowNetwork {
   std::vector<double> old_level_;             // per link, for changed_groups_
   std::vector<double> reported_load_;         // per link, for on_link_load
   std::uint64_t solve_epoch_ = 0;
+  std::uint32_t flow_epoch_ = 0;   // advances with solve_epoch_, in 32 bits for the records' marks
   bool solve_pending_ = false;
   bool deferred_pending_ = false;  // a departures' re-solve waits for the quantum's boundary
   std::int64_t quantum_ns_ = 0;
