@@ -1,6 +1,7 @@
 #include "models/network/collectives.hpp"
 #include "sim/error.hpp"
 #include "approx.hpp"
+#include "collective_spec.hpp"
 #include "input_error.hpp"
 
 #include <fmt/format.h>
@@ -12,10 +13,7 @@ using namespace orrery::models;
 
 namespace {
 CollectiveSpec spec(CollectiveOp op, CollectiveAlgo algo, double bytes, int channels = 0, int chunks = 1) {
-  CollectiveSpec s;
-  s.op = op;
-  s.algo = algo;
-  s.size = sim::Bytes(bytes);
+  CollectiveSpec s = orrery::testing::collective_spec(op, algo, bytes);
   s.channels = channels;
   s.chunks = chunks;
   return s;

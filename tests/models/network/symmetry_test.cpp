@@ -5,6 +5,7 @@
 #include "models/network/nccl.hpp"
 #include "models/network/symmetry.hpp"
 #include "approx.hpp"
+#include "collective_spec.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -24,17 +25,20 @@ struct Case {
   bool symmetric = true;  // whether classes must be found (false: the fabric or the plan is not symmetric)
 };
 
+// `groups` groups of `ranks` GPUs `stride` apart, each running the collective.
+CollectiveSpec grouped(CollectiveOp op, CollectiveAlgo algo, double bytes, int ranks, int groups, int stride) {
+  CollectiveSpec s = orrery::testing::collective_spec(op, algo, bytes);
+  s.ranks = ranks;
+  s.groups = groups;
+  s.stride = stride;
+  return s;
+}
+
 // Runs the case with and without classes; returns the class run (whose units say whether it
 // found any) after checking both end within 0.1%.
 CollectiveResult compare(const Case& c) {
   const Topology t = build_topology(c.topology);
-  CollectiveSpec s;
-  s.op = c.op;
-  s.algo = c.algo;
-  s.size = sim::Bytes(c.bytes);
-  s.ranks = c.ranks;
-  s.groups = c.groups;
-  s.stride = c.stride;
+  CollectiveSpec s = grouped(c.op, c.algo, c.bytes, c.ranks, c.groups, c.stride);
   const CollectiveResult classes = run_collective(t, s);
   s.symmetry = false;
   const CollectiveResult full = run_collective(t, s);
@@ -115,16 +119,7 @@ TEST_CASE("symmetry classes: mixed plans contend alike with and without classes"
     std::vector<CollectiveSpec> specs;
     bool symmetric = true;
   };
-  const auto make = [](CollectiveOp op, CollectiveAlgo algo, double bytes, int ranks, int groups, int stride) {
-    CollectiveSpec s;
-    s.op = op;
-    s.algo = algo;
-    s.size = sim::Bytes(bytes);
-    s.ranks = ranks;
-    s.groups = groups;
-    s.stride = stride;
-    return s;
-  };
+  const auto make = grouped;
   const std::vector<Mix> mixes = {
       {"DP rings + EP all-to-alls, 128 GPUs, 2:1 sprayed", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
        {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)}},
