@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -47,6 +48,9 @@ std::string_view to_string(LinkKind kind) {
 namespace {
 constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
 constexpr NodeIndex kNoNode = std::numeric_limits<NodeIndex>::max();
+// Nodes with at most this many out-links choose a route's next hop by scanning them; larger
+// ones (switches) cache their choices per destination (Topology::next_hops).
+constexpr std::size_t kScanned = 8;
 }  // namespace
 
 // A breadth-first search from one destination against the link direction, run only as far as
@@ -252,9 +256,23 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    const std::vector<LinkIndex>& candidates = next_hops(at, dst, search);
-    ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
-    const LinkIndex l = candidates[static_cast<std::size_t>(z % candidates.size())];
+    LinkIndex l = 0;
+    if (out_[at].size() <= kScanned) {
+      // A GPU or a NIC: its few links scanned in place (the same candidates in the same order as
+      // next_hops, without an entry in its cache per destination).
+      std::array<LinkIndex, kScanned> candidates{};
+      std::size_t count = 0;
+      const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
+      for (const LinkIndex k : out_[at]) {
+        if (d[links_[k].to] == next_distance) candidates[count++] = k;
+      }
+      ORRERY_CHECK(count > 0, "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
+      l = candidates[static_cast<std::size_t>(z % count)];
+    } else {
+      const std::vector<LinkIndex>& candidates = next_hops(at, dst, search);
+      ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
+      l = candidates[static_cast<std::size_t>(z % candidates.size())];
+    }
     path.push_back(l);
     at = links_[l].to;
   }

@@ -104,8 +104,8 @@ class Topology {
   std::int32_t server_count_ = 0;
   std::string gpu_type_;
   std::string net_kind_ = "ib";
-  // The out-links of `at` one hop closer to `dst` (distances `d` to it), cached; the cache's mutex
-  // must be held.
+  // The out-links of `at` (a switch: route() scans smaller nodes in place) one hop closer to
+  // `dst` (distances `d` to it), cached; the cache's mutex must be held.
   const std::vector<LinkIndex>& next_hops(NodeIndex at, NodeIndex dst, const Search& search) const;
   struct Cache;
   std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
