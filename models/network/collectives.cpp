@@ -1019,10 +1019,9 @@ int servers_per_leaf(const Topology& t) {
 // belongs to its sender, or its receiver when a switch sends), their servers, blocks of the
 // servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
 // `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
-CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, const CollectiveSpec& s,
+// `links`: the topology's, with the plan's routes resolved.
+CollectiveResult simulate(const Topology& t, FabricLinks& links, const CollectivePlan& plan, const CollectiveSpec& s,
                           std::span<const sim::Duration> latency, bool loads) {
-  FabricLinks links(t, e, s.link_latency);
-  links.resolve(plan);
   if (s.symmetry && !loads && plan.transfers.size() > 1) {
     const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
     const auto attempt = [&](std::vector<std::uint32_t> unit_of, std::size_t keys) -> std::optional<CollectiveResult> {
@@ -1070,6 +1069,13 @@ CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const L
   }
   const RunLinks physical{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
   return Runner(physical, plan, loads, s.quantum, latency).run();
+}
+
+CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const LinkEfficiency& e, const CollectiveSpec& s,
+                          std::span<const sim::Duration> latency, bool loads) {
+  FabricLinks links(t, e, s.link_latency);
+  links.resolve(plan);
+  return simulate(t, links, plan, s, latency, loads);
 }
 
 }  // namespace
@@ -1137,6 +1143,8 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     plan.channels = std::max(plan.channels, one.channels);
     latency.push_back(s.latency);
   }
+  FabricLinks links(t, e, specs[0].link_latency);
+  links.resolve(plan);
   if (only && specs.size() > 1) {
     // The collectives `only` shares links with, directly or through another: the rest cannot
     // change its end.
@@ -1146,10 +1154,10 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
       while (parent[k] != k) k = parent[k] = parent[parent[k]];
       return k;
     };
-    FabricLinks links(t, e, specs[0].link_latency);
     std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
-    for (const Transfer& tr : plan.transfers) {
-      for (const std::uint32_t l : links.route(tr)) {
+    for (std::uint32_t i = 0; i < plan.transfers.size(); ++i) {
+      const Transfer& tr = plan.transfers[i];
+      for (const std::uint32_t l : links.route_of(i)) {
         if (owner[l] == kNone) owner[l] = tr.collective;
         parent[root(owner[l])] = root(tr.collective);
       }
@@ -1160,15 +1168,14 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
       if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(*only))) index.push_back(k), kept.push_back(specs[k]);
     }
     if (kept.size() < specs.size()) {
-      const auto at = static_cast<std::size_t>(std::find(index.begin(), index.end(), *only) - index.begin());
-      const CollectiveResult part = run_concurrent(t, kept, e, at);
+      const CollectiveResult part = run_concurrent(t, kept, e);  // all of them linked: none to leave out
       CollectiveResult r = part;
       r.ends.assign(specs.size(), sim::Duration::zero());
       for (std::size_t j = 0; j < index.size(); ++j) r.ends[index[j]] = part.ends[j];
       return r;
     }
   }
-  CollectiveResult r = simulate(t, plan, e, specs[0], latency, false);
+  CollectiveResult r = simulate(t, links, plan, specs[0], latency, false);
   r.time = *std::max_element(r.ends.begin(), r.ends.end());
   return r;
 }

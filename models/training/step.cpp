@@ -177,12 +177,12 @@ class CommCost {
         // A kind whose groups stay inside a server (NVLink only) and one with a GPU per server
         // (NIC to NIC) share no link: leaving it out is exact.
         if (other == kind || !mix_[k] || !whole_fits(*mix_[k], other) || disjoint(self, *mix_[k])) continue;
-        CollectiveSpec spec = plan_alone(*mix_[k], true).spec;
-        if (too_large_[k] || planned_transfers(spec) > kMixTransfers) {
+        if (!mix_specs_[k]) mix_specs_[k] = plan_alone(*mix_[k], true).spec;  // once per step: NCCL's choice for it
+        if (too_large_[k] || planned_transfers(*mix_specs_[k]) > kMixTransfers) {
           left_out = true;
           continue;
         }
-        others.push_back(std::move(spec));
+        others.push_back(*mix_specs_[k]);
         other_kinds.push_back(k);
         key_mix += fmt::format("|{}:{}:{:a}:{}:{}", k, static_cast<int>(mix_[k]->op), mix_[k]->bytes, mix_[k]->n, mix_[k]->stride);
       }
@@ -329,8 +329,6 @@ class CommCost {
     CollectiveSpec& spec = out.spec;
     spec.op = m.op;
     spec.size = sim::Bytes(m.bytes);
-    spec.ranks = m.n;
-    spec.peer = 1;
     spec.symmetry = symmetry_;
     out.fabric = home_fabric(m);
     spec.ranks = pair_ranks(m);
@@ -388,6 +386,7 @@ class CommCost {
   CommModel model_;
   std::map<std::tuple<int, double, int, int, int>, double> cache_;
   std::array<std::optional<Member>, kMixKinds> mix_;
+  std::array<std::optional<CollectiveSpec>, kMixKinds> mix_specs_;  // each on the whole fabric (plan_alone)
   bool symmetry_ = true;
   std::array<int, 4> mixes_{};
   std::array<bool, kMixKinds> too_large_{};  // kinds whose plan on the whole fabric passed kMixTransfers
