@@ -48,21 +48,23 @@ std::string_view to_string(LinkKind kind) {
 namespace {
 constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
 constexpr NodeIndex kNoNode = std::numeric_limits<NodeIndex>::max();
-// Nodes with at most this many out-links choose a route's next hop by scanning them; larger
-// ones (switches) cache their choices per destination (Topology::next_hops).
-constexpr std::size_t kScanned = 8;
 }  // namespace
 
-// A breadth-first search from one destination against the link direction, run only as far as
-// the routes asked of it need: a route from a GPU one NVSwitch away stops it after two levels,
-// where a whole-fabric search visits every node once per destination (quadratic in the GPUs of a
-// data-parallel ring). Distances are those of the full search wherever it has gone: when a node
-// is discovered at level L, every node of level L - 1 has been.
+// Routes meet in the middle: a breadth-first search from the source along the links and one from
+// the destination against them, each grown a whole level at a time (the one with the smaller last
+// level first) until they meet, give the route's length D; the route then walks from the source,
+// taking at each hop the out-links one step closer (the ECMP choices). A node j hops from the
+// source is D - j hops from the destination, which the destination's search knows when it reaches
+// that far, and otherwise the source's search knows as "j hops from the source and on a shortest
+// path" (some out-neighbour one level further on is). Both searches stay within a few hops of
+// their ends, so a route across a spine costs what the two ends' neighbourhoods hold, not every
+// node behind the spines once per destination (which made data-parallel rings quadratic in GPUs).
+// Searches are cached per node and grown on demand; past a budget of cached nodes all are dropped.
 namespace {
 
 // The distances a search has found, by node: open addressing on the node index while the search
-// is small, so that one that stops near its destination (a few dozen nodes) costs that much, not a
-// table of every node; a table of every node (2 bytes each) once it holds an eighth of them.
+// is small, so that one that stops near its end (a few dozen nodes) costs that much, not a table
+// of every node; a table of every node (2 bytes each) once it holds an eighth of them.
 class Distances {
  public:
   explicit Distances(std::size_t nodes) : nodes_(nodes), slots_(16, Slot{kNoNode, 0}) {}
@@ -116,25 +118,43 @@ class Distances {
   std::vector<std::uint16_t> dense_;  // every node's, once large
 };
 
+// Cached searches together may hold this many nodes (about 20 bytes each) before all are dropped
+// and grown again as routes ask: a ring over 131,072 GPUs touches every GPU's neighbourhood.
+constexpr std::size_t kSearchBudget = std::size_t{1} << 22;
+
 }  // namespace
 
+// A search from one node (its origin), along the links (from a source) or against them (to a
+// destination). GPUs are endpoints, never relays: the search holds no GPU but its origin (a GPU's
+// distance is one more than its nearest neighbour's: Topology::meet), so a GPU's search within its
+// server is its NVSwitch and NIC, not the server's other GPUs.
 struct Topology::Search {
-  explicit Search(std::size_t nodes) : d(nodes) {}
-  Distances d;                   // kUnreached until discovered
-  std::vector<NodeIndex> queue;  // discovered, in order; [head, end) not yet expanded
-  std::size_t head = 0;
+  explicit Search(std::size_t nodes, NodeIndex origin) : d(nodes) {
+    d.add(origin, 0);
+    queue.push_back(origin);
+  }
+  Distances d;                       // kUnreached until discovered
+  std::vector<NodeIndex> queue;      // discovered, in order of distance
+  std::vector<std::uint32_t> level{0};  // level[r]: where the nodes at distance r begin in queue
+  bool done = false;                 // every node it can reach is discovered
+  // Every node at distance <= radius() is discovered (all of them once done).
+  int radius() const { return static_cast<int>(level.size()) - 1; }
+  std::span<const NodeIndex> last() const { return std::span<const NodeIndex>(queue).subspan(level.back()); }
+  std::span<const NodeIndex> at(int r) const {
+    const std::size_t end = r + 1 < static_cast<int>(level.size()) ? level[static_cast<std::size_t>(r) + 1] : queue.size();
+    return std::span<const NodeIndex>(queue).subspan(level[static_cast<std::size_t>(r)], end - level[static_cast<std::size_t>(r)]);
+  }
+  bool knows(int r) const { return done || r <= radius(); }  // every node at distance r is discovered
 };
 
 struct Topology::Cache {
   std::mutex mutex;
-  std::vector<std::unique_ptr<Search>> to;  // per destination node
-  // Per (node, destination): the node's out-links one hop closer, in link order (the choices
-  // ECMP hashes over), filled as routes pass through: a hop then costs a lookup instead of two
-  // scans of the node's links (a switch of 512 GPUs has 512+). Node-based, so a reference stays
-  // valid while others are added.
-  std::unordered_map<std::uint64_t, std::vector<LinkIndex>> next;
-  // Every node's in-links, for the searches from destinations (built with the first).
+  std::vector<std::unique_ptr<Search>> from;  // per source node
+  std::vector<std::unique_ptr<Search>> to;    // per destination node
+  std::size_t held = 0;                       // nodes the cached searches hold
+  // Every node's in-links, for the searches to destinations (built with the first).
   std::vector<std::vector<LinkIndex>> in;
+  std::vector<LinkIndex> candidates;  // a hop's choices, reused
 };
 
 Topology::Topology() : cache_(std::make_unique<Cache>()) {}
@@ -149,7 +169,7 @@ NodeIndex Topology::add_node(std::string name, NodeKind kind, std::int32_t serve
   out_.emplace_back();
   if (kind == NodeKind::gpu) gpus_.push_back(index);
   server_count_ = std::max(server_count_, server + 1);
-  cache_->to.clear();
+  forget_searches();
   return index;
 }
 
@@ -179,10 +199,15 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   links_.push_back(TopoLink{b, a, b_to_a, latency_b_to_a, kind});
   out_[a].push_back(first);
   out_[b].push_back(first + 1);
-  cache_->to.clear();
-  cache_->next.clear();
+  forget_searches();
   cache_->in.clear();
   return first;
+}
+
+void Topology::forget_searches() const {
+  cache_->from.clear();
+  cache_->to.clear();
+  cache_->held = 0;
 }
 
 void Topology::describe(std::string gpu, std::string net) {
@@ -202,95 +227,156 @@ std::int64_t Topology::find(std::string_view name) const {
   return -1;
 }
 
-const Topology::Search& Topology::search_to(NodeIndex dst, NodeIndex until) const {
+Topology::Search& Topology::search(NodeIndex origin, bool forward) const {
   // Called with the cache's mutex held.
-  if (cache_->to.size() != nodes_.size()) cache_->to.resize(nodes_.size());
-  if (cache_->in.size() != nodes_.size()) {
+  std::vector<std::unique_ptr<Search>>& cached = forward ? cache_->from : cache_->to;
+  if (cached.size() != nodes_.size()) cached.resize(nodes_.size());
+  if (!forward && cache_->in.size() != nodes_.size()) {
     cache_->in.assign(nodes_.size(), {});
     for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
   }
-  std::unique_ptr<Search>& slot = cache_->to[dst];
+  std::unique_ptr<Search>& slot = cached[origin];
   if (!slot) {
-    slot = std::make_unique<Search>(nodes_.size());
-    slot->d.add(dst, 0);
-    slot->queue.push_back(dst);
+    slot = std::make_unique<Search>(nodes_.size(), origin);
+    ++cache_->held;
   }
-  Search& s = *slot;
-  // GPUs are endpoints, never relays: the search does not continue from a GPU other than the
-  // destination.
-  while ((until == kNoNode || s.d[until] == kUnreached) && s.head < s.queue.size()) {
-    const NodeIndex x = s.queue[s.head++];
-    if (x != dst && nodes_[x].kind == NodeKind::gpu) continue;
-    for (const LinkIndex l : cache_->in[x]) {
-      const NodeIndex v = links_[l].from;
-      if (s.d[v] == kUnreached) {
-        s.d.add(v, static_cast<std::uint16_t>(s.d[x] + 1));
+  return *slot;
+}
+
+void Topology::grow(Search& s, bool forward) const {
+  // Called with the cache's mutex held. Expands the last level: discovers distance radius() + 1.
+  if (s.done) return;
+  const auto begin = static_cast<std::size_t>(s.level.back());
+  const std::size_t end = s.queue.size();
+  const auto next = static_cast<std::uint16_t>(s.radius() + 1);
+  for (std::size_t i = begin; i < end; ++i) {
+    for (const LinkIndex l : forward ? out_[s.queue[i]] : cache_->in[s.queue[i]]) {
+      const NodeIndex v = forward ? links_[l].to : links_[l].from;
+      if (nodes_[v].kind != NodeKind::gpu && s.d[v] == kUnreached) {
+        s.d.add(v, next);
         s.queue.push_back(v);
       }
     }
   }
-  return s;
+  cache_->held += s.queue.size() - end;
+  if (s.queue.size() == end) {
+    s.done = true;
+  } else {
+    s.level.push_back(static_cast<std::uint32_t>(end));
+  }
+}
+
+int Topology::meet(Search& from, Search& to, NodeIndex src, NodeIndex dst) const {
+  // Called with the cache's mutex held. The searches hold no GPU but their origins: a GPU
+  // destination is one hop past the nearest of its in-neighbours the source's search knows (the
+  // source itself when they are linked), a GPU source one hop before the nearest out-neighbour
+  // the destination's search knows. Either is exact once one neighbour is known: the others are
+  // farther than the search's radius.
+  const auto ends = [&](NodeIndex a, NodeIndex b) {
+    int best = std::numeric_limits<int>::max();
+    if (from.d[b] != kUnreached) return static_cast<int>(from.d[b]);
+    if (to.d[a] != kUnreached) return static_cast<int>(to.d[a]);
+    for (const LinkIndex l : cache_->in[b]) {
+      const NodeIndex u = links_[l].from;
+      if (u == a) return 1;
+      if (from.d[u] != kUnreached) best = std::min(best, from.d[u] + 1);
+    }
+    if (best != std::numeric_limits<int>::max()) return best;
+    for (const LinkIndex l : out_[a]) {
+      const NodeIndex w = links_[l].to;
+      if (to.d[w] != kUnreached) best = std::min(best, to.d[w] + 1);
+    }
+    return best;
+  };
+  for (;;) {
+    if (const int d = ends(src, dst); d != std::numeric_limits<int>::max()) return d;
+    if (from.done || to.done) return -1;
+    // Both ends are farther apart than either radius. A shortest route of length D <= a + b
+    // (a, b the radii) has its node a hops from the source on the source's last level, D - a
+    // hops from the destination; any node of that level the destination's search knows lies on
+    // a route of a + d(v, dst) <= a + b hops: so the least over that level is D, and none means
+    // D > a + b (the same from the destination's side).
+    const int a = from.radius();
+    const int b = to.radius();
+    int best = std::numeric_limits<int>::max();
+    const bool scan_from = from.last().size() <= to.last().size();
+    for (const NodeIndex v : scan_from ? from.last() : to.last()) {
+      const std::uint16_t other = scan_from ? to.d[v] : from.d[v];
+      if (other != kUnreached) best = std::min(best, (scan_from ? a : b) + other);
+    }
+    if (best != std::numeric_limits<int>::max()) return best;
+    grow(scan_from ? from : to, scan_from);
+  }
+}
+
+bool Topology::on_route(NodeIndex v, int j, int length, const Search& from, const Search& to, NodeIndex dst) const {
+  // v, an out-neighbour of a node j - 1 hops along a shortest route, is on one when it is
+  // length - j hops from the destination: read there when that search reaches so far, else when
+  // an out-neighbour j + 1 hops from the source is (v is then j hops from it, not fewer).
+  if (v == dst) return j == length;
+  if (nodes_[v].kind == NodeKind::gpu) return false;
+  if (to.knows(length - j)) return to.d[v] == length - j;
+  for (const LinkIndex l : out_[v]) {
+    const NodeIndex w = links_[l].to;
+    if (w == dst ? j + 1 == length : from.d[w] == j + 1 && on_route(w, j + 1, length, from, to, dst)) return true;
+  }
+  return false;
 }
 
 int Topology::distance(NodeIndex src, NodeIndex dst) const {
+  if (src == dst) return 0;
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  const std::uint16_t d = search_to(dst, src).d[src];
-  return d == kUnreached ? -1 : d;
+  if (cache_->held > kSearchBudget) forget_searches();
+  Search& from = search(src, true);
+  Search& to = search(dst, false);
+  return meet(from, to, src, dst);
 }
 
 std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const {
   std::vector<LinkIndex> path;
   if (src == dst) return path;
-  // One lock for the whole route: the search may grow while it is read.
+  // One lock for the whole route: the searches may grow while they are read.
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  const Search& search = search_to(dst, src);
-  const Distances& d = search.d;
-  ORRERY_CHECK(d[src] != kUnreached, "no route from {} to {}", nodes_[src].name, nodes_[dst].name);
-  path.reserve(d[src]);
+  if (cache_->held > kSearchBudget) forget_searches();
+  Search& from = search(src, true);
+  Search& to = search(dst, false);
+  const int length = meet(from, to, src, dst);
+  ORRERY_CHECK(length >= 0, "no route from {} to {}", nodes_[src].name, nodes_[dst].name);
+  path.reserve(static_cast<std::size_t>(length));
+  std::vector<LinkIndex>& candidates = cache_->candidates;
   NodeIndex at = src;
   std::uint64_t h = flow_hash;
-  while (at != dst) {
+  for (int j = 1; at != dst; ++j) {
     // splitmix64 of the flow hash and the hop: independent choices at each hop.
     h += 0x9e3779b97f4a7c15ull;
     std::uint64_t z = h;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    LinkIndex l = 0;
-    if (out_[at].size() <= kScanned) {
-      // A GPU or a NIC: its few links scanned in place (the same candidates in the same order as
-      // next_hops, without an entry in its cache per destination).
-      std::array<LinkIndex, kScanned> candidates{};
-      std::size_t count = 0;
-      const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
-      for (const LinkIndex k : out_[at]) {
-        if (d[links_[k].to] == next_distance) candidates[count++] = k;
+    // The out-links to nodes one hop closer, in link order.
+    candidates.clear();
+    const int remaining = length - j;
+    const std::span<const LinkIndex> out = out_[at];
+    if (to.knows(remaining) && out.size() > to.at(remaining).size() * 4) {
+      // A large switch (a spine, one NVSwitch of 512 GPUs): the nodes that far from the
+      // destination are fewer than its links; their in-links from here, sorted to link order.
+      for (const NodeIndex w : to.at(remaining)) {
+        for (const LinkIndex l : cache_->in[w]) {
+          if (links_[l].from == at) candidates.push_back(l);
+        }
       }
-      ORRERY_CHECK(count > 0, "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
-      l = candidates[static_cast<std::size_t>(z % count)];
+      std::sort(candidates.begin(), candidates.end());
     } else {
-      const std::vector<LinkIndex>& candidates = next_hops(at, dst, search);
-      ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
-      l = candidates[static_cast<std::size_t>(z % candidates.size())];
+      for (const LinkIndex l : out) {
+        if (on_route(links_[l].to, j, length, from, to, dst)) candidates.push_back(l);
+      }
     }
+    ORRERY_CHECK(!candidates.empty(), "routing from {} to {} is stuck at {}", nodes_[src].name, nodes_[dst].name, nodes_[at].name);
+    const LinkIndex l = candidates[static_cast<std::size_t>(z % candidates.size())];
     path.push_back(l);
     at = links_[l].to;
   }
   return path;
-}
-
-const std::vector<LinkIndex>& Topology::next_hops(NodeIndex at, NodeIndex dst, const Search& search) const {
-  const Distances& d = search.d;
-  // Called with the cache's mutex held, `at` discovered by the search to `dst`: every node one
-  // level closer has been discovered too.
-  const auto [it, added] = cache_->next.try_emplace(static_cast<std::uint64_t>(at) * nodes_.size() + dst);
-  if (added) {
-    const auto next_distance = static_cast<std::uint16_t>(d[at] - 1);
-    for (const LinkIndex l : out_[at]) {
-      if (d[links_[l].to] == next_distance) it->second.push_back(l);
-    }
-  }
-  return it->second;
 }
 
 std::vector<std::string> Topology::problems() const {
@@ -300,9 +386,13 @@ std::vector<std::string> Topology::problems() const {
     return out;
   }
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  const Distances& d = search_to(gpus_.front(), kNoNode).d;  // the whole search
+  Search& whole = search(gpus_.front(), false);
+  while (!whole.done) grow(whole, false);
   for (const NodeIndex g : gpus_) {
-    if (d[g] == kUnreached) {
+    // A GPU reaches the first when one of its neighbours does (the search holds no other GPU).
+    bool reaches = g == gpus_.front();
+    for (const LinkIndex l : out_[g]) reaches = reaches || links_[l].to == gpus_.front() || whole.d[links_[l].to] != kUnreached;
+    if (!reaches) {
       out.push_back(fmt::format("GPU {} cannot reach GPU {}: it is disconnected", quote(nodes_[g].name),
                                 quote(nodes_[gpus_.front()].name)));
     }

@@ -74,8 +74,9 @@ class Topology {
   std::int64_t find(std::string_view name) const;
 
   // The directed links of a shortest path from src to dst; among equal-cost next hops the
-  // hash picks one (ECMP), the same for the same hash. Cached per destination. Empty when src
-  // == dst; an InternalError when dst cannot be reached (validate() rules that out).
+  // hash picks one (ECMP), the same for the same hash. Searches from both ends meet in the middle
+  // (topology.cpp). Empty when src == dst; an InternalError when dst cannot be reached (validate()
+  // rules that out).
   std::vector<LinkIndex> route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const;
   // Hops on a shortest path, or -1 when unreachable.
   int distance(NodeIndex src, NodeIndex dst) const;
@@ -93,9 +94,15 @@ class Topology {
 
  private:
   struct Search;
-  // The search from `dst`, run at least until it discovers `until` (or everywhere, for the
-  // largest NodeIndex); the cache's mutex must be held.
-  const Search& search_to(NodeIndex dst, NodeIndex until) const;
+  // The cached search from `origin`, along the links (forward) or against them; grown one level;
+  // the length of a shortest route (-1: none), growing the two ends' searches until they meet;
+  // whether v, j hops from the source, is on a shortest route of `length` hops; all with the
+  // cache's mutex held.
+  Search& search(NodeIndex origin, bool forward) const;
+  void grow(Search& s, bool forward) const;
+  int meet(Search& from, Search& to, NodeIndex src, NodeIndex dst) const;
+  bool on_route(NodeIndex v, int j, int length, const Search& from, const Search& to, NodeIndex dst) const;
+  void forget_searches() const;
 
   std::vector<TopoNode> nodes_;
   std::vector<TopoLink> links_;
@@ -104,11 +111,8 @@ class Topology {
   std::int32_t server_count_ = 0;
   std::string gpu_type_;
   std::string net_kind_ = "ib";
-  // The out-links of `at` (a switch: route() scans smaller nodes in place) one hop closer to
-  // `dst` (distances `d` to it), cached; the cache's mutex must be held.
-  const std::vector<LinkIndex>& next_hops(NodeIndex at, NodeIndex dst, const Search& search) const;
   struct Cache;
-  std::unique_ptr<Cache> cache_;  // distance tables per destination, filled on demand
+  std::unique_ptr<Cache> cache_;  // searches per source and destination, grown on demand
 };
 
 // GPU datasheet figures that the builders need. Sources are cited in topology.cpp.

@@ -165,3 +165,90 @@ TEST_CASE("a GPU that cannot reach the others is a problem") {
   CHECK(line.distance(x, z) == -1);
   CHECK(line.distance(x, y) == 1);
 }
+
+namespace {
+// Routes as the simplest correct method finds them: a whole breadth-first search from the
+// destination against the links (GPUs other than the destination discovered, never expanded),
+// then at each hop the out-links to nodes one closer that may relay (a GPU only if it is the
+// destination), in link order, one picked by the same hash as Topology::route.
+std::vector<LinkIndex> reference_route(const Topology& t, NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) {
+  const std::size_t n = t.nodes().size();
+  std::vector<std::vector<LinkIndex>> in(n);
+  for (LinkIndex l = 0; l < t.links().size(); ++l) in[t.link(l).to].push_back(l);
+  std::vector<int> d(n, -1);
+  std::vector<NodeIndex> queue{dst};
+  d[dst] = 0;
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const NodeIndex x = queue[head];
+    if (x != dst && t.node(x).kind == NodeKind::gpu) continue;
+    for (const LinkIndex l : in[x]) {
+      const NodeIndex v = t.link(l).from;
+      if (d[v] < 0) d[v] = d[x] + 1, queue.push_back(v);
+    }
+  }
+  std::vector<LinkIndex> path;
+  NodeIndex at = src;
+  std::uint64_t h = flow_hash;
+  while (at != dst) {
+    h += 0x9e3779b97f4a7c15ull;
+    std::uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::vector<LinkIndex> next;
+    for (const LinkIndex l : t.out_links(at)) {
+      const NodeIndex w = t.link(l).to;
+      if (d[w] == d[at] - 1 && (w == dst || t.node(w).kind != NodeKind::gpu)) next.push_back(l);
+    }
+    REQUIRE(!next.empty());
+    path.push_back(next[z % next.size()]);
+    at = t.link(path.back()).to;
+  }
+  return path;
+}
+}  // namespace
+
+TEST_CASE("routes from searches that meet in the middle equal a whole search's, on every builder") {
+  for (const std::string_view spec :
+       {"dgx-h100:nodes=6", "dgx-h100:nodes=8,leaf_ports=2", "dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=8,oversubscription=2",
+        "dgx-h100:nodes=8,fabric=fat-tree-3,leaf_ports=8,pod_leaves=2", "dgx-h100:nodes=4,planes=2,leaf_ports=2",
+        "dgx-a100:nodes=4,fabric=fat-tree,routing=spray", "nvl72:domains=3,gpus_per_domain=8,leaf_ports=2"}) {
+    CAPTURE(spec);
+    const Topology t = build_topology(spec);
+    int checked = 0;
+    // Every ordered pair, three hashes each; routes asked in an order that grows searches unevenly.
+    for (std::uint64_t h : {1ull, 77ull, 12345ull}) {
+      for (std::size_t i = 0; i < t.gpus().size(); ++i) {
+        for (std::size_t k = 0; k < t.gpus().size(); ++k) {
+          const NodeIndex a = t.gpus()[(i * 7 + h) % t.gpus().size()];
+          const NodeIndex b = t.gpus()[k];
+          const std::vector<LinkIndex> r = t.route(a, b, h * 1000 + k);
+          if (r != reference_route(t, a, b, h * 1000 + k)) FAIL_CHECK("route ", t.node(a).name, " -> ", t.node(b).name, " differs");
+          CHECK(t.distance(a, b) == static_cast<int>(r.size()));
+          ++checked;
+        }
+      }
+    }
+    CHECK(checked == 3 * static_cast<int>(t.gpus().size() * t.gpus().size()));
+  }
+  // A hand-made graph where NICs relay between two switches and a GPU is double-homed.
+  Topology t;
+  const sim::BytesPerSecond bw(1e9);
+  const sim::Duration lat = sim::Duration::nanoseconds(1);
+  std::vector<NodeIndex> gpu, sw;
+  for (int i = 0; i < 6; ++i) gpu.push_back(t.add_node(fmt::format("g{}", i), NodeKind::gpu, i / 2));
+  for (int i = 0; i < 4; ++i) sw.push_back(t.add_node(fmt::format("s{}", i), NodeKind::leaf));
+  const NodeIndex nic = t.add_node("nic", NodeKind::nic, 0);
+  for (std::size_t i = 0; i < 6; ++i) t.connect(gpu[i], sw[i % 3], bw, lat, LinkKind::network);
+  t.connect(gpu[0], sw[3], bw, lat, LinkKind::network);
+  t.connect(sw[0], nic, bw, lat, LinkKind::network);
+  t.connect(nic, sw[1], bw, lat, LinkKind::network);
+  t.connect(sw[1], sw[2], bw, lat, LinkKind::network);
+  t.connect(sw[2], sw[3], bw, lat, LinkKind::network);
+  t.connect(sw[3], sw[0], bw, lat, LinkKind::network);
+  for (const NodeIndex a : gpu) {
+    for (const NodeIndex b : gpu) {
+      for (std::uint64_t h = 0; h < 8; ++h) CHECK(t.route(a, b, h) == reference_route(t, a, b, h));
+    }
+  }
+}
