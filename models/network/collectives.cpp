@@ -215,6 +215,9 @@ std::vector<std::uint32_t> add_ring(PlanBuilder& b, const Layout& l, const std::
 
 int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::all_reduce ? 2 * (n - 1) : n - 1; }
 
+// What each transfer of a ring moves (all-reduce, reduce-scatter, all-gather).
+double ring_piece(double size, int n, int channels, int chunks) { return size / (static_cast<double>(n) * channels * chunks); }
+
 // An in-order binary tree over positions 1..n: position x with t trailing zeros has children
 // x -/+ 2^(t-1) and its parent at level t+1; the root is the largest power of two <= n.
 // Leaves are the odd positions, so a mirror (even n) or a shift by one (odd n) makes every
@@ -400,7 +403,7 @@ void plan_ring(PlanBuilder& b, const PlanArgs& a) {
   }
   const int n = a.n, channels = a.channels, chunks = a.chunks;
   const int steps = s.ring_steps > 0 ? std::min(s.ring_steps, ring_steps(s.op, n)) : ring_steps(s.op, n);
-  const double piece = a.size / (static_cast<double>(n) * channels * chunks);
+  const double piece = ring_piece(a.size, n, channels, chunks);
   for (int c = 0; c < channels; ++c) add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
 }
 
@@ -754,6 +757,11 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
       case CollectiveAlgo::pat: plan_pat(b, a); break;
       case CollectiveAlgo::direct: plan_direct(b, a); break;
     }
+    if (g == 0 && s.groups > 1) {
+      // The groups' plans are alike: room for all of them at once.
+      plan.transfers.reserve(plan.transfers.size() * static_cast<std::size_t>(s.groups));
+      plan.deps.reserve(plan.deps.size() * static_cast<std::size_t>(s.groups));
+    }
   }
   return plan;
 }
@@ -781,6 +789,7 @@ class FabricLinks {
     for (const TopoLink& link : t.links()) {
       capacity_.push_back(link.bandwidth.value() * efficiency_of(e, link.kind));
       latency_ns_.push_back(link_latency ? link.latency.ns() : 0);
+      kind_.push_back(static_cast<std::uint32_t>(link.kind));
     }
     nvls_port_.assign(t.links().size(), kNone);
     for (LinkIndex l = 0; l < t.links().size(); ++l) {
@@ -791,19 +800,23 @@ class FabricLinks {
         nvls_port_[l] = static_cast<std::uint32_t>(capacity_.size());
         capacity_.push_back(link.bandwidth.value() * t.node(to_switch ? link.to : link.from).nvls_efficiency);
         latency_ns_.push_back(0);
+        kind_.push_back(kNvlsPort);
       }
     }
   }
 
   std::span<const double> capacity() const { return capacity_; }
   std::span<const std::int64_t> latency_ns() const { return latency_ns_; }
+  // By link: its LinkKind, or one past them for an NVLS port (whose capacity no efficiency scales).
+  std::span<const std::uint32_t> kinds() const { return kind_; }
 
   // The links a transfer crosses, in order (empty for a local copy); valid until the next call.
   std::span<const std::uint32_t> route(const Transfer& tr) {
     if (tr.src == tr.dst) return {};
-    const RouteKey key{tr.src, tr.dst, tr.flow_hash, tr.nvls};
-    auto found = routes_.find(key);
-    if (found == routes_.end()) {
+    const RouteEntry key{tr.flow_hash, tr.src, tr.dst, 0, 0, tr.nvls, true};
+    if (2 * (held_ + 1) > slots_.size()) grow();
+    RouteEntry& slot = slots_[find(key)];
+    if (!slot.used) {
       const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
       const auto first = static_cast<std::uint32_t>(pool_.size());
       for (const LinkIndex l : path) {
@@ -818,9 +831,12 @@ class FabricLinks {
           pool_.push_back(l);
         }
       }
-      found = routes_.emplace(key, RouteSpan{first, static_cast<std::uint32_t>(pool_.size()) - first}).first;
+      slot = key;
+      slot.first = first;
+      slot.count = static_cast<std::uint32_t>(pool_.size()) - first;
+      ++held_;
     }
-    return {pool_.data() + found->second.first, found->second.count};
+    return {pool_.data() + slot.first, slot.count};
   }
   // Every transfer's route found once (one look-up each), for the many passes over a plan
   // that follow: route_of(i) is then an index into a vector.
@@ -834,26 +850,45 @@ class FabricLinks {
   std::span<const std::uint32_t> route_of(std::uint32_t i) const { return {pool_.data() + by_transfer_[i].first, by_transfer_[i].count}; }
 
  private:
-  struct RouteKey {
-    NodeIndex src, dst;
+  // A connection (src, dst, flow hash, NVLS) and its route: its links in pool_ (one allocation for
+  // all of them). Kept in an open-addressing table (linear probing, at most half full): a
+  // frontier plan holds millions of connections, each looked up once per ring step.
+  struct RouteEntry {
     std::uint64_t hash;
-    bool nvls;
-    bool operator==(const RouteKey&) const = default;
+    NodeIndex src, dst;
+    std::uint32_t first, count;
+    bool nvls, used;
+    bool same(const RouteEntry& o) const { return hash == o.hash && src == o.src && dst == o.dst && nvls == o.nvls; }
   };
-  struct RouteHash {
-    std::size_t operator()(const RouteKey& k) const {
-      return std::hash<std::uint64_t>()(k.hash ^ (std::uint64_t{k.src} << 32) ^ k.dst ^ (std::uint64_t{k.nvls} << 63));
-    }
-  };
-  // A connection's route: its links in pool_ (one allocation for all of them).
   struct RouteSpan {
     std::uint32_t first, count;
   };
+  // The slot of `key`: where it is, or the empty slot where it goes.
+  std::size_t find(const RouteEntry& key) const {
+    std::uint64_t z = key.hash ^ (std::uint64_t{key.src} << 32 | key.dst) ^ (std::uint64_t{key.nvls} << 63);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = static_cast<std::size_t>(z) & mask;
+    while (slots_[i].used && !slots_[i].same(key)) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<RouteEntry> old(std::max<std::size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    for (const RouteEntry& e : old) {
+      if (e.used) slots_[find(e)] = e;
+    }
+  }
   const Topology& topology_;
   std::vector<double> capacity_;
+  static constexpr std::uint32_t kNvlsPort = 3;
   std::vector<std::int64_t> latency_ns_;
+  std::vector<std::uint32_t> kind_;
   std::vector<std::uint32_t> nvls_port_;
-  std::unordered_map<RouteKey, RouteSpan, RouteHash> routes_;
+  std::vector<RouteEntry> slots_;  // size a power of two (or none yet)
+  std::size_t held_ = 0;
   std::vector<std::uint32_t> pool_;
   std::vector<RouteSpan> by_transfer_;  // resolve()
 };
@@ -1020,51 +1055,68 @@ int servers_per_leaf(const Topology& t) {
 // servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
 // `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
 // `links`: the topology's, with the plan's routes resolved.
+std::optional<SymmetricReduction> reduce(const Topology& t, FabricLinks& links, const CollectivePlan& plan) {
+  if (plan.transfers.size() <= 1) return std::nullopt;
+  const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }, links.kinds()};
+  const auto attempt = [&](std::vector<std::uint32_t> unit_of, std::size_t keys) {
+    const int units = compact_units(unit_of, keys);
+    return reduce_by_symmetry(plan, unit_of, units, view);
+  };
+  // A transfer's GPU: its sender, or its receiver when a switch sends.
+  std::vector<std::uint32_t> by_gpu(plan.transfers.size());
+  for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+    const Transfer& tr = plan.transfers[i];
+    by_gpu[i] = t.node(tr.src).kind == NodeKind::gpu ? tr.src : tr.dst;
+  }
+  bool servers_known = true;
+  for (std::size_t i = 0; i < by_gpu.size() && servers_known; ++i) servers_known = t.node(by_gpu[i]).kind == NodeKind::gpu && t.node(by_gpu[i]).server >= 0;
+  if (auto r = attempt(by_gpu, t.nodes().size())) return r;
+  if (servers_known) {
+    std::vector<std::uint32_t> by_server(by_gpu.size());
+    for (std::size_t i = 0; i < by_gpu.size(); ++i) by_server[i] = static_cast<std::uint32_t>(t.node(by_gpu[i]).server);
+    if (auto r = attempt(by_server, t.servers())) return r;
+    // Blocks of the servers behind one leaf switch (a rail fabric's scalable unit).
+    if (const int block = servers_per_leaf(t); block > 1) {
+      for (std::uint32_t& u : by_server) u /= static_cast<std::uint32_t>(block);
+      if (auto r = attempt(std::move(by_server), t.servers())) return r;
+    }
+  }
+  if (plan.group_begin.size() > 1) {
+    std::vector<std::uint32_t> by_group(plan.transfers.size());
+    for (std::size_t g = 0; g < plan.group_begin.size(); ++g) {
+      const std::size_t end = g + 1 < plan.group_begin.size() ? plan.group_begin[g + 1] : plan.transfers.size();
+      for (std::size_t i = plan.group_begin[g]; i < end; ++i) by_group[i] = static_cast<std::uint32_t>(g);
+    }
+    if (auto r = attempt(std::move(by_group), plan.group_begin.size())) return r;
+  }
+  return std::nullopt;
+}
+
+// One unit on one link per class; the latencies are the transfers' own (their physical routes').
+CollectiveResult run_reduced(const SymmetricReduction& red, const CollectiveSpec& s, std::span<const sim::Duration> latency) {
+  const std::vector<std::int64_t> no_latency(red.capacity.size(), 0);
+  const RunLinks virtual_links{red.capacity, no_latency, [&](std::uint32_t j) {
+                                 return std::span<const std::uint32_t>(red.routes.data() + red.route_begin[j], red.route_begin[j + 1] - red.route_begin[j]);
+                               },
+                               red.latency_ns};
+  CollectiveResult r = Runner(virtual_links, red.plan, false, s.quantum, latency).run();
+  r.units = red.units;
+  return r;
+}
+
+// Runs a plan: where its transfers fall into symmetric units (symmetry.hpp), one unit under
+// the others' load, else every transfer. Units tried, finest first: the GPUs (a transfer
+// belongs to its sender, or its receiver when a switch sends), their servers, blocks of the
+// servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
+// `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
+// `links`: the topology's, with the plan's routes resolved. `reduced`: where the reduction goes.
 CollectiveResult simulate(const Topology& t, FabricLinks& links, const CollectivePlan& plan, const CollectiveSpec& s,
-                          std::span<const sim::Duration> latency, bool loads) {
-  if (s.symmetry && !loads && plan.transfers.size() > 1) {
-    const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
-    const auto attempt = [&](std::vector<std::uint32_t> unit_of, std::size_t keys) -> std::optional<CollectiveResult> {
-      const int units = compact_units(unit_of, keys);
-      std::optional<SymmetricReduction> reduced = reduce_by_symmetry(plan, unit_of, units, view);
-      if (!reduced) return std::nullopt;
-      const SymmetricReduction& red = *reduced;
-      // One link per class; the latencies are the transfers' own (their physical routes').
-      const std::vector<std::int64_t> no_latency(red.capacity.size(), 0);
-      const RunLinks virtual_links{red.capacity, no_latency, [&](std::uint32_t j) {
-                                     return std::span<const std::uint32_t>(red.routes.data() + red.route_begin[j], red.route_begin[j + 1] - red.route_begin[j]);
-                                   },
-                                   red.latency_ns};
-      CollectiveResult r = Runner(virtual_links, red.plan, false, s.quantum, latency).run();
-      r.units = reduced->units;
+                          std::span<const sim::Duration> latency, bool loads, std::optional<SymmetricReduction>* reduced = nullptr) {
+  if (s.symmetry && !loads) {
+    if (std::optional<SymmetricReduction> red = reduce(t, links, plan)) {
+      CollectiveResult r = run_reduced(*red, s, latency);
+      if (reduced != nullptr) *reduced = std::move(red);
       return r;
-    };
-    // A transfer's GPU: its sender, or its receiver when a switch sends.
-    std::vector<std::uint32_t> by_gpu(plan.transfers.size());
-    for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
-      const Transfer& tr = plan.transfers[i];
-      by_gpu[i] = t.node(tr.src).kind == NodeKind::gpu ? tr.src : tr.dst;
-    }
-    bool servers_known = true;
-    for (std::size_t i = 0; i < by_gpu.size() && servers_known; ++i) servers_known = t.node(by_gpu[i]).kind == NodeKind::gpu && t.node(by_gpu[i]).server >= 0;
-    if (auto r = attempt(by_gpu, t.nodes().size())) return *r;
-    if (servers_known) {
-      std::vector<std::uint32_t> by_server(by_gpu.size());
-      for (std::size_t i = 0; i < by_gpu.size(); ++i) by_server[i] = static_cast<std::uint32_t>(t.node(by_gpu[i]).server);
-      if (auto r = attempt(by_server, t.servers())) return *r;
-      // Blocks of the servers behind one leaf switch (a rail fabric's scalable unit).
-      if (const int block = servers_per_leaf(t); block > 1) {
-        for (std::uint32_t& u : by_server) u /= static_cast<std::uint32_t>(block);
-        if (auto r = attempt(std::move(by_server), t.servers())) return *r;
-      }
-    }
-    if (plan.group_begin.size() > 1) {
-      std::vector<std::uint32_t> by_group(plan.transfers.size());
-      for (std::size_t g = 0; g < plan.group_begin.size(); ++g) {
-        const std::size_t end = g + 1 < plan.group_begin.size() ? plan.group_begin[g + 1] : plan.transfers.size();
-        for (std::size_t i = plan.group_begin[g]; i < end; ++i) by_group[i] = static_cast<std::uint32_t>(g);
-      }
-      if (auto r = attempt(std::move(by_group), plan.group_begin.size())) return *r;
     }
   }
   const RunLinks physical{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }};
@@ -1080,6 +1132,28 @@ CollectiveResult simulate(const Topology& t, const CollectivePlan& plan, const L
 
 }  // namespace
 
+namespace {
+
+// Both runs of an extrapolated ring reduced to one symmetric unit. Rings that differ only in size
+// (a step's gradient buckets, reduce-scatter beside all-gather) plan the same transfers, each
+// moving the same piece, and their protocols only scale each kind of link (LinkEfficiency): the
+// topology keeps the reductions (Topology::memo), so the next such ring runs unit 0 with its own
+// piece and capacities instead of planning, routing and checking the whole fabric again. Same
+// result as without: its classes are what the check would find (they never mix kinds of link,
+// and within a kind equal capacities stay equal when scaled), so only their capacities change.
+struct ReducedRing {
+  SymmetricReduction shorter, longer;
+  int channels = 0, chunks = 0;
+};
+
+// What determines an extrapolated ring's plan and reduction besides its size and efficiencies.
+std::string ring_memo_key(const CollectiveSpec& s, int n, int k) {
+  return fmt::format("ring n={} groups={} stride={} channels={} chunks={} k={} link_latency={}", n, s.groups, s.stride, s.channels,
+                     default_chunks(s), k, s.link_latency);
+}
+
+}  // namespace
+
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
   CollectivePlan plan;
   CollectiveResult r;
@@ -1087,11 +1161,44 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
     const int n = spec.ranks > 0 ? spec.ranks : static_cast<int>(t.gpus().size());
     CollectiveSpec s = spec;
     const int k = ring_warm_steps(spec);
-    s.ring_steps = k;
-    const CollectiveResult a = simulate(t, plan_collective(t, s), e, s, {&s.latency, 1}, false);
-    s.ring_steps = 2 * k;
-    plan = plan_collective(t, s);
-    r = simulate(t, plan, e, s, {&s.latency, 1}, false);
+    CollectiveResult a;
+    const std::string key = ring_memo_key(s, n, k);
+    const auto memo = s.symmetry ? std::static_pointer_cast<const ReducedRing>(t.memo(key)) : nullptr;
+    if (memo) {
+      // A ring of the same shape ran on this topology: its reductions with this ring's piece.
+      SymmetricReduction shorter = memo->shorter, longer = memo->longer;
+      const FabricLinks links(t, e, s.link_latency);
+      shorter.rescale(links.capacity());
+      longer.rescale(links.capacity());
+      const double piece = ring_piece(s.size.value(), n, memo->channels, memo->chunks);
+      for (Transfer& tr : shorter.plan.transfers) tr.bytes = piece;
+      for (Transfer& tr : longer.plan.transfers) tr.bytes = piece;
+      plan.ranks = n;
+      a = run_reduced(shorter, s, {&s.latency, 1});
+      r = run_reduced(longer, s, {&s.latency, 1});
+    } else {
+      // One route table for both runs: the longer one's connections are the shorter one's.
+      FabricLinks links(t, e, s.link_latency);
+      std::optional<SymmetricReduction> reduced_shorter, reduced_longer;
+      s.ring_steps = k;
+      {
+        const CollectivePlan shorter = plan_collective(t, s);
+        links.resolve(shorter);
+        a = simulate(t, links, shorter, s, {&s.latency, 1}, false, &reduced_shorter);
+      }
+      s.ring_steps = 2 * k;
+      plan = plan_collective(t, s);
+      links.resolve(plan);
+      r = simulate(t, links, plan, s, {&s.latency, 1}, false, &reduced_longer);
+      const int chunks = default_chunks(s);
+      const double piece = ring_piece(s.size.value(), n, plan.channels, chunks);
+      const auto uniform = [&](const CollectivePlan& p) {
+        return std::all_of(p.transfers.begin(), p.transfers.end(), [&](const Transfer& tr) { return tr.bytes == piece; });
+      };
+      if (reduced_shorter && reduced_longer && uniform(plan)) {
+        t.remember(key, std::make_shared<const ReducedRing>(ReducedRing{std::move(*reduced_shorter), std::move(*reduced_longer), plan.channels, chunks}));
+      }
+    }
     const double per_step = (r.time - a.time).to_seconds() / k;
     r.time = r.time + sim::ceil_duration_ns(std::max(0.0, per_step) * (ring_steps(spec.op, n) - 2 * k) * 1e9);
     r.flows += a.flows;

@@ -72,20 +72,26 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
   struct Key {
     std::uint64_t capacity, multiset;
     std::int64_t latency;
-    std::uint32_t size;
+    std::uint32_t size, kind;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    std::size_t operator()(const Key& k) const { return scramble(k.capacity ^ scramble(k.multiset ^ scramble(static_cast<std::uint64_t>(k.latency) + k.size))); }
+    std::size_t operator()(const Key& k) const {
+      return scramble(k.capacity ^ scramble(k.multiset ^ scramble(static_cast<std::uint64_t>(k.latency) + k.size + (std::uint64_t{k.kind} << 32))));
+    }
   };
   std::unordered_map<Key, std::uint32_t, KeyHash> class_of_key;
   std::vector<std::uint32_t> class_of(link_count, kNone);
   std::vector<Key> classes;
+  std::vector<std::uint32_t> first_link;  // by class
   for (std::size_t l = 0; l < link_count; ++l) {
     if (size[l] == 0) continue;
-    const Key key{std::bit_cast<std::uint64_t>(links.capacity[l]), multiset[l], links.latency_ns[l], size[l]};
+    const Key key{std::bit_cast<std::uint64_t>(links.capacity[l]), multiset[l], links.latency_ns[l], size[l], links.kind.empty() ? 0 : links.kind[l]};
     const auto [it, added] = class_of_key.emplace(key, static_cast<std::uint32_t>(classes.size()));
-    if (added) classes.push_back(key);
+    if (added) {
+      classes.push_back(key);
+      first_link.push_back(static_cast<std::uint32_t>(l));
+    }
     class_of[l] = it->second;
   }
 
@@ -144,6 +150,8 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
       if (m * support_size[k] != c.size || c.multiset != m * support[k]) return std::nullopt;
       dense[k] = static_cast<std::uint32_t>(r.capacity.size());
       r.capacity.push_back(std::bit_cast<double>(c.capacity) / m);
+      r.link.push_back(first_link[k]);
+      r.share.push_back(m);
     }
     k = dense[k];
   }

@@ -45,6 +45,10 @@ struct PlanLinks {
   std::span<const double> capacity;
   std::span<const std::int64_t> latency_ns;
   std::function<std::span<const std::uint32_t>(std::uint32_t transfer)> route;
+  // What each link is made of, where capacities may be rescaled later by kind
+  // (SymmetricReduction::rescale): links of different kinds never share a class. Empty: capacity
+  // alone decides.
+  std::span<const std::uint32_t> kind = {};
 };
 
 // The reduced problem: unit 0's transfers on one link per class.
@@ -55,6 +59,13 @@ struct SymmetricReduction {
   std::vector<std::uint32_t> routes;
   std::vector<std::int64_t> latency_ns;      // by transfer: its physical route's latency
   int units = 0;                             // how many units the plan held
+  std::vector<std::uint32_t> link;           // by class: one of its links
+  std::vector<std::uint32_t> share;          // by class: m, how many units' transfers load each of its links as unit 0's do
+  // The same classes on links of other capacities, each kind (PlanLinks::kind) scaled alike (the
+  // same links at another efficiency): capacity[k] = link_capacity[link[k]] / share[k].
+  void rescale(std::span<const double> link_capacity) {
+    for (std::size_t k = 0; k < capacity.size(); ++k) capacity[k] = link_capacity[link[k]] / share[k];
+  }
 };
 
 // unit_of[i]: the unit of transfer i, in 0..units-1. Unit 0 must hold transfers.

@@ -155,6 +155,7 @@ struct Topology::Cache {
   // Every node's in-links, for the searches to destinations (built with the first).
   std::vector<std::vector<LinkIndex>> in;
   std::vector<LinkIndex> candidates;  // a hop's choices, reused
+  std::unordered_map<std::string, std::shared_ptr<const void>> memo;  // Topology::memo
 };
 
 Topology::Topology() : cache_(std::make_unique<Cache>()) {}
@@ -170,6 +171,7 @@ NodeIndex Topology::add_node(std::string name, NodeKind kind, std::int32_t serve
   if (kind == NodeKind::gpu) gpus_.push_back(index);
   server_count_ = std::max(server_count_, server + 1);
   forget_searches();
+  cache_->memo.clear();
   return index;
 }
 
@@ -200,8 +202,26 @@ LinkIndex Topology::connect(NodeIndex a, NodeIndex b, sim::BytesPerSecond a_to_b
   out_[a].push_back(first);
   out_[b].push_back(first + 1);
   forget_searches();
+  cache_->memo.clear();
   cache_->in.clear();
   return first;
+}
+
+std::shared_ptr<const void> Topology::memo(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const auto it = cache_->memo.find(key);
+  return it == cache_->memo.end() ? nullptr : it->second;
+}
+
+void Topology::remember(const std::string& key, std::shared_ptr<const void> value) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->memo.size() >= 256) cache_->memo.clear();
+  cache_->memo[key] = std::move(value);
+}
+
+std::size_t Topology::memos() const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  return cache_->memo.size();
 }
 
 void Topology::forget_searches() const {

@@ -88,6 +88,12 @@ class Topology {
   const std::string& gpu_type() const { return gpu_type_; }
   const std::string& net_kind() const { return net_kind_; }
 
+  // What other modules derive from this topology and keep with it (a collective's symmetry
+  // reduction), by key; forgotten when the topology changes, and all of it past 256 entries.
+  std::shared_ptr<const void> memo(const std::string& key) const;
+  void remember(const std::string& key, std::shared_ptr<const void> value) const;
+  std::size_t memos() const;
+
   // Problems a hand-written topology can have, as messages (empty when sound): a GPU that
   // cannot reach every other GPU.
   std::vector<std::string> problems() const;

@@ -327,3 +327,50 @@ TEST_CASE("concurrent groups: one group alone is the plain collective, and bad l
   s.stride = 0;
   CHECK(orrery::testing::error_of([&] { (void)run_collective(t, s); }).find("expected at least 1") != std::string::npos);
 }
+
+// Rings that differ only in size, op (reduce-scatter, all-gather, all-reduce) and link
+// efficiencies reuse the first one's symmetry reduction, kept with the topology: each result
+// equals, to the nanosecond, the same ring costed on a fresh instance of the topology.
+TEST_CASE("rings of one shape reuse their reduction across sizes and efficiencies, with the same results") {
+  struct Case {
+    const char* topology;
+    int ranks, groups, stride;
+  };
+  const std::vector<Case> cases = {
+      {"dgx-h100:nodes=16", 0, 1, 1},
+      {"dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray", 32, 4, 1},
+      {"nvl72:domains=8,gpus_per_domain=16", 64, 2, 1},
+      {"dgx-h100:nodes=32,planes=2", 32, 8, 8},
+  };
+  for (const Case& c : cases) {
+    const std::string name = c.topology;
+    CAPTURE(name);
+    const Topology kept = build_topology(c.topology);
+    int runs = 0;
+    for (const CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather, CollectiveOp::all_reduce}) {
+      for (const double bytes : {256e6, 1e9 / 3}) {
+        for (const double share : {1.0, 0.8}) {
+          CollectiveSpec s = spec(op, CollectiveAlgo::ring, bytes);
+          s.ranks = c.ranks;
+          s.groups = c.groups;
+          s.stride = c.stride;
+          s.latency = sim::Duration::microseconds(20);
+          LinkEfficiency e;
+          e.nvlink *= share;
+          e.network *= share * share;
+          const CollectiveResult reused = run_collective(kept, s, e);
+          const CollectiveResult fresh = run_collective(build_topology(c.topology), s, e);
+          CHECK(reused.extrapolated_steps > 0);
+          CHECK(reused.units > 1);
+          CHECK(reused.time == fresh.time);
+          CHECK(reused.flows == fresh.flows);
+          CHECK(reused.units == fresh.units);
+          CHECK(reused.busbw == fresh.busbw);
+          ++runs;
+        }
+      }
+    }
+    CHECK(runs == 12);
+    CHECK(kept.memos() == 1);  // one shape: every run after the first reused it
+  }
+}
