@@ -135,8 +135,9 @@ namespace orrery::bench {
 
 // DeepSeek-V3 at frontier scale, as issue 21 sets it: tp 1, pp 16, ep 64, dp = N / 16, full
 // recompute, one 4096-token sequence per GPU, GB200 in NVL72 racks of 64 GPUs, at 8,192 to
-// 131,072 GPUs (quick: 1,024): wall time, peak RSS, and the growth of wall time from the
-// smallest to the largest against the growth in GPUs (target: at most linear).
+// 131,072 GPUs (quick: 1,024), each collective alone and with the whole fabric contended: wall
+// time, peak RSS, and the growth of wall time from the smallest to each larger one against the
+// growth in GPUs (target: at most linear).
 namespace {
 // DeepSeek-V3 (tp 1, pp 16, ep 64, full recompute, one sequence per data-parallel rank and
 // micro-batch) on n GB200 in NVL72 racks used 64 GPUs at a time; `extra` adds fabric parameters.
@@ -156,16 +157,23 @@ models::StepScenario deepseek_on_racks(int n, std::string_view extra = "") {
 }  // namespace
 
 void bench_step_frontier(Figures& out, bool quick) {
-  double first_wall = 0;
-  int first_gpus = 0;
-  for (const int n : quick ? std::vector<int>{1024} : std::vector<int>{8192, 16384, 32768, 65536, 131072}) {
-    const std::string name = fmt::format("step.deepseek_v3.{}", n);
-    const double wall = step_once(out, name, deepseek_on_racks(n), 60, 16);
-    if (first_gpus == 0) {
-      first_gpus = n, first_wall = wall;
-    } else {
-      out.push_back({name + ".growth", (wall / first_wall) / (static_cast<double>(n) / first_gpus),
-                     fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
+  // Each collective alone (isolated), then every group's collectives at once on the whole fabric
+  // beside the other kinds (contention=fabric, the issue's setting).
+  for (const models::Contention contention : {models::Contention::isolated, models::Contention::fabric}) {
+    double first_wall = 0;
+    int first_gpus = 0;
+    const std::string label = contention == models::Contention::fabric ? "deepseek_v3_contended" : "deepseek_v3";
+    for (const int n : quick ? std::vector<int>{1024} : std::vector<int>{8192, 16384, 32768, 65536, 131072}) {
+      const std::string name = fmt::format("step.{}.{}", label, n);
+      models::StepScenario sc = deepseek_on_racks(n);
+      sc.contention = contention;
+      const double wall = step_once(out, name, sc, 60, 16);
+      if (first_gpus == 0) {
+        first_gpus = n, first_wall = wall;
+      } else {
+        out.push_back({name + ".growth", (wall / first_wall) / (static_cast<double>(n) / first_gpus),
+                       fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
+      }
     }
   }
   // The largest on a two-plane fabric (every NIC's bandwidth split over two independent
