@@ -144,6 +144,12 @@ class PlanBuilder {
                     bool nvls = false) {
     return add(src, dst, bytes, hash, deps.data(), deps.data() + deps.size(), nvls);
   }
+  // Marks transfers whose ends would release steps the plan leaves out (Transfer::horizon).
+  void mark_horizon(std::span<const std::uint32_t> ids) {
+    for (const std::uint32_t i : ids) {
+      if (i != kNone) plan_.transfers[i].horizon = true;
+    }
+  }
 
  private:
   std::uint32_t add(NodeIndex src, NodeIndex dst, double bytes, std::uint64_t hash, const std::uint32_t* first,
@@ -158,7 +164,7 @@ class PlanBuilder {
     for (; first != last; ++first) {
       if (*first != kNone) plan_.deps.push_back(*first);
     }
-    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
+    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, false, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
     return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
   }
   CollectivePlan& plan_;
@@ -404,7 +410,10 @@ void plan_ring(PlanBuilder& b, const PlanArgs& a) {
   const int n = a.n, channels = a.channels, chunks = a.chunks;
   const int steps = s.ring_steps > 0 ? std::min(s.ring_steps, ring_steps(s.op, n)) : ring_steps(s.op, n);
   const double piece = ring_piece(a.size, n, channels, chunks);
-  for (int c = 0; c < channels; ++c) add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
+  for (int c = 0; c < channels; ++c) {
+    const std::vector<std::uint32_t> last = add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
+    if (steps < ring_steps(s.op, n)) b.mark_horizon(last);
+  }
 }
 
 // Reduce up one tree of channel hash `ch`: rank r sends chunk q up once all its children sent q
@@ -907,7 +916,7 @@ class Runner : public sim::FlowObserver {
   // `latency[k]`: collective k's software latency, paid before its first transfers.
   Runner(RunLinks links, const CollectivePlan& plan, bool loads, sim::Duration quantum, std::span<const sim::Duration> latency)
       : links_(std::move(links)), plan_(plan), net_(engine_), record_loads_(loads), start_latency_(latency.begin(), latency.end()),
-        ends_(latency.size(), sim::Duration::zero()) {
+        ends_(latency.size(), sim::Duration::zero()), horizons_(latency.size(), sim::Duration::max()) {
     net_.set_departure_quantum(quantum);
     for (std::size_t l = 0; l < links_.capacity.size(); ++l) {
       net_.add_link(sim::BytesPerSecond(links_.capacity[l]), sim::Duration::nanoseconds(links_.latency_ns[l]));
@@ -947,6 +956,7 @@ class Runner : public sim::FlowObserver {
     r.channels = plan_.channels;
     r.link_loads = std::move(loads_);
     r.ends = ends_;
+    r.horizons = horizons_;
     return r;
   }
 
@@ -974,8 +984,10 @@ class Runner : public sim::FlowObserver {
 
   void finish(std::uint32_t i) {
     ++done_;
-    sim::Duration& end = ends_[plan_.transfers[i].collective];
+    const Transfer& tr = plan_.transfers[i];
+    sim::Duration& end = ends_[tr.collective];
     end = std::max(end, engine_.now().since_start());
+    if (tr.horizon) horizons_[tr.collective] = std::min(horizons_[tr.collective], engine_.now().since_start());
     for (std::uint32_t k = offsets_[i]; k < offsets_[i + 1]; ++k) {
       const std::uint32_t d = dependents_[k];
       if (--waiting_[d] == 0) launch(d);
@@ -993,6 +1005,7 @@ class Runner : public sim::FlowObserver {
   std::size_t done_ = 0;
   std::vector<sim::Duration> start_latency_;  // by collective
   std::vector<sim::Duration> ends_;           // by collective
+  std::vector<sim::Duration> horizons_;       // by collective: the first horizon transfer's end
 };
 
 }  // namespace
@@ -1016,6 +1029,14 @@ bool extrapolable(const Topology& t, const CollectiveSpec& s, bool record_link_l
 }
 
 }  // namespace
+
+int ring_steps_planned(const CollectiveSpec& s, int ranks) {
+  if (s.algo != CollectiveAlgo::ring) return 0;
+  if (s.op != CollectiveOp::all_reduce && s.op != CollectiveOp::reduce_scatter && s.op != CollectiveOp::all_gather) return 0;
+  const int all = ring_steps(s.op, ranks);
+  const int k = ring_warm_steps(s);
+  return s.extrapolate_rings && s.pair_bytes.empty() && s.ring_steps == 0 && all > 4 * k ? 2 * k : (s.ring_steps > 0 ? std::min(s.ring_steps, all) : all);
+}
 
 namespace {
 
@@ -1226,9 +1247,10 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
   return r;
 }
 
-CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only) {
-  if (specs.empty()) throw InputError("<command line>", "collectives", "found none, expected at least one collective to run");
-  if (only && *only >= specs.size()) throw InputError("<command line>", "only", fmt::format("found {}, expected below {}", *only, specs.size()));
+namespace {
+
+// run_concurrent with every ring run to the steps its spec asks (CollectiveSpec::ring_steps).
+CollectiveResult run_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only) {
   CollectivePlan plan;
   std::vector<sim::Duration> latency;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -1275,16 +1297,74 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
       if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(*only))) index.push_back(k), kept.push_back(specs[k]);
     }
     if (kept.size() < specs.size()) {
-      const CollectiveResult part = run_concurrent(t, kept, e);  // all of them linked: none to leave out
+      const CollectiveResult part = run_mix(t, kept, e, std::nullopt);  // all of them linked: none to leave out
       CollectiveResult r = part;
       r.ends.assign(specs.size(), sim::Duration::zero());
-      for (std::size_t j = 0; j < index.size(); ++j) r.ends[index[j]] = part.ends[j];
+      r.horizons.assign(specs.size(), sim::Duration::max());
+      for (std::size_t j = 0; j < index.size(); ++j) r.ends[index[j]] = part.ends[j], r.horizons[index[j]] = part.horizons[j];
       return r;
     }
   }
   CollectiveResult r = simulate(t, links, plan, specs[0], latency, false);
   r.time = *std::max_element(r.ends.begin(), r.ends.end());
   return r;
+}
+
+}  // namespace
+
+CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only) {
+  if (specs.empty()) throw InputError("<command line>", "collectives", "found none, expected at least one collective to run");
+  if (only && *only >= specs.size()) throw InputError("<command line>", "only", fmt::format("found {}, expected below {}", *only, specs.size()));
+  std::vector<std::size_t> rings;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    if (extrapolable(t, specs[k], false)) rings.push_back(k);
+  }
+  if (rings.empty() || specs.size() == 1) return run_mix(t, specs, e, only);
+  // Long rings beside others: runs of the mix with k and 2k of their steps (run_collective's
+  // extrapolation), once the others end before any ring's k-step plan could part from its whole.
+  int k = 0;
+  for (const std::size_t j : rings) k = std::max(k, ring_warm_steps(specs[j]));
+  for (;; k *= 2) {
+    bool fits = true;
+    for (const std::size_t j : rings) {
+      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
+      fits = fits && ring_steps(specs[j].op, n) > 4 * k;
+    }
+    if (!fits) return run_mix(t, specs, e, only);  // the rings are short enough to run whole
+    std::vector<CollectiveSpec> truncated(specs.begin(), specs.end());
+    for (const std::size_t j : rings) truncated[j].ring_steps = k;
+    const CollectiveResult a = run_mix(t, truncated, e, only);
+    sim::Duration horizon = sim::Duration::max();
+    for (const std::size_t j : rings) horizon = std::min(horizon, a.horizons[j]);
+    bool before = true;
+    for (std::size_t j = 0; j < specs.size(); ++j) {
+      if (std::find(rings.begin(), rings.end(), j) == rings.end()) before = before && a.ends[j] <= horizon;
+    }
+    if (!before) continue;
+    for (const std::size_t j : rings) truncated[j].ring_steps = 2 * k;
+    CollectiveResult r = run_mix(t, truncated, e, only);
+    for (const std::size_t j : rings) {
+      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
+      if (r.ends[j] == sim::Duration::zero()) continue;  // left out (`only`)
+      const double per_step = (r.ends[j] - a.ends[j]).to_seconds() / k;
+      r.ends[j] = r.ends[j] + sim::ceil_duration_ns(std::max(0.0, per_step) * (ring_steps(specs[j].op, n) - 2 * k) * 1e9);
+      r.horizons[j] = sim::Duration::max();
+    }
+    for (std::size_t j = 0; j < specs.size(); ++j) {
+      if (std::find(rings.begin(), rings.end(), j) == rings.end()) r.ends[j] = a.ends[j];  // exact in both runs
+    }
+    r.flows += a.flows;
+    r.solves += a.solves;
+    r.solve_work += a.solve_work;
+    r.events += a.events;
+    r.extrapolated_steps = 0;
+    for (const std::size_t j : rings) {
+      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
+      r.extrapolated_steps = std::max(r.extrapolated_steps, ring_steps(specs[j].op, n));
+    }
+    r.time = *std::max_element(r.ends.begin(), r.ends.end());
+    return r;
+  }
 }
 
 std::string fabric_link_name(const Topology& t, sim::LinkId link) {

@@ -95,6 +95,9 @@ struct Transfer {
   double bytes;
   std::uint64_t flow_hash;  // ECMP choice: the same for all steps of a channel's connection
   bool nvls;                // through the NVSwitch's reduction port
+  // Its end would release steps the plan leaves out (a truncated ring's last step,
+  // CollectiveSpec::ring_steps): until the first such end the plan runs as the whole would.
+  bool horizon;
   std::uint32_t deps_begin; // into CollectivePlan::deps
   std::uint32_t deps_count;
   std::uint32_t collective = 0;  // run_concurrent: which of the collectives it belongs to
@@ -131,8 +134,15 @@ struct CollectiveResult {
   int extrapolated_steps = 0;  // a ring costed from two shorter runs of it: its steps (0: run in full)
   int units = 0;  // symmetric units of which one was simulated (0: the whole plan ran)
   std::vector<sim::Duration> ends;  // run_concurrent: each collective's end
+  // By collective: the first end of a Transfer::horizon transfer (sim::Duration::max() if none).
+  std::vector<sim::Duration> horizons;
   std::vector<LinkLoadSample> link_loads;  // when asked for
 };
+
+// The ring steps the largest plan of a ring collective holds when run_collective or
+// run_concurrent costs it: 2k of them where a long ring is extrapolated (k doubles in a mix while
+// the others outlast the shorter run), else all. 0 for other algorithms and ops.
+int ring_steps_planned(const CollectiveSpec& spec, int ranks);
 
 // Simulates the plan on the topology's links (capacity = bandwidth x efficiency of its kind).
 CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {},
@@ -142,7 +152,11 @@ CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& 
 // a parallel plan overlap in a step (data-parallel reductions, expert all-to-alls, pipeline
 // sends): all start together and share the links; the result's `ends` holds each one's end
 // and `time` the last. Symmetry classes apply to the whole mix (units of GPUs, servers or leaf
-// blocks); rings run all their steps (no extrapolation). The specs must agree on
+// blocks). A long ring beside others (CollectiveSpec::extrapolate_rings) is costed from two
+// runs of the mix with k and 2k of its steps, as run_collective does alone, once every other
+// collective ends before the k-step ring's first last-step transfer does (until then the
+// truncated ring runs as the whole one: their ends are exact); k doubles until they do, and
+// past the ring's own length the ring runs whole. The specs must agree on
 // `link_latency` and `quantum` (an InputError otherwise); each pays its own `latency`.
 // With `only`, just that collective's end is wanted: the collectives that share no link with
 // it, directly or through another, are left out (exact: they cannot change it; their ends 0).

@@ -48,7 +48,7 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
     for (std::uint32_t j = 0; j < per; ++j) {
       const Transfer& a = plan.transfers[member[j]];
       const Transfer& b = plan.transfers[member[u * per + j]];
-      if (a.bytes != b.bytes || a.nvls != b.nvls || a.collective != b.collective || (a.src == a.dst) != (b.src == b.dst) ||
+      if (a.bytes != b.bytes || a.nvls != b.nvls || a.horizon != b.horizon || a.collective != b.collective || (a.src == a.dst) != (b.src == b.dst) ||
           a.deps_count != b.deps_count) {
         return std::nullopt;
       }

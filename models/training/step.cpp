@@ -304,7 +304,9 @@ class CommCost {
     // Channels unset: a ring per NIC of a server (collectives.hpp), one NIC a GPU here.
     if (s.op == CollectiveOp::all_to_all) return groups * n * (n - 1);
     if (s.op == CollectiveOp::send_recv) return groups * ch;
-    const std::size_t steps = s.algo == CollectiveAlgo::ring ? (s.op == CollectiveOp::all_reduce ? 2 : 1) * (n - 1) : 2;
+    // A ring's planned steps (2k where it is extrapolated); a chain's hops.
+    const int ring = s.algo == CollectiveAlgo::ring ? ring_steps_planned(s, s.ranks) : 2;
+    const auto steps = static_cast<std::size_t>(ring > 0 ? ring : s.ranks - 1);
     return groups * n * steps * ch * chunks;
   }
   // The builder spec of the smallest instance of the fabric that holds one group of `m`: for a
