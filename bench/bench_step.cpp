@@ -159,7 +159,7 @@ models::StepScenario deepseek_on_racks(int n, std::string_view extra = "") {
 void bench_step_frontier(Figures& out, bool quick) {
   // Each collective alone (isolated), then every group's collectives at once on the whole fabric
   // beside the other kinds (contention=fabric, the setting).
-  for (const models::Contention contention : {models::Contention::isolated, models::Contention::fabric}) {
+  const auto series = [&](models::Contention contention) {
     double first_wall = 0;
     int first_gpus = 0;
     const std::string label = contention == models::Contention::fabric ? "deepseek_v3_contended" : "deepseek_v3";
@@ -175,7 +175,8 @@ void bench_step_frontier(Figures& out, bool quick) {
                        fmt::format("(wall-time growth from {} GPUs) / (GPU growth); at most 1 is linear", first_gpus)});
       }
     }
-  }
+  };
+  series(models::Contention::isolated);
   // The largest on a two-plane fabric (every NIC's bandwidth split over two independent
   // leaf-spine planes, as multi-plane rail fabrics for NVL72 racks are built).
   const int largest = quick ? 1024 : 131072;
@@ -196,6 +197,10 @@ void bench_step_frontier(Figures& out, bool quick) {
   sc.plan.overlap_tp_comm = true;
   sc.topology = fmt::format("nvl72:domains={},gpus_per_domain=64", n / 64);
   step_once(out, fmt::format("step.gpt_moe_1_8t.{}", n), sc, 60, 16);
+  // Last (peak RSS is the process's so far): with the whole fabric contended.
+  series(models::Contention::fabric);
+  sc.contention = models::Contention::fabric;
+  step_once(out, fmt::format("step.gpt_moe_1_8t_contended.{}", n), sc, 60, 16);
 }
 
 }  // namespace orrery::bench
