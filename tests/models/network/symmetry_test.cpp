@@ -112,13 +112,24 @@ TEST_CASE("symmetry classes: a degraded link falls back to the full simulation")
 // pipeline traffic of every group on one fabric, with classes against every flow. A pipeline
 // boundary is an all-to-all of its two ranks: activations forward and gradients back at once,
 // as in 1F1B's steady state.
+namespace {
+// Kinds of a plan on one fabric, run as they are and again with `change` applied to each.
+struct Mix {
+  const char* what;
+  const char* topology;
+  std::vector<CollectiveSpec> specs;
+  bool symmetric = true;
+};
+std::pair<CollectiveResult, CollectiveResult> run_twice(const Mix& m, void (*change)(CollectiveSpec&)) {
+  const Topology t = build_topology(m.topology);
+  std::vector<CollectiveSpec> specs = m.specs;
+  const CollectiveResult as_given = run_concurrent(t, specs);
+  for (CollectiveSpec& s : specs) change(s);
+  return {as_given, run_concurrent(t, specs)};
+}
+}  // namespace
+
 TEST_CASE("symmetry classes: mixed plans contend alike with and without classes") {
-  struct Mix {
-    const char* what;
-    const char* topology;
-    std::vector<CollectiveSpec> specs;
-    bool symmetric = true;
-  };
   const auto make = grouped;
   const std::vector<Mix> mixes = {
       {"DP rings + EP all-to-alls, 128 GPUs, 2:1 sprayed", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
@@ -135,17 +146,17 @@ TEST_CASE("symmetry classes: mixed plans contend alike with and without classes"
   };
   for (const Mix& m : mixes) {
     const Topology t = build_topology(m.topology);
-    std::vector<CollectiveSpec> specs = m.specs;
-    const CollectiveResult classes = run_concurrent(t, specs);
-    for (CollectiveSpec& s : specs) s.symmetry = false;
-    const CollectiveResult full = run_concurrent(t, specs);
+    const std::vector<CollectiveSpec>& specs = m.specs;
+    const auto [classes, full] = run_twice(m, [](CollectiveSpec& s) { s.symmetry = false; });
     INFO(std::string(m.what), ": ", classes.units, " units, ", classes.flows, " flows against ", full.flows);
     CHECK((classes.units > 0) == m.symmetric);
     REQUIRE(classes.ends.size() == specs.size());
     for (std::size_t k = 0; k < specs.size(); ++k) {
       CHECK(classes.ends[k].to_seconds() == orrery::testing::Approx(full.ends[k].to_seconds()).epsilon(1e-3));
       // Together each ends no sooner than alone.
-      CHECK(full.ends[k] >= run_collective(t, specs[k]).time);
+      CollectiveSpec alone = specs[k];
+      alone.symmetry = false;
+      CHECK(full.ends[k] >= run_collective(t, alone).time);
     }
     MESSAGE(std::string(m.what), ": ", classes.units, " units, ", classes.flows, " flows against ", full.flows);
   }
@@ -155,11 +166,6 @@ TEST_CASE("symmetry classes: mixed plans contend alike with and without classes"
 // others ending before the truncated ring could part from the whole one): each collective's
 // end against the mix with the ring run whole, within 0.1%, on contended spines.
 TEST_CASE("mixes with a long ring: extrapolated from two short runs, as the whole ring gives") {
-  struct Mix {
-    const char* what;
-    const char* topology;
-    std::vector<CollectiveSpec> specs;
-  };
   const auto make = grouped;
   const std::vector<Mix> mixes = {
       {"DP all-reduce + EP all-to-alls, 512 GPUs, 4:1 sprayed", "dgx-h100:nodes=64,fabric=fat-tree,leaf_ports=32,oversubscription=4,routing=spray",
@@ -173,11 +179,8 @@ TEST_CASE("mixes with a long ring: extrapolated from two short runs, as the whol
        {make(CollectiveOp::all_reduce, CollectiveAlgo::ring, 64e6, 32, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 16e6, 16, 16, 1)}},
   };
   for (const Mix& m : mixes) {
-    const Topology t = build_topology(m.topology);
-    std::vector<CollectiveSpec> specs = m.specs;
-    const CollectiveResult fast = run_concurrent(t, specs);
-    for (CollectiveSpec& s : specs) s.extrapolate_rings = false;
-    const CollectiveResult whole = run_concurrent(t, specs);
+    const std::vector<CollectiveSpec>& specs = m.specs;
+    const auto [fast, whole] = run_twice(m, [](CollectiveSpec& s) { s.extrapolate_rings = false; });
     INFO(std::string(m.what));
     CHECK(fast.extrapolated_steps > 0);
     CHECK(whole.extrapolated_steps == 0);
