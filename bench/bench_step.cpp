@@ -119,7 +119,12 @@ void bench_step_data_parallel(Figures& out, bool quick) {
     s.algo = models::CollectiveAlgo::ring;
     s.size = sim::Bytes(1 << 30);
     models::CollectiveResult fast, full;
-    const double fast_wall = best_seconds(3, [&] { fast = models::run_collective(t, s); });
+    // A topology keeps its rings' reductions (Topology::memo): each of the three runs on a fresh one.
+    double fast_wall = 1e300;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const models::Topology cold = models::build_topology(quick ? "dgx-h100:nodes=1,gpus_per_node=128" : spec);
+      fast_wall = std::min(fast_wall, best_seconds(1, [&] { fast = models::run_collective(cold, s); }));
+    }
     s.extrapolate_rings = false;
     const double full_wall = best_seconds(1, [&] { full = models::run_collective(t, s); });
     const std::string name = fmt::format("network.ring.{}", label);

@@ -336,6 +336,12 @@ bool Topology::on_route(NodeIndex v, int j, int length, const Search& from, cons
   if (v == dst) return j == length;
   if (nodes_[v].kind == NodeKind::gpu) return false;
   if (to.knows(length - j)) return to.d[v] == length - j;
+  if (j + 1 == length) {  // one hop short: a link to the destination (its few in-links, not a switch's many out-links)
+    for (const LinkIndex l : cache_->in[dst]) {
+      if (links_[l].from == v) return true;
+    }
+    return false;
+  }
   for (const LinkIndex l : out_[v]) {
     const NodeIndex w = links_[l].to;
     if (w == dst ? j + 1 == length : from.d[w] == j + 1 && on_route(w, j + 1, length, from, to, dst)) return true;
