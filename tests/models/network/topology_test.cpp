@@ -252,3 +252,21 @@ TEST_CASE("routes from searches that meet in the middle equal a whole search's, 
     }
   }
 }
+
+TEST_CASE("a topology forgets its memo and its route searches when it changes") {
+  Topology t = build_topology("dgx-h100:nodes=2");
+  CHECK(t.route(t.gpus()[0], t.gpus()[9], 1).size() == 6);  // across the spine; searches cached on the way
+  CHECK(t.memo("ring") == nullptr);
+  t.remember("ring", std::make_shared<const int>(7));
+  REQUIRE(t.memo("ring") != nullptr);
+  CHECK(*std::static_pointer_cast<const int>(t.memo("ring")) == 7);
+  CHECK(t.memos() == 1);
+  // A new link changes routes and capacities: everything derived is forgotten.
+  t.connect(t.gpus()[0], t.gpus()[9], sim::BytesPerSecond(1e9), sim::Duration::nanoseconds(1), LinkKind::network);
+  CHECK(t.memos() == 0);
+  CHECK(t.memo("ring") == nullptr);
+  CHECK(t.route(t.gpus()[0], t.gpus()[9], 1).size() == 1);  // and the routes searched again
+  t.remember("ring", std::make_shared<const int>(8));
+  t.add_node("extra", NodeKind::leaf);
+  CHECK(t.memo("ring") == nullptr);
+}
