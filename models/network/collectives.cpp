@@ -339,9 +339,12 @@ NodeIndex nvls_switch(const Topology& t, const Layout& l, const CollectiveSpec& 
   return static_cast<NodeIndex>(sw);
 }
 
+// The ranks a spec asks for: its own, or every GPU (0).
+int ranks_of(const Topology& t, const CollectiveSpec& s) { return s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size()); }
+
 // The number of ranks the collective runs on, once the request is valid for the topology.
 int checked_ranks(const Topology& t, const CollectiveSpec& s) {
-  const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
+  const int n = ranks_of(t, s);
   if (n < 2 || n > static_cast<int>(t.gpus().size())) {
     throw InputError("<command line>", "--ranks",
                      fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, t.gpus().size()));
@@ -1024,8 +1027,14 @@ int ring_warm_steps(const CollectiveSpec& s) { return std::max(4, 2 * std::max(1
 bool extrapolable(const Topology& t, const CollectiveSpec& s, bool record_link_loads) {
   if (!s.extrapolate_rings || record_link_loads || s.algo != CollectiveAlgo::ring || !s.pair_bytes.empty() || s.ring_steps > 0) return false;
   if (s.op != CollectiveOp::all_reduce && s.op != CollectiveOp::reduce_scatter && s.op != CollectiveOp::all_gather) return false;
-  const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
-  return ring_steps(s.op, n) > 4 * ring_warm_steps(s);
+  return ring_steps(s.op, ranks_of(t, s)) > 4 * ring_warm_steps(s);
+}
+
+// A ring of `steps` steps that ended at `shorter` after k of them and at `longer` after 2k: each
+// step past 2k adds what each of the k between them did.
+sim::Duration extrapolated_end(sim::Duration shorter, sim::Duration longer, int k, int steps) {
+  const double per_step = (longer - shorter).to_seconds() / k;
+  return longer + sim::ceil_duration_ns(std::max(0.0, per_step) * (steps - 2 * k) * 1e9);
 }
 
 }  // namespace
@@ -1034,8 +1043,9 @@ int ring_steps_planned(const CollectiveSpec& s, int ranks) {
   if (s.algo != CollectiveAlgo::ring) return 0;
   if (s.op != CollectiveOp::all_reduce && s.op != CollectiveOp::reduce_scatter && s.op != CollectiveOp::all_gather) return 0;
   const int all = ring_steps(s.op, ranks);
+  if (s.ring_steps > 0) return std::min(s.ring_steps, all);
   const int k = ring_warm_steps(s);
-  return s.extrapolate_rings && s.pair_bytes.empty() && s.ring_steps == 0 && all > 4 * k ? 2 * k : (s.ring_steps > 0 ? std::min(s.ring_steps, all) : all);
+  return s.extrapolate_rings && s.pair_bytes.empty() && all > 4 * k ? 2 * k : all;
 }
 
 namespace {
@@ -1070,12 +1080,10 @@ int servers_per_leaf(const Topology& t) {
   return 0;
 }
 
-// Runs a plan: where its transfers fall into symmetric units (symmetry.hpp), one unit under
-// the others' load, else every transfer. Units tried, finest first: the GPUs (a transfer
-// belongs to its sender, or its receiver when a switch sends), their servers, blocks of the
-// servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
-// `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
-// `links`: the topology's, with the plan's routes resolved.
+// The plan reduced to one of its symmetric units (symmetry.hpp), or none. Units tried, finest
+// first: the GPUs (a transfer belongs to its sender, or its receiver when a switch sends), their
+// servers, blocks of the servers behind one leaf switch, then the concurrent groups of
+// CollectiveSpec::groups. `links`: the topology's, with the plan's routes resolved.
 std::optional<SymmetricReduction> reduce(const Topology& t, FabricLinks& links, const CollectivePlan& plan) {
   if (plan.transfers.size() <= 1) return std::nullopt;
   const PlanLinks view{links.capacity(), links.latency_ns(), [&](std::uint32_t i) { return links.route_of(i); }, links.kinds()};
@@ -1125,12 +1133,10 @@ CollectiveResult run_reduced(const SymmetricReduction& red, const CollectiveSpec
   return r;
 }
 
-// Runs a plan: where its transfers fall into symmetric units (symmetry.hpp), one unit under
-// the others' load, else every transfer. Units tried, finest first: the GPUs (a transfer
-// belongs to its sender, or its receiver when a switch sends), their servers, blocks of the
-// servers behind one leaf switch, then the concurrent groups of CollectiveSpec::groups.
-// `latency`: each collective's (by Transfer::collective); `s` gives the rest of the run's settings.
-// `links`: the topology's, with the plan's routes resolved. `reduced`: where the reduction goes.
+// Runs a plan: one symmetric unit under the others' load where reduce() finds one, else every
+// transfer. `latency`: each collective's (by Transfer::collective); `s` gives the rest of the
+// run's settings; `links`: the topology's, with the plan's routes resolved; `reduced`: where
+// the reduction goes, when one was used.
 CollectiveResult simulate(const Topology& t, FabricLinks& links, const CollectivePlan& plan, const CollectiveSpec& s,
                           std::span<const sim::Duration> latency, bool loads, std::optional<SymmetricReduction>* reduced = nullptr) {
   if (s.symmetry && !loads) {
@@ -1179,7 +1185,7 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
   CollectivePlan plan;
   CollectiveResult r;
   if (extrapolable(t, spec, record_link_loads)) {
-    const int n = spec.ranks > 0 ? spec.ranks : static_cast<int>(t.gpus().size());
+    const int n = ranks_of(t, spec);
     CollectiveSpec s = spec;
     const int k = ring_warm_steps(spec);
     CollectiveResult a;
@@ -1220,8 +1226,7 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
         t.remember(key, std::make_shared<const ReducedRing>(ReducedRing{std::move(*reduced_shorter), std::move(*reduced_longer), plan.channels, chunks}));
       }
     }
-    const double per_step = (r.time - a.time).to_seconds() / k;
-    r.time = r.time + sim::ceil_duration_ns(std::max(0.0, per_step) * (ring_steps(spec.op, n) - 2 * k) * 1e9);
+    r.time = extrapolated_end(a.time, r.time, k, ring_steps(spec.op, n));
     r.flows += a.flows;
     r.solves += a.solves;
     r.solve_work += a.solve_work;
@@ -1326,10 +1331,7 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
   for (const std::size_t j : rings) k = std::max(k, ring_warm_steps(specs[j]));
   for (;; k *= 2) {
     bool fits = true;
-    for (const std::size_t j : rings) {
-      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
-      fits = fits && ring_steps(specs[j].op, n) > 4 * k;
-    }
+    for (const std::size_t j : rings) fits = fits && ring_steps(specs[j].op, ranks_of(t, specs[j])) > 4 * k;
     if (!fits) return run_mix(t, specs, e, only);  // the rings are short enough to run whole
     std::vector<CollectiveSpec> truncated(specs.begin(), specs.end());
     for (const std::size_t j : rings) truncated[j].ring_steps = k;
@@ -1343,11 +1345,12 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     if (!before) continue;
     for (const std::size_t j : rings) truncated[j].ring_steps = 2 * k;
     CollectiveResult r = run_mix(t, truncated, e, only);
+    r.extrapolated_steps = 0;
     for (const std::size_t j : rings) {
-      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
+      const int steps = ring_steps(specs[j].op, ranks_of(t, specs[j]));
+      r.extrapolated_steps = std::max(r.extrapolated_steps, steps);
       if (r.ends[j] == sim::Duration::zero()) continue;  // left out (`only`)
-      const double per_step = (r.ends[j] - a.ends[j]).to_seconds() / k;
-      r.ends[j] = r.ends[j] + sim::ceil_duration_ns(std::max(0.0, per_step) * (ring_steps(specs[j].op, n) - 2 * k) * 1e9);
+      r.ends[j] = extrapolated_end(a.ends[j], r.ends[j], k, steps);
       r.horizons[j] = sim::Duration::max();
     }
     for (std::size_t j = 0; j < specs.size(); ++j) {
@@ -1357,11 +1360,6 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     r.solves += a.solves;
     r.solve_work += a.solve_work;
     r.events += a.events;
-    r.extrapolated_steps = 0;
-    for (const std::size_t j : rings) {
-      const int n = specs[j].ranks > 0 ? specs[j].ranks : static_cast<int>(t.gpus().size());
-      r.extrapolated_steps = std::max(r.extrapolated_steps, ring_steps(specs[j].op, n));
-    }
     r.time = *std::max_element(r.ends.begin(), r.ends.end());
     return r;
   }
@@ -1377,7 +1375,7 @@ std::string fabric_link_name(const Topology& t, sim::LinkId link) {
 // Alpha-beta
 
 sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkEfficiency& e) {
-  const int n = s.ranks > 0 ? s.ranks : static_cast<int>(t.gpus().size());
+  const int n = ranks_of(t, s);
   if (n < 2) throw InputError("<command line>", "--ranks", "expected at least 2 ranks");
   const Layout l = layout_of(t, n);
   const int channels = default_channels(t, l, s);

@@ -160,11 +160,12 @@ class CommCost {
     // contention=fabric: the group's collective with all its copies on the whole fabric, and
     // one of each other kind of the plan beside it, all starting together (set_mix). Its
     // plan holds every transfer of every group of every kind (symmetry classes reduce the
-    // run, not the plan): a kind whose plan passes kMixTransfers, as at frontier scale where
-    // a data-parallel ring of thousands of ranks runs all its steps, is left out of the mix,
-    // and costed itself with all its groups on the whole fabric but apart from the others.
+    // run, not the plan; a long ring plans 2k of its steps, run_concurrent): a kind whose plan
+    // passes kMixTransfers, as at frontier scale where even 2k steps of every data-parallel
+    // group's 64-channel ring are millions of transfers, is left out of the mix, and costed
+    // itself with all its groups on the whole fabric but apart from the others.
     // Pipeline sends take the whole fabric only beside another kind (alone, a stage pair's
-    // send as before: their route searches across the whole fabric cost more than the rest).
+    // send as before).
     const Member self{op, bytes, n, stride};
     const bool fits = fabric && whole_fits(self, kind) && (op != CollectiveOp::send_recv || kind == CommKind::pp);
     std::vector<CollectiveSpec> others;
