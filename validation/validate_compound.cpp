@@ -62,7 +62,7 @@ CompoundValidationSummary validate_compound(std::string& md, std::ostream& out) 
   const auto check = [&](bool holds) {
     ++summary.checks;
     summary.held += holds ? 1 : 0;
-    return holds ? "holds" : "**does not hold**";
+    return holds ? "holds" : "does not hold";
   };
   const auto& cat = models::MultimodalCatalog::builtin();
   md += "## Compound training: MegaScale-Omni and Maestro\n\n";

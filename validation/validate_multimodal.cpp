@@ -189,7 +189,7 @@ MultimodalValidationSummary validate_multimodal(std::string& md, std::ostream& o
   const auto check = [&](bool holds) {
     ++summary.checks;
     summary.held += holds ? 1 : 0;
-    return holds ? "holds" : "**does not hold**";
+    return holds ? "holds" : "does not hold";
   };
   std::string rankings;
   {

@@ -119,7 +119,7 @@ MultiplexValidationSummary validate_multiplexing(std::string& md, std::ostream& 
   const auto check = [&](bool holds) {
     ++summary.checks;
     summary.held += holds ? 1 : 0;
-    return holds ? "holds" : "**does not hold**";
+    return holds ? "holds" : "does not hold";
   };
   const models::GpuSpec& h100 = models::HardwareCatalog::builtin().gpu("H100");
   const models::RooflineCostModel cost(h100, models::training_roofline_params(h100));

@@ -152,9 +152,14 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
         "(`models::CommModel::nccl`, the default). The step parameters are a few physical quantities per GPU architecture\n"
         "(Ampere, Hopper, Blackwell) and framework (Megatron, PyTorch): the fraction of the dtype's peak a linear layer's GEMM\n"
         "sustains per precision, a multiplier on the isolated flash-attention efficiency, the fraction of HBM bandwidth a\n"
-        "memory-bound kernel sustains, a per-kernel overhead, the share of overlapped TP/CP communication that hides, and the\n"
-        "grouped (MoE) GEMMs' efficiency relative to plain ones; each starts from its isolated-kernel value\n"
-        "(`models::step_parameter_prior`), which also weakly holds any the rows do not determine.\n\n";
+        "memory-bound kernel sustains, a per-kernel gap on the GPU, the share of overlapped TP/CP communication that hides,\n"
+        "the grouped (MoE) GEMMs' efficiency relative to plain ones, and the host's time to issue one of the kernels the model\n"
+        "counts (a GEMM, an attention or a fused memory-bound kernel: Transformer Engine runs a module's Python and several\n"
+        "launches around each; NVIDIA/TransformerEngine issue 2053 finds steps CPU-bound on Grace), which costs a step only\n"
+        "where it exceeds the GPU's queued work (a MoE layer's forward waits for the device: its token counts) and nothing\n"
+        "in a CUDA graph; each starts from its isolated-kernel value (`models::step_parameter_prior`), which also weakly\n"
+        "holds any the rows do not determine. A refit starts from the priors, and once more from the host's time at the top\n"
+        "of its range (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
   md += fmt::format(
       "**Leave one out.** The parameters are fitted on every row of the Megatron-LM, Megatron-Bridge and torchtitan tables\n"
       "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): least squares on\n"

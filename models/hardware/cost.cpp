@@ -69,8 +69,9 @@ RooflineCostModel::RooflineCostModel(GpuSpec gpu, RooflineParams params) : gpu_(
 RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   Terms t;
   t.overhead_s = params_.kernel_overhead.to_seconds();
-  t.memory_s = min_bytes(k).value() / (gpu_.hbm_bandwidth * params_.memory_efficiency * params_.step_efficiency);
-  if (is_memory_bound(k.kind)) return t;
+  const bool streaming = is_memory_bound(k.kind);
+  t.memory_s = min_bytes(k).value() / (gpu_.hbm_bandwidth * (streaming ? params_.memory_efficiency : params_.operand_memory_efficiency) * params_.step_efficiency);
+  if (streaming) return t;
   if (!gpu_.supports(k.dtype)) unsupported(gpu_, k);
   // FP8 attention runs its QK^T and PV products on FP8 tensor cores but its softmax as in bf16:
   // kFp8AttentionSpeedup of the bf16 kernel, not the FP8 peak's 2x.

@@ -33,6 +33,9 @@ class CostModel {
   // The fraction of overlapped tensor- or context-parallel communication that hides behind
   // compute (RooflineParams::overlap_efficiency).
   virtual double overlap_efficiency() const { return 1.0; }
+  // Seconds of CPU time the framework spends to issue one kernel (RooflineParams::host_issue):
+  // hidden while the GPU has queued work, the step's pace where kernels are shorter.
+  virtual double host_issue_s() const { return 0.0; }
   // Counters for the run report, e.g. {"fallback.attention_fwd", 3}; sorted by name.
   virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
   // One line for the console: the model and what each kernel's time comes from, e.g.
@@ -69,8 +72,18 @@ struct RooflineParams {
   std::int64_t attention_tile = 128;
   // Memory-bound kernels: fraction of HBM peak a streaming kernel sustains.
   double memory_efficiency = 0.90;
-  // Fixed time every kernel pays (launch and tail).
+  // The same for the operands of compute kernels (GEMMs, attention): their tiles stream at the
+  // isolated kernels' rate. A training step's fitted memory efficiency (step_params.hpp) stands
+  // for its memory-bound kernels (unfused passes, casts), not for a GEMM's operand reads.
+  double operand_memory_efficiency = 0.90;
+  // Fixed time every kernel pays on the GPU (launch latency and tail; inside a step, the gap
+  // between back-to-back kernels).
   sim::Duration kernel_overhead = sim::Duration::microseconds(2);
+  // CPU time to issue one kernel (Python, the framework's dispatch, the launch call): the host
+  // runs ahead of the GPU, so it costs the step only where the GPU's queued work is shorter
+  // (step.cpp). 0 for isolated kernels and inside a full-iteration CUDA graph (nothing issued).
+  // Used by the step emulator, not by time().
+  sim::Duration host_issue = sim::Duration::zero();
   // The fraction of this roofline's speed a kernel reaches inside a training step (1 for the
   // isolated kernels of published benchmarks; the fitted training parameters of step_params.hpp
   // set each efficiency directly and leave it 1).
@@ -90,6 +103,7 @@ class RooflineCostModel final : public CostModel {
   std::string_view name() const override { return "roofline"; }
   std::string summary() const override;
   double overlap_efficiency() const override { return params_.overlap_efficiency; }
+  double host_issue_s() const override { return params_.host_issue.to_seconds(); }
 
   struct Terms {
     double executed_flops = 0;  // after tile padding
@@ -156,6 +170,7 @@ class CalibratedCostModel final : public CostModel {
   // roofline (step efficiency 0.6772, 37.7 us per kernel)": the counts so far.
   std::string summary() const override;
   double overlap_efficiency() const override { return roofline_.overlap_efficiency(); }
+  double host_issue_s() const override { return roofline_.host_issue_s(); }
   std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t calibrated(KernelKind k) const { return calibrated_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t fallbacks() const;   // over all kinds

@@ -24,16 +24,19 @@ constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", 
 // efficiencies of GEMMs and attention within 2x of their best isolated shapes; a streaming
 // kernel's share of HBM bandwidth within 1.5x of 0.9 (STREAM-like kernels on H100 and A100 reach
 // 80-93% of the datasheet bandwidth); eager PyTorch's memory-bound share within 4x (it stands for
-// unfused kernels' extra passes too); per-kernel overhead, overlap and grouped GEMMs loosely (10x,
-// 4x, 4x); inside a CUDA graph a kernel's overhead is the device's gap between kernels, known
-// within 4x of the isolated kernels' 2 us.
+// unfused kernels' extra passes too); overlap and grouped GEMMs loosely (4x); a kernel's overhead
+// is the device's gap between kernels, in a CUDA graph or not (the host's share is `host`),
+// known within 4x of the isolated kernels' 2 us. The host's time to issue one kernel: within 4x of
+// 10 us (the CPU-side path of one eager PyTorch op, Python to cudaLaunchKernel, takes about
+// 5-25 us: J. Lin, "From PyTorch op to kernel launch", jiahuanglin.xyz/all_lessons/
+// gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost).
 struct Prior {
   std::string_view kind;
   double value;
   bool bounded;
   double spread;
 };
-constexpr std::array<Prior, 12> kPriors = {{
+constexpr std::array<Prior, 13> kPriors = {{
     {"gemm.bf16", 0.8149, true, 2},
     {"gemm.fp8", 0.7162, true, 2},
     {"gemm.fp8-block", 0.7162, true, 2},
@@ -44,6 +47,7 @@ constexpr std::array<Prior, 12> kPriors = {{
     {"memory.eager", 0.90, true, 4},
     {"overhead", 2.0, false, 10},
     {"overhead.graph", 2.0, false, 4},
+    {"host", 10.0, false, 4},
     {"overlap", 1.0, true, 4},
     {"grouped_gemm", 1.0, true, 4},
 }};
@@ -102,6 +106,7 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   if (ctx.precision != "bf16") kinds.push_back(gemm_kind(ctx.precision));
   kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
                                   "grouped_gemm"});
+  if (!ctx.cuda_graphs) kinds.emplace_back("host");  // a graph's kernels are issued by no one
   std::vector<StepParameterUse> out;
   for (const std::string& kind : kinds) {
     StepParameterUse u;
@@ -132,6 +137,7 @@ RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& c
     else if (u.kind == "overhead" || u.kind == "overhead.graph") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
     else if (u.kind == "overlap") p.overlap_efficiency = u.value;
     else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
+    else if (u.kind == "host") p.host_issue = sim::ceil_duration_ns(u.value * 1e3);
   }
   p.step_efficiency = 1;
   p.source = fmt::format("{} {} {}{}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
@@ -179,7 +185,7 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
     const std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
     if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
       fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
-               "memory.eager, overhead, overhead.graph, overlap, grouped_gemm)");
+               "memory.eager, overhead, overhead.graph, host, overlap, grouped_gemm)");
     }
     if (!v.is_object() || !v.contains("value") || !v["value"].is_number()) fail(at, "expected an object with a numeric value and its rows");
     StepParameter p;

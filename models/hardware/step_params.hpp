@@ -26,7 +26,7 @@ namespace orrery::models {
 struct StepContext {
   std::string framework = "megatron";
   std::string precision = "bf16";
-  bool cuda_graphs = false;  // a full-iteration CUDA graph: kernels pay overhead.graph, not overhead
+  bool cuda_graphs = false;  // a full-iteration CUDA graph: kernels pay overhead.graph, not overhead and host
 };
 
 // The framework names StepContext takes, in order.
@@ -58,8 +58,10 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // peak a linear layer's GEMM sustains in a step), attention (multiplier on the isolated
 // flash-attention efficiency curve), memory (fraction of HBM bandwidth a memory-bound kernel
 // sustains; memory.eager for PyTorch eager's unfused kernels), overhead (microseconds every kernel
-// pays: launch, framework dispatch; overhead.graph the same inside a full-iteration CUDA graph,
-// where the host launches nothing), overlap (fraction of overlapped TP/CP communication that
+// pays on the GPU: launch latency, the gap to the next kernel; overhead.graph the same inside a
+// full-iteration CUDA graph), host (microseconds of CPU time to issue one kernel: Python, the
+// framework's dispatch, the launch call; a step pays it only where the GPU's queued work is
+// shorter, and not in a CUDA graph, where the host launches nothing), overlap (fraction of overlapped TP/CP communication that
 // hides behind compute), grouped_gemm (multiplier on GEMM efficiency for MoE grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);

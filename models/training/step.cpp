@@ -409,6 +409,8 @@ struct OpCost {
   double pairable = 0;
   // Of comm, the expert-parallel all-to-alls (moved onto the links as flows by plan.ep_comm).
   double ep = 0;
+  // CPU time to issue the op's kernels, not yet weighed against the GPU's (issue_bound()).
+  double host = 0;
   double seconds() const { return compute + comm; }
   OpCost& operator+=(const OpCost& o) {
     compute += o.compute;
@@ -416,9 +418,19 @@ struct OpCost {
     flops += o.flops;
     pairable += o.pairable;
     ep += o.ep;
+    host += o.host;
     return *this;
   }
 };
+
+// The host issues kernels asynchronously: it runs ahead of the GPU until something makes it wait
+// for the device, so over a stretch of work between two such waits the GPU is busy for the
+// longer of its own time (kernels and the communication they wait on) and the host's. Issue
+// time past the GPU's is added to the kernels' time, and the stretch ends.
+void issue_bound(OpCost& c) {
+  c.compute += std::max(0.0, c.host - (c.compute + c.comm));
+  c.host = 0;
+}
 
 struct LayerCost {
   OpCost f, b, w;  // forward, input grads (B), weight grads (W)
@@ -435,10 +447,12 @@ struct Ctx {
   PrecisionSpec prec;  // the linear layers' GEMMs and their casts
   double overlap;      // the cost model's overlap efficiency
   double host_link;    // the GPU's host link per direction, bytes/s (activation offload)
+  double host_issue;   // the host's time to issue one kernel, seconds
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
     c.flops += flops(k).value();
+    c.host += host_issue;
   }
   static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
   Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
@@ -590,8 +604,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   OpCost att_fwd, att_bwd;  // core attention, forward and backward
   if (!attention) {
   } else if (p.flash_attention) {
-    att_fwd = {c.cost.time(af).to_seconds() * share, 0, flops(af).value() * share};
-    att_bwd = {c.cost.time(ab).to_seconds() * share, 0, flops(ab).value() * share};
+    att_fwd = {.compute = c.cost.time(af).to_seconds() * share, .flops = flops(af).value() * share, .host = c.host_issue};
+    att_bwd = {.compute = c.cost.time(ab).to_seconds() * share, .flops = flops(ab).value() * share, .host = c.host_issue};
   } else {
     // Unfused attention (Megatron-LM before flash attention): batched GEMMs over every
     // (query, key) pair of the sequence, the causal mask applied to the full s x s scores,
@@ -741,6 +755,13 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     lc.f.comm += ep_a2a, lc.f.pairable += ep_a2a;
     lc.b.comm += ep_a2a, lc.b.pairable += ep_a2a;
   }
+  // A dropless MoE layer's forward makes the host wait for the device: the token counts per
+  // expert (the all-to-all's split sizes, the grouped GEMM's groups) are copied to the host and
+  // synchronised before the dispatch (Megatron-Core's MoEAlltoAllTokenDispatcher, megatron/core/
+  // transformer/moe/token_dispatcher.py: cuda_sync_point "before_ep_alltoall" with EP,
+  // "before_finish" without), so its issue time cannot hide behind the next layers' kernels.
+  // The backward knows the counts.
+  if (kind.ffn == Ffn::moe) issue_bound(lc.f);
   // Recompute: full reruns the layer's forward in the backward; selective reruns core
   // attention when its scores were not kept (flash attention recomputes them anyway).
   if (p.recompute == Recompute::full) {
@@ -824,7 +845,8 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              std::max<std::int64_t>(1, m.kv_heads / p.tp),
              precision_spec(p.precision),
              cost.overlap_efficiency(),
-             gpu.host_link_bandwidth};
+             gpu.host_link_bandwidth,
+             cost.host_issue_s()};
 }
 
 // Under contention=fabric, what each kind of the step's communication meets on the fabric
@@ -872,6 +894,11 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
     const LayerCost t = mtp_cost(ctx, layer);
     total.f += t.f, total.b += t.b, total.w += t.w;
   }
+  // Each op (a micro-batch's pass over the chunk) is one stretch the host issues ahead: with
+  // pipeline stages Megatron synchronises the device after each batch of sends and receives
+  // (ModelParallelConfig.batch_p2p_sync, on by default), and without them the ops are alike, so
+  // running ahead across them gains nothing.
+  issue_bound(total.f), issue_bound(total.b), issue_bound(total.w);
   return total;
 }
 
@@ -949,7 +976,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }

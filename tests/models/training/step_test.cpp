@@ -945,6 +945,34 @@ TEST_CASE("grad_reduce bf16: half the gradient bytes, a shorter reduction, the s
             .find("s.json:/plan/grad_reduce: found \"fp8\", expected fp32, bf16 or fp16") != std::string::npos);
 }
 
+// The host issues kernels ahead of the GPU: its time per kernel costs a step nothing while the
+// GPU's queued work is longer, and sets the pace once it is shorter (each op then lasts its
+// kernels' issue time); the closed-form estimate, built on the same op costs, agrees.
+TEST_CASE("host issue time: hidden behind the GPU's work, the step's pace past it") {
+  const StepScenario sc = small(1, 1, 1, 2);  // one H100, two micro-batches
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const auto cost_at = [&](std::int64_t host_ns) {
+    RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
+    p.host_issue = sim::Duration::nanoseconds(host_ns);
+    return RooflineCostModel(sc.gpu, p);
+  };
+  const auto at = [&](std::int64_t host_ns) { return run_step(sc, cost_at(host_ns), *schedule, {}).step_time.to_seconds(); };
+  const double none = at(0);
+  CHECK(at(1) == none);  // 1 ns per kernel: never the longer
+  // A millisecond per kernel is past every op's GPU time: each further microsecond adds the same.
+  const double a = at(1'000'000), b = at(2'000'000), c = at(3'000'000);
+  CHECK(a > none);
+  CHECK(b - a == orrery::testing::Approx(c - b).epsilon(1e-6));
+  const auto estimate_at = [&](std::int64_t host_ns) { return estimate_step(sc, cost_at(host_ns), *schedule).step_time_s; };
+  CHECK(estimate_at(1) == estimate_at(0));
+  CHECK(estimate_at(3'000'000) - estimate_at(2'000'000) == orrery::testing::Approx(c - b).epsilon(1e-3));
+  // A CUDA graph's kernels are issued by no one.
+  StepScenario g = sc;
+  g.plan.cuda_graphs = "full";
+  CHECK(training_cost_model(g.gpu, step_context(g.plan))->host_issue_s() == 0);
+  CHECK(training_cost_model(sc.gpu, step_context(sc.plan))->host_issue_s() > 0);
+}
+
 // plan.precision: the linear layers' GEMMs at the precision's tensor-core peak, with their casts;
 // attention, norms and the LM head stay in bf16. FP8 is faster than bf16 on a GEMM-bound plan,
 // delayed scaling (no amax pass) faster than current scaling, and the memory holds the quantized
@@ -1105,22 +1133,34 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
     return run_step(s, *cost, *schedule, {});
   };
   const StepResult base = run(sc);
-  // CUDA graphs: the same kernels, each paying the in-graph gap instead of the host's launch.
+  // CUDA graphs: the same kernels, each paying the in-graph gap, none issued by the host.
   StepScenario g = sc;
   g.plan.cuda_graphs = "full";
   const RooflineParams host = training_roofline_params(sc.gpu, step_context(sc.plan));
   const RooflineParams graph = training_roofline_params(g.gpu, step_context(g.plan));
-  CHECK(graph.kernel_overhead < host.kernel_overhead);
+  CHECK(host.host_issue > sim::Duration::zero());
+  CHECK(graph.host_issue == sim::Duration::zero());
   CHECK(graph.gemm_efficiency == host.gemm_efficiency);
   const StepResult graphed = run(g);
   CHECK(graphed.stages[0].compute_s < base.stages[0].compute_s);
   CHECK(graphed.model_flops == base.model_flops);
-  // EP overlap: the same compute, less exposed communication.
+  // EP overlap: less exposed communication; the same compute where the host issues nothing
+  // (with host time, what the all-to-all hid of a MoE forward's issue time shows: issue_bound).
   StepScenario o = sc;
   o.plan.overlap_ep_comm = true;
   const StepResult overlapped = run(o);
-  CHECK(overlapped.stages[0].compute_s == orrery::testing::Approx(base.stages[0].compute_s).epsilon(1e-6));  // to the ns per op
+  CHECK(overlapped.stages[0].compute_s >= base.stages[0].compute_s);
   CHECK(overlapped.stages[0].exposed_comm_s < base.stages[0].exposed_comm_s);
+  CHECK(overlapped.stages[0].compute_s + overlapped.stages[0].exposed_comm_s < base.stages[0].compute_s + base.stages[0].exposed_comm_s);
+  const auto run_without_host = [](const StepScenario& s) {
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
+    p.host_issue = sim::Duration::zero();
+    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {});
+  };
+  const StepResult base_nh = run_without_host(sc), overlapped_nh = run_without_host(o);
+  CHECK(overlapped_nh.stages[0].compute_s == orrery::testing::Approx(base_nh.stages[0].compute_s).epsilon(1e-6));  // to the ns per op
+  CHECK(overlapped_nh.stages[0].exposed_comm_s < base_nh.stages[0].exposed_comm_s);
   // The fused grouped MLP: fewer passes over the routed tokens, the same FLOPs.
   StepScenario f = sc;
   f.plan.fused_moe_mlp = true;
