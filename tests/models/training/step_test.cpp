@@ -973,6 +973,30 @@ TEST_CASE("host issue time: hidden behind the GPU's work, the step's pace past i
   CHECK(training_cost_model(sc.gpu, step_context(sc.plan))->host_issue_s() > 0);
 }
 
+// A MoE layer's forward makes the host wait for the token counts, so its issue time cannot hide
+// behind the next layer's long kernels: beside a heavy dense MLP layer, a host time the whole op
+// hides changes nothing for a dense stack and slows the stack with a MoE layer.
+TEST_CASE("host issue time: a MoE layer's forward waits for the device") {
+  StepScenario sc;
+  sc.model = model("qwen3-30b-a3b");
+  sc.model.layers = 2;
+  sc.model.ffn_hidden = 262144;  // the dense layer's MLP: long GEMMs
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.topology = "dgx-h100:nodes=1,gpus_per_node=1";
+  sc.plan.global_batch = 1;
+  sc.plan.seq_len = 4096;
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const auto step_at = [&](const char* pattern, std::int64_t host_ns) {
+    StepScenario s = sc;
+    s.model.layer_pattern = pattern;
+    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
+    p.host_issue = sim::Duration::nanoseconds(host_ns);
+    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {}).stages[0].compute_s;
+  };
+  CHECK(step_at("--", 1'000'000) == step_at("--", 0));  // 1 ms per kernel hides behind the MLPs
+  CHECK(step_at("E-", 1'000'000) > step_at("E-", 0));  // not behind the MoE layer's own kernels
+}
+
 // plan.precision: the linear layers' GEMMs at the precision's tensor-core peak, with their casts;
 // attention, norms and the LM head stay in bf16. FP8 is faster than bf16 on a GEMM-bound plan,
 // delayed scaling (no amax pass) faster than current scaling, and the memory holds the quantized
