@@ -158,8 +158,8 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
         "launches around each; NVIDIA/TransformerEngine issue 2053 finds steps CPU-bound on Grace), which costs a step only\n"
         "where it exceeds the GPU's queued work (a MoE layer's forward waits for the device: its token counts) and nothing\n"
         "in a CUDA graph; each starts from its isolated-kernel value (`models::step_parameter_prior`), which also weakly\n"
-        "holds any the rows do not determine. A refit starts from the priors, and once more from the host's time at the top\n"
-        "of its range (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
+        "holds any the rows do not determine. A refit starts from the priors, and once more with the host's time at its prior\n"
+        "times its spread squared (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
   md += fmt::format(
       "**Leave one out.** The parameters are fitted on every row of the Megatron-LM, Megatron-Bridge and torchtitan tables\n"
       "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): least squares on\n"

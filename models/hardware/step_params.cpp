@@ -25,8 +25,9 @@ constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", 
 // kernel's share of HBM bandwidth within 1.5x of 0.9 (STREAM-like kernels on H100 and A100 reach
 // 80-93% of the datasheet bandwidth); eager PyTorch's memory-bound share within 4x (it stands for
 // unfused kernels' extra passes too); overlap and grouped GEMMs loosely (4x); a kernel's overhead
-// is the device's gap between kernels, in a CUDA graph or not (the host's share is `host`),
-// known within 4x of the isolated kernels' 2 us. The host's time to issue one kernel: within 4x of
+// is the device's gap between kernels (the host's share is `host`): inside a CUDA graph within 4x
+// of the isolated kernels' 2 us, outside one within 10x (PyTorch eager's rows put there what the
+// model's kernels leave out). The host's time to issue one kernel: within 4x of
 // 10 us (the CPU-side path of one eager PyTorch op, Python to cudaLaunchKernel, takes about
 // 5-25 us: J. Lin, "From PyTorch op to kernel launch", jiahuanglin.xyz/all_lessons/
 // gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost).
