@@ -51,6 +51,13 @@ StepScenario small(int tp, int pp, int dp, int m_per_dp, const char* schedule = 
   return sc;
 }
 
+// The fitted training roofline of a scenario's plan with the host's issue time set to `host_ns`.
+RooflineCostModel with_host(const StepScenario& sc, std::int64_t host_ns) {
+  RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
+  p.host_issue = sim::Duration::nanoseconds(host_ns);
+  return RooflineCostModel(sc.gpu, p);
+}
+
 // A catalog model on H100s: dp x ep (carved out of dp) with the given batch and sequence.
 StepScenario on_h100(const char* name, int dp, int ep, int global_batch, std::int64_t seq_len, const char* topology) {
   StepScenario sc;
@@ -951,19 +958,14 @@ TEST_CASE("grad_reduce bf16: half the gradient bytes, a shorter reduction, the s
 TEST_CASE("host issue time: hidden behind the GPU's work, the step's pace past it") {
   const StepScenario sc = small(1, 1, 1, 2);  // one H100, two micro-batches
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
-  const auto cost_at = [&](std::int64_t host_ns) {
-    RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
-    p.host_issue = sim::Duration::nanoseconds(host_ns);
-    return RooflineCostModel(sc.gpu, p);
-  };
-  const auto at = [&](std::int64_t host_ns) { return run_step(sc, cost_at(host_ns), *schedule, {}).step_time.to_seconds(); };
+  const auto at = [&](std::int64_t host_ns) { return run_step(sc, with_host(sc, host_ns), *schedule, {}).step_time.to_seconds(); };
   const double none = at(0);
   CHECK(at(1) == none);  // 1 ns per kernel: never the longer
   // A millisecond per kernel is past every op's GPU time: each further microsecond adds the same.
   const double a = at(1'000'000), b = at(2'000'000), c = at(3'000'000);
   CHECK(a > none);
   CHECK(b - a == orrery::testing::Approx(c - b).epsilon(1e-6));
-  const auto estimate_at = [&](std::int64_t host_ns) { return estimate_step(sc, cost_at(host_ns), *schedule).step_time_s; };
+  const auto estimate_at = [&](std::int64_t host_ns) { return estimate_step(sc, with_host(sc, host_ns), *schedule).step_time_s; };
   CHECK(estimate_at(1) == estimate_at(0));
   CHECK(estimate_at(3'000'000) - estimate_at(2'000'000) == orrery::testing::Approx(c - b).epsilon(1e-3));
   // A CUDA graph's kernels are issued by no one.
@@ -989,9 +991,7 @@ TEST_CASE("host issue time: a MoE layer's forward waits for the device") {
   const auto step_at = [&](const char* pattern, std::int64_t host_ns) {
     StepScenario s = sc;
     s.model.layer_pattern = pattern;
-    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
-    p.host_issue = sim::Duration::nanoseconds(host_ns);
-    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {}).stages[0].compute_s;
+    return run_step(s, with_host(s, host_ns), *schedule, {}).stages[0].compute_s;
   };
   CHECK(step_at("--", 1'000'000) == step_at("--", 0));  // 1 ms per kernel hides behind the MLPs
   CHECK(step_at("E-", 1'000'000) > step_at("E-", 0));  // not behind the MoE layer's own kernels
@@ -1178,9 +1178,7 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   CHECK(overlapped.stages[0].compute_s + overlapped.stages[0].exposed_comm_s < base.stages[0].compute_s + base.stages[0].exposed_comm_s);
   const auto run_without_host = [](const StepScenario& s) {
     const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
-    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
-    p.host_issue = sim::Duration::zero();
-    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {});
+    return run_step(s, with_host(s, 0), *schedule, {});
   };
   const StepResult base_nh = run_without_host(sc), overlapped_nh = run_without_host(o);
   CHECK(overlapped_nh.stages[0].compute_s == orrery::testing::Approx(base_nh.stages[0].compute_s).epsilon(1e-6));  // to the ns per op
