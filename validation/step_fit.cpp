@@ -34,6 +34,8 @@ namespace {
 constexpr double kRowSpread = 0.1;
 constexpr double kStep = 0.05;
 constexpr int kMaxIterations = 40;
+constexpr int kLooIterations = 10;    // a leave-one-out fit's trials (each simulates its block once)
+constexpr int kExactIterations = 12;  // --check-loo's re-linearised fit
 
 std::string kind_of(const std::string& name) {
   const std::size_t a = name.find('.');
@@ -180,9 +182,134 @@ Eigen::VectorXd clamp_bounds(const Problem& pb, Eigen::VectorXd phi) {
   return phi;
 }
 
+struct Fitted {
+  Eigen::VectorXd x;
+  double cost;
+};
+
+// Levenberg-Marquardt on the rows `keep` from `x`, at most `iterations` steps.
+Fitted levenberg_marquardt(Problem& pb, Eigen::VectorXd x, const std::vector<char>& keep, int iterations, const std::string& label) {
+  const auto kept = [&](Eigen::VectorXd r) {
+    for (Eigen::Index i = 0; i < r.size(); ++i) {
+      if (!keep[static_cast<std::size_t>(i)]) r[i] = 0;
+    }
+    return r;
+  };
+  Linearisation lin = linearise(pb, x, true);
+  Eigen::VectorXd r = kept(residuals(pb, lin));
+  double mu = 1e-3, cost = cost_of(pb, r, x);
+  for (int it = 0; it < iterations; ++it) {
+    Eigen::MatrixXd A;
+    Eigen::VectorXd b;
+    normal_equations(pb, lin, r, x, keep, A, b);
+    const Eigen::VectorXd trial = clamp_bounds(pb, x - (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b));
+    const Linearisation at = linearise(pb, trial, false);
+    const Eigen::VectorXd rt = kept(residuals(pb, at));
+    const double ct = cost_of(pb, rt, trial);
+    if (pb.progress != nullptr) {
+      pb.progress->note(fmt::format("{}, iteration {}: rms ln error {:.4f}", label, it + 1, std::sqrt(rt.squaredNorm() / static_cast<double>(rt.size()))));
+    }
+    if (ct < cost) {
+      const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
+      x = trial;
+      cost = ct;
+      mu = std::max(mu / 4, 1e-6);
+      lin = linearise(pb, x, true);
+      r = kept(residuals(pb, lin));
+      if (converged) break;
+    } else {
+      mu *= 8;
+    }
+  }
+  return {x, cost};
+}
+
+// The configurations each configuration's leave-one-out fit must simulate: those connected to
+// it through shared parameters (a parameter block: one architecture and framework), itself
+// included.
+std::vector<std::vector<std::size_t>> parameter_blocks(const Problem& pb) {
+  const std::size_t configs = pb.first_row.size();
+  std::vector<std::size_t> parent(configs);
+  for (std::size_t c = 0; c < configs; ++c) parent[c] = c;
+  const auto root = [&](std::size_t c) {
+    while (parent[c] != c) c = parent[c] = parent[parent[c]];
+    return c;
+  };
+  std::map<int, std::size_t> owner;  // parameter -> a configuration using it
+  for (std::size_t c = 0; c < configs; ++c) {
+    for (const int j : pb.uses[c]) {
+      const auto [it, fresh] = owner.emplace(j, c);
+      if (!fresh) parent[root(c)] = root(it->second);
+    }
+  }
+  std::map<std::size_t, std::vector<std::size_t>> members;
+  for (std::size_t c = 0; c < configs; ++c) members[root(c)].push_back(c);
+  std::vector<std::vector<std::size_t>> out(configs);
+  for (std::size_t c = 0; c < configs; ++c) out[c] = members[root(c)];
+  return out;
+}
+
+// Configuration `c`'s leave-one-out fit: Levenberg-Marquardt from phi on the rows of the other
+// configurations of its block, with the all-rows Jacobian `lin` kept (a chord method: checked
+// against a fully re-linearised fit by `orrery validate --only steps --check-loo`) and each
+// trial's residuals simulated. Sequential: the caller runs configurations in parallel.
+Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r_phi, const Eigen::VectorXd& phi, std::size_t c,
+                              const std::vector<std::size_t>& block) {
+  std::vector<char> keep(pb.rows.size(), 0), in_block(pb.first_row.size(), 0);
+  for (const std::size_t k : block) in_block[k] = 1;
+  for (std::size_t i = 0; i < pb.rows.size(); ++i) keep[i] = in_block[pb.config_of[i]] && pb.config_of[i] != c;
+  // The block's parameters; the others stay at phi (no configuration of the block uses them).
+  std::vector<char> moves(pb.names.size(), 0);
+  for (const std::size_t k : block) {
+    for (const int j : pb.uses[k]) moves[static_cast<std::size_t>(j)] = 1;
+  }
+  const auto restricted_cost = [&](const Eigen::VectorXd& x, const Eigen::VectorXd& rx) {
+    double cost = 0;
+    for (std::size_t i = 0; i < pb.rows.size(); ++i) {
+      if (keep[i]) cost += rx[static_cast<Eigen::Index>(i)] * rx[static_cast<Eigen::Index>(i)];
+    }
+    for (std::size_t j = 0; j < pb.names.size(); ++j) {
+      const auto J = static_cast<Eigen::Index>(j);
+      if (moves[j]) cost += pb.weight[J] * (x[J] - pb.prior[J]) * (x[J] - pb.prior[J]);
+    }
+    return cost;
+  };
+  const auto simulate_block = [&](const Eigen::VectorXd& x) {
+    Linearisation at = lin;
+    const models::StepParameters params = pb.with(x);
+    for (const std::size_t k : block) {
+      if (k != c) at.ln_step[static_cast<Eigen::Index>(k)] = std::log(simulate(pb.rows[pb.first_row[k]].sc, params).step_s);
+    }
+    return residuals(pb, at);
+  };
+  Eigen::VectorXd x = phi, rx = r_phi;
+  double cost = restricted_cost(x, rx), mu = 1e-3;
+  for (int it = 0; it < kLooIterations; ++it) {
+    Eigen::MatrixXd A;
+    Eigen::VectorXd b;
+    normal_equations(pb, lin, rx, x, keep, A, b);
+    Eigen::VectorXd step = (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b);
+    for (std::size_t j = 0; j < pb.names.size(); ++j) {
+      if (!moves[j]) step[static_cast<Eigen::Index>(j)] = 0;
+    }
+    const Eigen::VectorXd trial = clamp_bounds(pb, x - step);
+    const Eigen::VectorXd rt = simulate_block(trial);
+    const double ct = restricted_cost(trial, rt);
+    if (ct < cost) {
+      const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
+      x = trial, rx = rt, cost = ct;
+      mu = std::max(mu / 4, 1e-6);
+      if (converged) break;
+    } else {
+      mu *= 8;
+    }
+  }
+  return x;
+}
+
 }  // namespace
 
-StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
+StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, const std::vector<std::string>& check_loo) {
   StepFit fit;
   megatron_fit_rows(data_dir, fit);
   bridge_fit_rows(data_dir, fit);
@@ -263,7 +390,7 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
     Eigen::VectorXd high = phi;
     for (Eigen::Index j = 0; j < n; ++j) {
       const std::string kind = kind_of(pb.names[static_cast<std::size_t>(j)]);
-      if (kind == "host") high[j] += 2 * std::log(models::step_parameter_prior_spread(kind));
+      if (kind.rfind("host", 0) == 0) high[j] += 2 * std::log(models::step_parameter_prior_spread(kind));
     }
     starts.push_back(high);
   }
@@ -273,32 +400,8 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
   // The refit: Levenberg-Marquardt from each start.
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t s = 0; s < starts.size(); ++s) {
-    Eigen::VectorXd x = starts[s];
-    Linearisation lin = linearise(pb, x, true);
-    Eigen::VectorXd r = residuals(pb, lin);
-    double mu = 1e-3, cost = cost_of(pb, r, x);
-    for (int it = 0; it < kMaxIterations; ++it) {
-      Eigen::MatrixXd A;
-      Eigen::VectorXd b;
-      normal_equations(pb, lin, r, x, all, A, b);
-      const Eigen::VectorXd trial = clamp_bounds(pb, x - (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b));
-      const Linearisation at = linearise(pb, trial, false);
-      const Eigen::VectorXd rt = residuals(pb, at);
-      const double ct = cost_of(pb, rt, trial);
-      progress.note(fmt::format("start {}, iteration {}: rms ln error {:.4f}", s + 1, it + 1, std::sqrt(rt.squaredNorm() / static_cast<double>(rt.size()))));
-      if (ct < cost) {
-        const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
-        x = trial;
-        cost = ct;
-        mu = std::max(mu / 4, 1e-6);
-        lin = linearise(pb, x, true);
-        r = residuals(pb, lin);
-        if (converged) break;
-      } else {
-        mu *= 8;
-      }
-    }
-    if (cost < best) best = cost, phi = x;
+    const Fitted f = levenberg_marquardt(pb, starts[s], all, kMaxIterations, fmt::format("start {}", s + 1));
+    if (f.cost < best) best = f.cost, phi = f.x;
   }
   Linearisation lin = linearise(pb, phi, true);
   Eigen::VectorXd r = residuals(pb, lin);
@@ -319,22 +422,64 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit) {
     pb.base = fit.params;
   }
 
-  // How far the values stand from the all-rows optimum (one Gauss-Newton step).
+  // How far the values stand from the all-rows optimum of the linearised problem (one
+  // Gauss-Newton step; the fit itself is the optimum of the simulated one).
   Eigen::MatrixXd A;
   Eigen::VectorXd b;
   normal_equations(pb, lin, r, phi, all, A, b);
   fit.optimum_distance = (clamp_bounds(pb, phi - A.ldlt().solve(b)) - phi).cwiseAbs().maxCoeff();
 
-  // Leave one configuration out: the normal equations without its rows, one step from phi, and
-  // the configuration simulated in full at the parameters found.
-  std::vector<Eigen::VectorXd> loo_phi(pb.first_row.size());
+  // Leave one configuration out. A refit fits each configuration's own: the refit's
+  // Levenberg-Marquardt on every other row, from phi, with the all-rows Jacobian kept and the
+  // residuals simulated afresh at each trial (only the configurations that share a parameter
+  // with it, the rest cannot move its step), and stores the values its step uses in the file.
+  // Without a refit the file's are read; a configuration the file has none for (rows added since)
+  // takes one Gauss-Newton step from phi on the linearisation, and is counted.
+  const std::vector<std::vector<std::size_t>> blocks = parameter_blocks(pb);
+  std::vector<Eigen::VectorXd> loo_phi(pb.first_row.size(), phi);
+  const auto first_source = [&](std::size_t c) { return fit.rows[pb.first_row[c]].source; };
+  if (refit) {
+    progress.set_total(static_cast<std::int64_t>(starts.size()) * kMaxIterations + 3 + static_cast<std::int64_t>(pb.first_row.size()), "passes");
+    progress.note("leave-one-out fits");
+    parallel(pb.first_row.size(), [&](std::size_t c) {
+      loo_phi[c] = leave_one_out(pb, lin, r, phi, c, blocks[c]);
+      progress.advance();
+    });
+    fit.params.leave_one_out.clear();
+    for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+      auto& values = fit.params.leave_one_out[first_source(c)];
+      for (const int j : pb.uses[c]) values[pb.names[static_cast<std::size_t>(j)]] = std::exp(loo_phi[c][j]);
+    }
+  } else {
+    for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+      const auto stored = fit.params.leave_one_out.find(first_source(c));
+      if (stored != fit.params.leave_one_out.end()) {
+        for (const int j : pb.uses[c]) {
+          const auto v = stored->second.find(pb.names[static_cast<std::size_t>(j)]);
+          if (v != stored->second.end()) loo_phi[c][j] = std::log(v->second);
+        }
+        continue;
+      }
+      std::vector<char> keep(fit.rows.size(), 1);
+      for (std::size_t i = 0; i < fit.rows.size(); ++i) keep[i] = pb.config_of[i] != c;
+      Eigen::MatrixXd Ac;
+      Eigen::VectorXd bc;
+      normal_equations(pb, lin, r, phi, keep, Ac, bc);
+      loo_phi[c] = clamp_bounds(pb, phi - Ac.ldlt().solve(bc));
+      ++fit.loo_one_step;
+    }
+  }
+  // The check of that method: for the configurations asked, an exact leave-one-out as well
+  // (Levenberg-Marquardt re-linearised at every step, on every row but the configuration's).
   for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+    if (std::find(check_loo.begin(), check_loo.end(), first_source(c)) == check_loo.end()) continue;
     std::vector<char> keep(fit.rows.size(), 1);
     for (std::size_t i = 0; i < fit.rows.size(); ++i) keep[i] = pb.config_of[i] != c;
-    Eigen::MatrixXd Ac;
-    Eigen::VectorXd bc;
-    normal_equations(pb, lin, r, phi, keep, Ac, bc);
-    loo_phi[c] = clamp_bounds(pb, phi - Ac.ldlt().solve(bc));
+    const Fitted exact = levenberg_marquardt(pb, phi, keep, kExactIterations, "exact leave-one-out of " + first_source(c));
+    const StepFitRow& row = fit.rows[pb.first_row[c]];
+    const auto error = [&](const Eigen::VectorXd& x) { return 100 * (row.per_second / simulate(row.sc, pb.with(x)).step_s / row.measured - 1); };
+    out << fmt::format("leave-one-out check {}: in-sample {:+.1f}%, leave-one-out {:+.1f}%, exact {:+.1f}%\n", row.source, error(phi), error(loo_phi[c]),
+                       error(exact.x));
   }
   std::vector<Outcome> fitted(pb.first_row.size()), loo(pb.first_row.size());
   const models::StepParameters at = pb.with(phi);

@@ -50,6 +50,7 @@ struct StepFit {
   double optimum_distance = 0;        // largest |ln| step from params to the all-rows optimum
   int configurations = 0;             // distinct scenarios (left out together)
   int simulations = 0;
+  int loo_one_step = 0;               // configurations the file has no leave-one-out fit for
 
   // The rows of one table, and its rows not run.
   std::vector<const StepFitRow*> rows_of(std::string_view table) const;
@@ -63,11 +64,14 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit);
 void torchtitan_fit_rows(const std::string& data_dir, StepFit& fit);
 
 // Every table's rows, fitted and predicted leave-one-configuration-out. With `refit`, the
-// parameters are first fitted afresh (Levenberg-Marquardt on ln(simulated / measured), from the
-// built-in file's values); otherwise the built-in file's values stand and only the
-// leave-one-out fits are made (one Gauss-Newton step from them without the row's configuration,
-// its prediction then simulated in full).
-StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit);
+// parameters are fitted afresh (Levenberg-Marquardt on ln(simulated / measured), from the
+// priors), and so is each configuration's leave-one-out fit (Levenberg-Marquardt from the
+// all-rows fit on every other row, the all-rows Jacobian kept: a chord method), both written to
+// `params`; otherwise the built-in file's values and leave-one-out fits stand. Each row's
+// prediction is then its step simulated in full at its configuration's leave-one-out values.
+// `check_loo` names configurations (by first row, "file.csv:12") to fit exactly without them as
+// well (re-linearised at every step, about 40 s each here) and print both predictions on `out`.
+StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, const std::vector<std::string>& check_loo = {});
 
 // Writes `params` as step_params.json's format to `path` (the version from the date of its
 // rows' fit is the caller's: params.version).

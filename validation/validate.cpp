@@ -256,7 +256,7 @@ void validate(const ValidateOptions& o, std::ostream& out) {
       {"nccl", [&] { validate_nccl(o.data_dir, md, lines, o.print_fit); }},
       {"kernels", [&] { validate_kernels(o.data_dir, md, lines); }},
       {"steps", [&] {
-         const StepFit fit = fit_steps(o.data_dir, lines, o.refit);
+         const StepFit fit = fit_steps(o.data_dir, lines, o.refit, o.check_loo);
          if (!o.params_out.empty()) write_step_parameters(fit.params, o.params_out);
          validate_steps(fit, md, lines);
          validate_bridge(fit, md, lines);

@@ -165,10 +165,18 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
       "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): least squares on\n"
       "ln(simulated / measured), derivatives by simulation. Each row's *prediction* is simulated with the parameters fitted\n"
       "without its configuration (a configuration's repeated rows, such as two releases printing the same run, are left out\n"
-      "together): one Gauss-Newton step from the all-rows fit on the remaining rows, then the row's step simulated in full.\n"
-      "*fitted* is the all-rows fit's value (in-sample). The file's values are {:.4f} (largest change in ln) from the\n"
-      "all-rows optimum at this build.\n\n",
-      fit.rows.size(), fit.configurations, fit.fitted_names.size(), fit.optimum_distance);
+      "together). The refit makes each of those fits: Levenberg-Marquardt from the all-rows fit on every other row that\n"
+      "shares a parameter with it, each trial simulated, the all-rows Jacobian kept (a chord method; `orrery validate --only\n"
+      "steps --check-loo ROWS` sets it beside a fit re-linearised at every step), and step_params.json stores the values each\n"
+      "configuration's step uses{}. *fitted* is the all-rows fit's value (in-sample). A single Gauss-Newton step\n"
+      "from the all-rows fit would not do: the linearised problem's optimum lies {:.4f} (largest change in ln) from the\n"
+      "fit, because the 5% finite differences straddle the points where an op's time passes from the GPU's work to the\n"
+      "host's, and such a step carries that offset into every prediction.\n\n",
+      fit.rows.size(), fit.configurations, fit.fitted_names.size(),
+      fit.loo_one_step == 0 ? ""
+                            : fmt::format(" ({} configurations the file has none for, rows added since the refit, take that one Gauss-Newton step instead)",
+                                          fit.loo_one_step),
+      fit.optimum_distance);
   md += "| parameter | value | rows |\n|---|---|---|\n";
   for (const std::string& name : fit.fitted_names) {
     const auto it = fit.params.values.find(name);

@@ -24,6 +24,7 @@ struct ValidateOptions {
   bool print_fit = false; // nccl: print the fitted parameters in full
   bool refit = false;      // steps: fit the step parameters afresh (else the built-in file's)
   std::string params_out;  // steps: write the parameters used to this file (step_params.json's format)
+  std::vector<std::string> check_loo;  // steps: configurations (first rows) to also leave out exactly
 };
 
 struct ValidationSummary {

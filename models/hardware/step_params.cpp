@@ -30,14 +30,17 @@ constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", 
 // model's kernels leave out). The host's time to issue one kernel: within 4x of
 // 10 us (the CPU-side path of one eager PyTorch op, Python to cudaLaunchKernel, takes about
 // 5-25 us: J. Lin, "From PyTorch op to kernel launch", jiahuanglin.xyz/all_lessons/
-// gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost).
+// gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost), the same prior
+// for a Grace host (`host.grace`: Arm Neoverse V2 cores, fitted apart from the x86 servers' because
+// the host's single-thread speed sets it; NVIDIA/TransformerEngine issue 2053 finds GB200 steps
+// bound by the CPU's kernel issue).
 struct Prior {
   std::string_view kind;
   double value;
   bool bounded;
   double spread;
 };
-constexpr std::array<Prior, 13> kPriors = {{
+constexpr std::array<Prior, 14> kPriors = {{
     {"gemm.bf16", 0.8149, true, 2},
     {"gemm.fp8", 0.7162, true, 2},
     {"gemm.fp8-block", 0.7162, true, 2},
@@ -49,6 +52,7 @@ constexpr std::array<Prior, 13> kPriors = {{
     {"overhead", 2.0, false, 10},
     {"overhead.graph", 2.0, false, 4},
     {"host", 10.0, false, 4},
+    {"host.grace", 10.0, false, 4},
     {"overlap", 1.0, true, 4},
     {"grouped_gemm", 1.0, true, 4},
 }};
@@ -107,7 +111,7 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   if (ctx.precision != "bf16") kinds.push_back(gemm_kind(ctx.precision));
   kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
                                   "grouped_gemm"});
-  if (!ctx.cuda_graphs) kinds.emplace_back("host");  // a graph's kernels are issued by no one
+  if (!ctx.cuda_graphs) kinds.emplace_back(gpu.host_cpu == "grace" ? "host.grace" : "host");  // a graph's kernels are issued by no one
   std::vector<StepParameterUse> out;
   for (const std::string& kind : kinds) {
     StepParameterUse u;
@@ -138,7 +142,7 @@ RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& c
     else if (u.kind == "overhead" || u.kind == "overhead.graph") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
     else if (u.kind == "overlap") p.overlap_efficiency = u.value;
     else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
-    else if (u.kind == "host") p.host_issue = sim::ceil_duration_ns(u.value * 1e3);
+    else if (u.kind == "host" || u.kind == "host.grace") p.host_issue = sim::ceil_duration_ns(u.value * 1e3);
   }
   p.step_efficiency = 1;
   p.source = fmt::format("{} {} {}{}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
@@ -166,8 +170,8 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
   const auto fail = [&](const std::string& pointer, const std::string& what) { throw sim::InputError(src, pointer, what); };
   if (!j.is_object()) fail("", "expected an object with version, fitted_by and parameters");
   for (const auto& [key, v] : j.items()) {
-    if (key != "version" && key != "fitted_by" && key != "parameters" && key != "description") {
-      fail("/" + key, "unknown key, expected version, fitted_by, description or parameters");
+    if (key != "version" && key != "fitted_by" && key != "parameters" && key != "description" && key != "leave_one_out") {
+      fail("/" + key, "unknown key, expected version, fitted_by, description, parameters or leave_one_out");
     }
   }
   StepParameters out;
@@ -177,23 +181,30 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
   out.version = j["version"].get<std::string>();
   out.fitted_by = j["fitted_by"].get<std::string>();
   if (!j.contains("parameters") || !j["parameters"].is_object()) fail("/parameters", "expected an object of named parameters");
-  for (const auto& [name, v] : j["parameters"].items()) {
-    const std::string at = "/parameters/" + name;
-    // "<arch>.<framework>.<kind>"
+  // A parameter's name, "<arch>.<framework>.<kind>", at `at`: its kind.
+  const auto check_name = [&](const std::string& name, const std::string& at) {
     const std::size_t a = name.find('.'), b = a == std::string::npos ? a : name.find('.', a + 1);
     const std::string arch = a == std::string::npos ? "" : name.substr(0, a);
     const std::string fw = b == std::string::npos ? "" : name.substr(a + 1, b - a - 1);
-    const std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
+    std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
     if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
       fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
-               "memory.eager, overhead, overhead.graph, host, overlap, grouped_gemm)");
+               "memory.eager, overhead, overhead.graph, host, host.grace, overlap, grouped_gemm)");
     }
+    return kind;
+  };
+  const auto check_value = [&](double value, const std::string& kind, const std::string& at) {
+    if (!(value > 0) || !std::isfinite(value) || (step_parameter_bounded(kind) && value > 1) || value > 1e6) {
+      fail(at, fmt::format("found {}, expected a positive number{}", value, step_parameter_bounded(kind) ? " at most 1" : ""));
+    }
+  };
+  for (const auto& [name, v] : j["parameters"].items()) {
+    const std::string at = "/parameters/" + name;
+    const std::string kind = check_name(name, at);
     if (!v.is_object() || !v.contains("value") || !v["value"].is_number()) fail(at, "expected an object with a numeric value and its rows");
     StepParameter p;
     p.value = v["value"].get<double>();
-    if (!(p.value > 0) || !std::isfinite(p.value) || (step_parameter_bounded(kind) && p.value > 1) || p.value > 1e6) {
-      fail(at + "/value", fmt::format("found {}, expected a positive number{}", p.value, step_parameter_bounded(kind) ? " at most 1" : ""));
-    }
+    check_value(p.value, kind, at + "/value");
     for (const auto& [key, x] : v.items()) {
       if (key != "value" && key != "rows") fail(at + "/" + key, "unknown key, expected value or rows");
     }
@@ -206,6 +217,20 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
     }
     out.values.emplace(name, std::move(p));
   }
+  if (j.contains("leave_one_out")) {
+    if (!j["leave_one_out"].is_object()) fail("/leave_one_out", "expected an object of configurations (each named by its first row)");
+    for (const auto& [config, fit] : j["leave_one_out"].items()) {
+      const std::string at = "/leave_one_out/" + config;
+      if (!fit.is_object()) fail(at, "expected an object of parameter values");
+      auto& values = out.leave_one_out[config];
+      for (const auto& [name, v] : fit.items()) {
+        const std::string kind = check_name(name, at + "/" + name);
+        if (!v.is_number()) fail(at + "/" + name, "expected a number");
+        check_value(v.get<double>(), kind, at + "/" + name);
+        values.emplace(name, v.get<double>());
+      }
+    }
+  }
   return out;
 }
 
@@ -215,7 +240,8 @@ std::string step_parameters_json(const StepParameters& params) {
   j["fitted_by"] = params.fitted_by;
   j["description"] =
       "Fitted parameters of kernels inside a training step (models/hardware/step_params.hpp says what each kind is). "
-      "Each value was fitted on the rows it lists; docs/validation.md reports leave-one-out errors.";
+      "Each value was fitted on the rows it lists; leave_one_out holds, per configuration (named by its first row), the values "
+      "its step uses when fitted without its rows, with which docs/validation.md predicts it.";
   nlohmann::ordered_json ps = nlohmann::ordered_json::object();
   for (const auto& [name, p] : params.values) {
     nlohmann::ordered_json e;
@@ -225,6 +251,15 @@ std::string step_parameters_json(const StepParameters& params) {
     ps[name] = e;
   }
   j["parameters"] = ps;
+  if (!params.leave_one_out.empty()) {
+    nlohmann::ordered_json loo = nlohmann::ordered_json::object();
+    for (const auto& [config, values] : params.leave_one_out) {
+      nlohmann::ordered_json e = nlohmann::ordered_json::object();
+      for (const auto& [name, v] : values) e[name] = std::stod(fmt::format("{:.8g}", v));
+      loo[config] = e;
+    }
+    j["leave_one_out"] = loo;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -276,6 +276,8 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   std::string md;
   const orrery::validation::StepFit fit = orrery::validation::fit_steps(data, out, false);
   CHECK(fit.configurations > 90);
+  // The committed file holds a leave-one-out fit for every configuration (a refit writes them).
+  CHECK(fit.loo_one_step == 0);
   const auto steps = orrery::validation::validate_steps(fit, md, out);
   REQUIRE(steps.tables.size() == 2);
   // Each row predicted by parameters fitted without it: Megatron-LM's tables at or below the

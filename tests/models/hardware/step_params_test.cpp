@@ -33,6 +33,18 @@ TEST_CASE("step parameters: the built-in file is the one in the source tree, eve
   // Written and read back, the values are the same to the digits the file keeps.
   const StepParameters again = parse_step_parameters(step_parameters_json(builtin), "again");
   for (const auto& [name, p] : builtin.values) CHECK(again.values.at(name).value == doctest::Approx(p.value).epsilon(1e-7));
+  // The refit's leave-one-out fits: one per configuration, each naming parameters of the file,
+  // and they survive the round trip.
+  REQUIRE(!builtin.leave_one_out.empty());
+  CHECK(again.leave_one_out.size() == builtin.leave_one_out.size());
+  for (const auto& [config, values] : builtin.leave_one_out) {
+    CAPTURE(config);
+    CHECK(!values.empty());
+    for (const auto& [name, v] : values) {
+      CHECK(builtin.values.count(name) == 1);
+      CHECK(again.leave_one_out.at(config).at(name) == doctest::Approx(v).epsilon(1e-7));
+    }
+  }
 }
 
 TEST_CASE("step parameters: each kind sets its part of the roofline, with fallbacks by architecture and framework") {
@@ -76,6 +88,25 @@ TEST_CASE("step parameters: each kind sets its part of the roofline, with fallba
   CHECK(uses[1].name == "blackwell.pytorch.gemm.mxfp8");
   CHECK(uses[1].used.empty());  // nobody has a value: the prior
   CHECK(uses[1].value == step_parameter_prior("gemm.mxfp8"));
+  // The host's issue time is fitted per CPU family: a GB200's Grace apart from a B200's x86
+  // server; none in a CUDA graph.
+  const auto host_kind = [&](const char* name, bool graphed) {
+    StepContext ctx{"megatron", "bf16"};
+    ctx.cuda_graphs = graphed;
+    for (const StepParameterUse& u : step_parameter_uses(gpu(name), ctx, p)) {
+      if (u.kind.rfind("host", 0) == 0) return u.name;
+    }
+    return std::string("none");
+  };
+  CHECK(host_kind("GB200", false) == "blackwell.megatron.host.grace");
+  CHECK(host_kind("B200", false) == "blackwell.megatron.host");
+  CHECK(host_kind("H100", false) == "hopper.megatron.host");
+  CHECK(host_kind("GB200", true) == "none");
+  StepParameters grace = p;
+  grace.values["blackwell.megatron.host.grace"] = {250, {"test"}};
+  grace.values["blackwell.megatron.host"] = {100, {"test"}};
+  CHECK(training_roofline_params(gpu("GB200"), {"megatron", "bf16"}, grace).host_issue == sim::Duration::microseconds(250));
+  CHECK(training_roofline_params(gpu("B200"), {"megatron", "bf16"}, grace).host_issue == sim::Duration::microseconds(100));
 }
 
 TEST_CASE("step parameters: overlap efficiency exposes the share of overlapped TP communication that does not hide") {
@@ -105,6 +136,13 @@ TEST_CASE("step parameters: a bad file gets one line naming the field") {
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": 3, "rowz": []}}})", "/rowz: unknown key");
   bad(R"({"version": "1", "parameters": {}})", "/fitted_by: expected a string");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "extra": 1})", "/extra: unknown key");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": []})", "/leave_one_out: expected an object of configurations");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.gemm.bf16": 1.5}}})",
+      "/leave_one_out/a.csv:2/hopper.megatron.gemm.bf16: found 1.5, expected a positive number at most 1");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.warp": 3}}})",
+      "/leave_one_out/a.csv:2/hopper.megatron.warp: expected a name");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.host": "3"}}})",
+      "/leave_one_out/a.csv:2/hopper.megatron.host: expected a number");
 }
 
 TEST_CASE("plan.framework selects the step parameters, and an unknown one is refused") {
