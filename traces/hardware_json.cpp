@@ -121,10 +121,6 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       spec.host_memory_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
     }
     if (auto v = f.optional("host_link_bandwidth")) spec.host_link_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
-    if (auto v = f.optional("host_cpu")) {
-      spec.host_cpu = v->as_string();
-      if (spec.host_cpu != "x86" && spec.host_cpu != "grace") v->fail(fmt::format("found {}, expected x86 or grace", sim::quote(spec.host_cpu)));
-    }
     if (auto v = f.optional("source")) spec.source = v->as_string();
     f.finish();
     if (!have_bf16) {

@@ -390,7 +390,7 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
     Eigen::VectorXd high = phi;
     for (Eigen::Index j = 0; j < n; ++j) {
       const std::string kind = kind_of(pb.names[static_cast<std::size_t>(j)]);
-      if (kind.rfind("host", 0) == 0) high[j] += 2 * std::log(models::step_parameter_prior_spread(kind));
+      if (kind == "host") high[j] += 2 * std::log(models::step_parameter_prior_spread(kind));
     }
     starts.push_back(high);
   }

@@ -110,7 +110,7 @@ std::vector<GpuSpec> builtin_gpus() {
     if (x.name == "H100" || x.name == "H200" || x.name == "H800" || x.name == "H100-96GB-500W") host(2000 * GB / 8, 614.4 * GB / 8, 64 * GB);
     if (x.name == "B200" || x.name == "B300") host(2000 * GB / 8, 716.8 * GB / 8, 64 * GB);
     if (x.name == "A100-80GB" || x.name == "A100-40GB") host(1000 * GB / 8, 409.6 * GB / 8, 32 * GB);
-    if (x.name == "GB200" || x.name == "GB300") host(480 * GB / 2, 512 * GB / 2, 450 * GB / 2), x.host_cpu = "grace";
+    if (x.name == "GB200" || x.name == "GB300") host(480 * GB / 2, 512 * GB / 2, 450 * GB / 2);
   }
   return g;
 }

@@ -49,10 +49,6 @@ struct GpuSpec {
   double host_memory_bytes = 0;
   double host_memory_bandwidth = 0;
   double host_link_bandwidth = 0;
-  // The host's CPU family, which issues the kernels: "x86" (DGX/HGX servers' Xeon or EPYC) or
-  // "grace" (NVIDIA Grace, Arm Neoverse V2: GB200, GB300). Its step parameter `host` is fitted
-  // per family (models/hardware/step_params.hpp).
-  std::string host_cpu = "x86";
 
   bool supports(DType t) const { return peak_flops[static_cast<std::size_t>(t)] > 0; }
   sim::FlopsPerSecond peak(DType t) const { return sim::FlopsPerSecond(peak_flops[static_cast<std::size_t>(t)]); }

@@ -65,8 +65,7 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // pays on the GPU: launch latency, the gap to the next kernel; overhead.graph the same inside a
 // full-iteration CUDA graph), host (microseconds of CPU time to issue one kernel: Python, the
 // framework's dispatch, the launch call; a step pays it only where the GPU's queued work is
-// shorter, and not in a CUDA graph, where the host launches nothing; host.grace the same on a Grace
-// host, GpuSpec::host_cpu), overlap (fraction of overlapped TP/CP communication that
+// shorter, and not in a CUDA graph, where the host launches nothing), overlap (fraction of overlapped TP/CP communication that
 // hides behind compute), grouped_gemm (multiplier on GEMM efficiency for MoE grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);

@@ -88,25 +88,6 @@ TEST_CASE("step parameters: each kind sets its part of the roofline, with fallba
   CHECK(uses[1].name == "blackwell.pytorch.gemm.mxfp8");
   CHECK(uses[1].used.empty());  // nobody has a value: the prior
   CHECK(uses[1].value == step_parameter_prior("gemm.mxfp8"));
-  // The host's issue time is fitted per CPU family: a GB200's Grace apart from a B200's x86
-  // server; none in a CUDA graph.
-  const auto host_kind = [&](const char* name, bool graphed) {
-    StepContext ctx{"megatron", "bf16"};
-    ctx.cuda_graphs = graphed;
-    for (const StepParameterUse& u : step_parameter_uses(gpu(name), ctx, p)) {
-      if (u.kind.rfind("host", 0) == 0) return u.name;
-    }
-    return std::string("none");
-  };
-  CHECK(host_kind("GB200", false) == "blackwell.megatron.host.grace");
-  CHECK(host_kind("B200", false) == "blackwell.megatron.host");
-  CHECK(host_kind("H100", false) == "hopper.megatron.host");
-  CHECK(host_kind("GB200", true) == "none");
-  StepParameters grace = p;
-  grace.values["blackwell.megatron.host.grace"] = {250, {"test"}};
-  grace.values["blackwell.megatron.host"] = {100, {"test"}};
-  CHECK(training_roofline_params(gpu("GB200"), {"megatron", "bf16"}, grace).host_issue == sim::Duration::microseconds(250));
-  CHECK(training_roofline_params(gpu("B200"), {"megatron", "bf16"}, grace).host_issue == sim::Duration::microseconds(100));
 }
 
 TEST_CASE("step parameters: overlap efficiency exposes the share of overlapped TP communication that does not hide") {
