@@ -347,6 +347,13 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
     if (fresh) pb.first_row.push_back(i);
     pb.config_of.push_back(it->second);
   }
+  // A configuration --check-loo names must be one (before any simulation).
+  for (const std::string& asked : check_loo) {
+    if (std::none_of(pb.first_row.begin(), pb.first_row.end(), [&](std::size_t i) { return fit.rows[i].source == asked; })) {
+      throw sim::InputError("--check-loo", "", fmt::format("found {}, expected the first row of a configuration as docs/validation.md names it (such as {})",
+                                                           sim::quote(asked), fit.rows[pb.first_row[0]].source));
+    }
+  }
   std::map<std::string, int> name_index;
   std::vector<double> start;
   pb.uses.resize(pb.first_row.size());
@@ -452,12 +459,13 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
     }
   } else {
     for (std::size_t c = 0; c < pb.first_row.size(); ++c) {
+      // A stored fit counts only if it holds every parameter the step uses.
       const auto stored = fit.params.leave_one_out.find(first_source(c));
-      if (stored != fit.params.leave_one_out.end()) {
-        for (const int j : pb.uses[c]) {
-          const auto v = stored->second.find(pb.names[static_cast<std::size_t>(j)]);
-          if (v != stored->second.end()) loo_phi[c][j] = std::log(v->second);
-        }
+      const bool complete = stored != fit.params.leave_one_out.end() && std::all_of(pb.uses[c].begin(), pb.uses[c].end(), [&](int j) {
+                              return stored->second.count(pb.names[static_cast<std::size_t>(j)]) == 1;
+                            });
+      if (complete) {
+        for (const int j : pb.uses[c]) loo_phi[c][j] = std::log(stored->second.find(pb.names[static_cast<std::size_t>(j)])->second);
         continue;
       }
       std::vector<char> keep(fit.rows.size(), 1);

@@ -278,6 +278,11 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   CHECK(fit.configurations > 90);
   // The committed file holds a leave-one-out fit for every configuration (a refit writes them).
   CHECK(fit.loo_one_step == 0);
+  // --check-loo names configurations by their first row; another name is refused before any run.
+  std::ostringstream ignored;
+  CHECK_THROWS_WITH_AS(orrery::validation::fit_steps(data, ignored, false, {"megatron_core_h100_weak_scaling_2024.csv:99"}),
+                       doctest::Contains("--check-loo: found \"megatron_core_h100_weak_scaling_2024.csv:99\", expected the first row of a configuration"),
+                       orrery::sim::InputError);
   const auto steps = orrery::validation::validate_steps(fit, md, out);
   REQUIRE(steps.tables.size() == 2);
   // Each row predicted by parameters fitted without it: Megatron-LM's tables at or below the
