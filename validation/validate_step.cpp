@@ -174,7 +174,8 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
       "host's, and such a step carries that offset into every prediction.\n\n",
       fit.rows.size(), fit.configurations, fit.fitted_names.size(),
       fit.loo_one_step == 0 ? ""
-                            : fmt::format(" ({} configurations the file has none for, rows added since the refit, take that one Gauss-Newton step instead)",
+                            : fmt::format(" ({} configurations the file has none for, rows added since the refit, take one Gauss-Newton "
+                                          "step from the all-rows fit instead)",
                                           fit.loo_one_step),
       fit.optimum_distance);
   md += "| parameter | value | rows |\n|---|---|---|\n";
