@@ -144,6 +144,8 @@ class PlanBuilder {
                     bool nvls = false) {
     return add(src, dst, bytes, hash, deps.data(), deps.data() + deps.size(), nvls);
   }
+  // Ring plans: the step the transfers added from now on belong to (Transfer::ring_step).
+  void set_ring_step(int step) { ring_step_ = static_cast<std::uint32_t>(step); }
   // Marks transfers whose ends would release steps the plan leaves out (Transfer::horizon).
   void mark_horizon(std::span<const std::uint32_t> ids) {
     for (const std::uint32_t i : ids) {
@@ -164,11 +166,12 @@ class PlanBuilder {
     for (; first != last; ++first) {
       if (*first != kNone) plan_.deps.push_back(*first);
     }
-    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, false, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin});
+    plan_.transfers.push_back(Transfer{src, dst, bytes, hash, nvls, false, begin, static_cast<std::uint32_t>(plan_.deps.size()) - begin, 0, ring_step_});
     return static_cast<std::uint32_t>(plan_.transfers.size() - 1);
   }
   CollectivePlan& plan_;
   PlanLimit limit_;
+  std::uint32_t ring_step_ = 0;
 };
 
 // The ring order of channel c. Across servers, a ring enters server i at local GPU (c + i)
@@ -196,12 +199,15 @@ std::vector<int> ring_order(const Layout& l, int channel) {
 // `steps` ring steps over `order` (ranks), each moving `piece` bytes per chunk; a sender's
 // transfers are sequential (one connection), and a step's piece moves on once received.
 // Returns the ids of the last step's transfers. `start_after[p]` gates position p's first send.
+// `stamp`: each transfer carries its step (Transfer::ring_step).
 std::vector<std::uint32_t> add_ring(PlanBuilder& b, const Layout& l, const std::vector<int>& order, int steps, int chunks,
-                                    double piece, std::uint64_t channel, const std::vector<std::uint32_t>& start_after = {}) {
+                                    double piece, std::uint64_t channel, const std::vector<std::uint32_t>& start_after = {},
+                                    bool stamp = false) {
   const auto n = order.size();
   std::vector<std::uint32_t> prev(n * static_cast<std::size_t>(chunks), kNone);  // previous step, by position, chunk
   std::vector<std::uint32_t> cur(prev.size(), kNone);
   for (int k = 0; k < steps; ++k) {
+    if (stamp) b.set_ring_step(k);
     for (std::size_t p = 0; p < n; ++p) {
       const NodeIndex src = l.ranks[static_cast<std::size_t>(order[p])];
       const NodeIndex dst = l.ranks[static_cast<std::size_t>(order[(p + 1) % n])];
@@ -216,6 +222,7 @@ std::vector<std::uint32_t> add_ring(PlanBuilder& b, const Layout& l, const std::
     }
     std::swap(prev, cur);
   }
+  if (stamp) b.set_ring_step(0);
   return prev;
 }
 
@@ -414,7 +421,7 @@ void plan_ring(PlanBuilder& b, const PlanArgs& a) {
   const int steps = s.ring_steps > 0 ? std::min(s.ring_steps, ring_steps(s.op, n)) : ring_steps(s.op, n);
   const double piece = ring_piece(a.size, n, channels, chunks);
   for (int c = 0; c < channels; ++c) {
-    const std::vector<std::uint32_t> last = add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c));
+    const std::vector<std::uint32_t> last = add_ring(b, a.l, ring_order(a.l, c), steps, chunks, piece, static_cast<std::uint64_t>(c), {}, true);
     if (steps < ring_steps(s.op, n)) b.mark_horizon(last);
   }
 }
@@ -760,6 +767,7 @@ CollectivePlan plan_collective(const Topology& t, const CollectiveSpec& s) {
     PlanBuilder b(plan, {s.max_transfers, n * s.groups, channels, chunks});
     plan.channels = channels;
     const PlanArgs a{s, l, n, size, chunks, channels};
+    plan.distinct_connections = s.algo == CollectiveAlgo::ring && s.op != CollectiveOp::broadcast && s.op != CollectiveOp::reduce;
     switch (s.algo) {
       case CollectiveAlgo::ring: plan_ring(b, a); break;
       case CollectiveAlgo::tree: plan_tree(b, a); break;
@@ -829,34 +837,35 @@ class FabricLinks {
     if (2 * (held_ + 1) > slots_.size()) grow();
     RouteEntry& slot = slots_[find(key)];
     if (!slot.used) {
-      const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
-      const auto first = static_cast<std::uint32_t>(pool_.size());
-      for (const LinkIndex l : path) {
-        // NVLS transfers also pass the switch's reduction port on the GPU side.
-        if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
-          pool_.push_back(l);
-          pool_.push_back(nvls_port_[l]);
-        } else if (tr.nvls && nvls_port_[l] != kNone) {
-          pool_.push_back(nvls_port_[l]);
-          pool_.push_back(l);
-        } else {
-          pool_.push_back(l);
-        }
-      }
+      const RouteSpan found = append_route(tr);
       slot = key;
-      slot.first = first;
-      slot.count = static_cast<std::uint32_t>(pool_.size()) - first;
+      slot.first = found.first;
+      slot.count = found.count;
       ++held_;
     }
     return {pool_.data() + slot.first, slot.count};
   }
-  // Every transfer's route found once (one look-up each), for the many passes over a plan
-  // that follow: route_of(i) is then an index into a vector.
+  // Every transfer's route found once, for the many passes over a plan that follow: route_of(i)
+  // is then an index into a vector. A transfer after an earlier one of its own connection (a
+  // ring's next step or chunk) takes that one's route; a plan of distinct connections needs no
+  // table of them.
   void resolve(const CollectivePlan& plan) {
     by_transfer_.resize(plan.transfers.size());
     for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
-      const std::span<const std::uint32_t> r = route(plan.transfers[i]);
-      by_transfer_[i] = {static_cast<std::uint32_t>(r.empty() ? 0 : r.data() - pool_.data()), static_cast<std::uint32_t>(r.size())};
+      const Transfer& tr = plan.transfers[i];
+      const std::uint32_t* dep = plan.deps.data() + tr.deps_begin;
+      const std::uint32_t* same = std::find_if(dep, dep + tr.deps_count, [&](std::uint32_t d) {
+        const Transfer& o = plan.transfers[d];
+        return d < i && o.src == tr.src && o.dst == tr.dst && o.flow_hash == tr.flow_hash && o.nvls == tr.nvls;
+      });
+      if (same != dep + tr.deps_count) {
+        by_transfer_[i] = by_transfer_[*same];
+      } else if (plan.distinct_connections) {
+        by_transfer_[i] = tr.src == tr.dst ? RouteSpan{0, 0} : append_route(tr);
+      } else {
+        const std::span<const std::uint32_t> r = route(tr);
+        by_transfer_[i] = {static_cast<std::uint32_t>(r.empty() ? 0 : r.data() - pool_.data()), static_cast<std::uint32_t>(r.size())};
+      }
     }
   }
   std::span<const std::uint32_t> route_of(std::uint32_t i) const { return {pool_.data() + by_transfer_[i].first, by_transfer_[i].count}; }
@@ -875,6 +884,24 @@ class FabricLinks {
   struct RouteSpan {
     std::uint32_t first, count;
   };
+  // A transfer's route appended to pool_.
+  RouteSpan append_route(const Transfer& tr) {
+    const std::vector<LinkIndex> path = topology_.route(tr.src, tr.dst, tr.flow_hash);
+    const auto first = static_cast<std::uint32_t>(pool_.size());
+    for (const LinkIndex l : path) {
+      // NVLS transfers also pass the switch's reduction port on the GPU side.
+      if (tr.nvls && nvls_port_[l] != kNone && topology_.node(topology_.link(l).to).kind == NodeKind::nvswitch) {
+        pool_.push_back(l);
+        pool_.push_back(nvls_port_[l]);
+      } else if (tr.nvls && nvls_port_[l] != kNone) {
+        pool_.push_back(nvls_port_[l]);
+        pool_.push_back(l);
+      } else {
+        pool_.push_back(l);
+      }
+    }
+    return {first, static_cast<std::uint32_t>(pool_.size()) - first};
+  }
   // The slot of `key`: where it is, or the empty slot where it goes.
   std::size_t find(const RouteEntry& key) const {
     std::uint64_t z = key.hash ^ (std::uint64_t{key.src} << 32 | key.dst) ^ (std::uint64_t{key.nvls} << 63);
@@ -1179,6 +1206,27 @@ std::string ring_memo_key(const CollectiveSpec& s, int n, int k) {
                      default_chunks(s), k, s.link_latency);
 }
 
+// Every transfer of a plan moves `piece` bytes (what a ring's reduction may be kept for).
+bool uniform(const CollectivePlan& p, double piece) {
+  return std::all_of(p.transfers.begin(), p.transfers.end(), [&](const Transfer& tr) { return tr.bytes == piece; });
+}
+
+// An extrapolated ring's reductions at k and 2k steps from a plan of its first two steps
+// (repeat_ring_steps), or none where that plan has no symmetric units.
+std::optional<ReducedRing> reduce_ring(const Topology& t, CollectiveSpec s, const LinkEfficiency& e, int k) {
+  s.ring_steps = 2;
+  const CollectivePlan two = plan_collective(t, s);
+  const int chunks = default_chunks(s);
+  if (!uniform(two, ring_piece(s.size.value(), ranks_of(t, s), two.channels, chunks))) return std::nullopt;
+  FabricLinks links(t, e, s.link_latency);
+  links.resolve(two);
+  const std::optional<SymmetricReduction> reduced = reduce(t, links, two);
+  if (!reduced) return std::nullopt;
+  std::optional<SymmetricReduction> shorter = repeat_ring_steps(*reduced, k), longer = repeat_ring_steps(*reduced, 2 * k);
+  if (!shorter || !longer) return std::nullopt;
+  return ReducedRing{std::move(*shorter), std::move(*longer), two.channels, chunks};
+}
+
 }  // namespace
 
 CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e, bool record_link_loads) {
@@ -1203,6 +1251,12 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
       plan.ranks = n;
       a = run_reduced(shorter, s, {&s.latency, 1});
       r = run_reduced(longer, s, {&s.latency, 1});
+    } else if (std::optional<ReducedRing> ring = s.symmetry && s.repeat_ring_steps ? reduce_ring(t, s, e, k) : std::nullopt) {
+      // Its first two steps reduced, the k and 2k steps' reductions repeat them.
+      plan.ranks = n;
+      a = run_reduced(ring->shorter, s, {&s.latency, 1});
+      r = run_reduced(ring->longer, s, {&s.latency, 1});
+      t.remember(key, std::make_shared<const ReducedRing>(std::move(*ring)));
     } else {
       // One route table for both runs: the longer one's connections are the shorter one's.
       FabricLinks links(t, e, s.link_latency);
@@ -1218,11 +1272,7 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
       links.resolve(plan);
       r = simulate(t, links, plan, s, {&s.latency, 1}, false, &reduced_longer);
       const int chunks = default_chunks(s);
-      const double piece = ring_piece(s.size.value(), n, plan.channels, chunks);
-      const auto uniform = [&](const CollectivePlan& p) {
-        return std::all_of(p.transfers.begin(), p.transfers.end(), [&](const Transfer& tr) { return tr.bytes == piece; });
-      };
-      if (reduced_shorter && reduced_longer && uniform(plan)) {
+      if (reduced_shorter && reduced_longer && uniform(plan, ring_piece(s.size.value(), n, plan.channels, chunks))) {
         t.remember(key, std::make_shared<const ReducedRing>(ReducedRing{std::move(*reduced_shorter), std::move(*reduced_longer), plan.channels, chunks}));
       }
     }

@@ -86,6 +86,11 @@ struct CollectiveSpec {
   // load of the others where the plan's units provably share the fabric alike (symmetry.hpp:
   // the same completion time as the full run; checked, with the full run where it fails).
   bool symmetry = true;
+  // Whether an extrapolated ring's symmetry reductions are built from a plan of its first two
+  // steps, each later step repeating the second (repeat_ring_steps, symmetry.hpp): the same
+  // reductions as from the plans of k and 2k steps, for a sixth of the transfers planned,
+  // routed and checked. Off: those plans themselves (tests compare the two).
+  bool repeat_ring_steps = true;
 };
 
 // One transfer of a plan: `bytes` from src to dst once every transfer in deps is done.
@@ -101,6 +106,7 @@ struct Transfer {
   std::uint32_t deps_begin; // into CollectivePlan::deps
   std::uint32_t deps_count;
   std::uint32_t collective = 0;  // run_concurrent: which of the collectives it belongs to
+  std::uint32_t ring_step = 0;   // ring plans (all-reduce, reduce-scatter, all-gather): the step it belongs to
 };
 
 struct CollectivePlan {
@@ -109,6 +115,10 @@ struct CollectivePlan {
   std::vector<std::uint32_t> group_begin;  // CollectiveSpec::groups > 1: each group's first transfer
   int ranks = 0;
   int channels = 0;
+  // No two transfers share a connection (source, destination, flow hash, NVLS) unless the later
+  // one depends on an earlier one of it (a ring's steps and chunks): routes are then found once
+  // per connection without a table of them.
+  bool distinct_connections = false;
 };
 
 // The plan of a collective; InputError when the algorithm does not fit the op or the

@@ -48,13 +48,35 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
     for (std::uint32_t j = 0; j < per; ++j) {
       const Transfer& a = plan.transfers[member[j]];
       const Transfer& b = plan.transfers[member[u * per + j]];
-      if (a.bytes != b.bytes || a.nvls != b.nvls || a.horizon != b.horizon || a.collective != b.collective || (a.src == a.dst) != (b.src == b.dst) ||
+      if (a.bytes != b.bytes || a.nvls != b.nvls || a.horizon != b.horizon || a.collective != b.collective || a.ring_step != b.ring_step ||
+          (a.src == a.dst) != (b.src == b.dst) ||
           a.deps_count != b.deps_count) {
         return std::nullopt;
       }
       local_deps(a, mine);
       local_deps(b, theirs);
       if (mine != theirs) return std::nullopt;
+    }
+  }
+
+  // A necessary part of (c), checked first because it is cheap (no pass over the links): transfer
+  // j of every unit crosses links of unit 0's kinds (a class holds one kind) with unit 0's latency.
+  {
+    const auto signature = [&](std::uint32_t i) {
+      std::uint64_t kinds = 0;
+      std::int64_t latency = 0;
+      for (const std::uint32_t l : links.route(i)) {
+        if (!links.kind.empty()) kinds |= std::uint64_t{1} << std::min<std::uint32_t>(links.kind[l], 63);
+        latency += links.latency_ns[l];
+      }
+      return std::pair{kinds, latency};
+    };
+    std::vector<std::pair<std::uint64_t, std::int64_t>> first(per);
+    for (std::uint32_t j = 0; j < per; ++j) first[j] = signature(member[j]);
+    for (std::size_t u = 1; u < u_count; ++u) {
+      for (std::uint32_t j = 0; j < per; ++j) {
+        if (signature(member[u * per + j]) != first[j]) return std::nullopt;
+      }
     }
   }
 
@@ -166,6 +188,72 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
     for (std::uint32_t k = 0; k < t.deps_count; ++k) r.plan.deps.push_back(local[plan.deps[t.deps_begin + k]]);
     t.deps_begin = begin;
     r.plan.transfers.push_back(t);
+  }
+  return r;
+}
+
+std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps) {
+  const std::vector<Transfer>& from = two.plan.transfers;
+  const std::size_t n = from.size();
+  if (steps < 2 || n == 0) return std::nullopt;
+  // Unit 0's transfers come a channel at a time: a run of step 0, then a run of step 1 as long.
+  struct Run {
+    std::uint32_t first, length, base;  // base: its first transfer's index in the longer plan
+  };
+  std::vector<Run> runs;
+  std::vector<std::uint32_t> run_of(n), offset(n);  // by transfer: its channel's run, its place in its step
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && from[j].ring_step == 0) ++j;
+    std::size_t h = j;
+    while (h < n && from[h].ring_step == 1) ++h;
+    const std::size_t length = j - i;
+    if (length == 0 || h - j != length) return std::nullopt;
+    for (std::size_t x = i; x < h; ++x) {
+      run_of[x] = static_cast<std::uint32_t>(runs.size());
+      offset[x] = static_cast<std::uint32_t>((x - i) % length);
+    }
+    runs.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length), static_cast<std::uint32_t>(total)});
+    total += static_cast<std::uint64_t>(length) * static_cast<std::uint64_t>(steps);
+    i = h;
+  }
+  if (total > kNone) return std::nullopt;
+  SymmetricReduction r;
+  r.capacity = two.capacity;
+  r.units = two.units;
+  r.link = two.link;
+  r.share = two.share;
+  r.plan.ranks = two.plan.ranks;
+  r.plan.channels = two.plan.channels;
+  r.plan.transfers.reserve(static_cast<std::size_t>(total));
+  r.latency_ns.reserve(static_cast<std::size_t>(total));
+  r.route_begin.push_back(0);
+  for (const Run& run : runs) {
+    for (int s = 0; s < steps; ++s) {
+      for (std::uint32_t p = 0; p < run.length; ++p) {
+        // Step 0 is the two-step plan's step 0; every later step repeats its step 1.
+        const std::uint32_t src = run.first + (s == 0 ? 0 : run.length) + p;
+        Transfer t = from[src];
+        t.ring_step = static_cast<std::uint32_t>(s);
+        if (s > 0 && s + 1 < steps) t.horizon = false;  // only the last step's ends release steps left out
+        t.deps_begin = static_cast<std::uint32_t>(r.plan.deps.size());
+        for (std::uint32_t k = 0; k < t.deps_count; ++k) {
+          const std::uint32_t d = two.plan.deps[from[src].deps_begin + k];
+          if (d >= n) return std::nullopt;
+          // A dependency on the step before or on its own step, as in the two-step plan.
+          const std::uint32_t dep_step = from[d].ring_step;
+          if (dep_step > from[src].ring_step) return std::nullopt;
+          const std::uint32_t at_step = s == 0 ? 0 : static_cast<std::uint32_t>(s) - 1 + dep_step;
+          const Run& dr = runs[run_of[d]];
+          r.plan.deps.push_back(dr.base + at_step * dr.length + offset[d]);
+        }
+        r.plan.transfers.push_back(t);
+        r.latency_ns.push_back(two.latency_ns[src]);
+        r.routes.insert(r.routes.end(), two.routes.begin() + two.route_begin[src], two.routes.begin() + two.route_begin[src + 1]);
+        r.route_begin.push_back(static_cast<std::uint32_t>(r.routes.size()));
+      }
+    }
   }
   return r;
 }

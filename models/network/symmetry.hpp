@@ -72,4 +72,18 @@ struct SymmetricReduction {
 std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan, std::span<const std::uint32_t> unit_of, int units,
                                                      const PlanLinks& links);
 
+// The reduction of a ring plan truncated at `steps` ring steps (steps >= 2), from the
+// reduction of the same ring truncated at two (CollectiveSpec::ring_steps; its transfers carry
+// Transfer::ring_step). Why it is the same: a ring's step s >= 1 repeats step 1 (add_ring): the
+// same connections moving the same pieces, each transfer after its predecessor's transfer of
+// step s - 1 and its own earlier one, and only the last step marked horizon. reduce_by_symmetry
+// matches units' transfers step for step (ring_step), so the local images in the longer plan are
+// the two-step plan's, repeated: every link carries each repeated index as often as the
+// two-step plan's step-1 index, the classes, shares and routes are the same, and unit 0's
+// transfers come in the longer plan's own order (each channel's ring, step after step). Tests
+// compare it, field by field, with reduce_by_symmetry on the longer plan. None when `two` is not
+// such a plan (a channel's step 0 and step 1 of unequal lengths, a dependency reaching past the
+// step before).
+std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps);
+
 }  // namespace orrery::models

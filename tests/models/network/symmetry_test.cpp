@@ -10,6 +10,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
+
 using namespace orrery;
 using namespace orrery::models;
 
@@ -191,4 +194,114 @@ TEST_CASE("mixes with a long ring: extrapolated from two short runs, as the whol
     MESSAGE(std::string(m.what), ": ", fast.flows, " flows against ", whole.flows, "; ends (ns) ", fast.ends[0].ns(), " vs ", whole.ends[0].ns(),
             ", ", fast.ends[1].ns(), " vs ", whole.ends[1].ns());
   }
+}
+
+// An extrapolated ring's reductions at k and 2k steps are built from its first two steps
+// (repeat_ring_steps): on rings of several fabrics, each unit choice that reduces the longer plan
+// (by GPU, by server, by group) gives, field by field, what repeat_ring_steps builds from the
+// two-step plan's reduction by the same units, and none where the longer plan has none.
+namespace {
+// The plan's links on topology t (capacity, latency, kind) and every transfer's route.
+struct TestLinks {
+  std::vector<double> capacity;
+  std::vector<std::int64_t> latency;
+  std::vector<std::uint32_t> kind;
+  std::vector<std::vector<std::uint32_t>> routes;
+  TestLinks(const Topology& t, const CollectivePlan& plan) {
+    for (const TopoLink& l : t.links()) {
+      capacity.push_back(l.bandwidth.value());
+      latency.push_back(l.latency.ns());
+      kind.push_back(static_cast<std::uint32_t>(l.kind));
+    }
+    for (const Transfer& tr : plan.transfers) {
+      const std::vector<LinkIndex> r = tr.src == tr.dst ? std::vector<LinkIndex>{} : t.route(tr.src, tr.dst, tr.flow_hash);
+      routes.emplace_back(r.begin(), r.end());
+    }
+  }
+  PlanLinks view() const {
+    return {capacity, latency, [this](std::uint32_t i) { return std::span<const std::uint32_t>(routes[i]); }, kind};
+  }
+};
+// Each transfer's unit: its sending GPU, the GPU's server, or its group; densely numbered from 0.
+std::vector<std::uint32_t> units_of(const Topology& t, const CollectivePlan& plan, int how, int& count) {
+  std::vector<std::uint32_t> key(plan.transfers.size());
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const NodeIndex gpu = plan.transfers[i].src;
+    std::size_t g = 0;
+    while (g + 1 < plan.group_begin.size() && plan.group_begin[g + 1] <= i) ++g;
+    key[i] = how == 0 ? gpu : how == 1 ? static_cast<std::uint32_t>(t.node(gpu).server) : static_cast<std::uint32_t>(g);
+  }
+  std::map<std::uint32_t, std::uint32_t> dense;
+  for (std::uint32_t& k : key) k = dense.emplace(k, static_cast<std::uint32_t>(dense.size())).first->second;
+  count = static_cast<int>(dense.size());
+  return key;
+}
+}  // namespace
+
+TEST_CASE("repeat_ring_steps: a ring's reduction at k steps from its first two, field by field") {
+  struct RingCase {
+    const char* topology;
+    CollectiveOp op;
+    int ranks, groups, stride, chunks;
+  };
+  const std::vector<RingCase> cases = {
+      {"dgx-h100:nodes=1", CollectiveOp::all_reduce, 0, 1, 1, 1},
+      {"dgx-h100:nodes=8", CollectiveOp::reduce_scatter, 0, 1, 1, 2},
+      {"dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray", CollectiveOp::all_reduce, 16, 8, 8, 1},
+      {"dgx-h100:nodes=16,oversubscription=2", CollectiveOp::all_gather, 32, 4, 1, 1},
+      {"nvl72:domains=8,gpus_per_domain=16", CollectiveOp::all_gather, 32, 4, 1, 3},
+      {"nvl72:domains=8,gpus_per_domain=16,fabric=fat-tree,oversubscription=4", CollectiveOp::all_reduce, 64, 2, 1, 1},
+      {"dgx-h100:nodes=8,planes=2,routing=spray", CollectiveOp::reduce_scatter, 16, 4, 4, 1},
+  };
+  int reduced = 0, compared = 0;
+  for (const RingCase& c : cases) {
+    const Topology t = build_topology(c.topology);
+    CollectiveSpec s = grouped(c.op, CollectiveAlgo::ring, 64e6, c.ranks, c.groups, c.stride);
+    s.chunks = c.chunks;
+    s.ring_steps = 2;
+    const CollectivePlan two = plan_collective(t, s);
+    const TestLinks two_links(t, two);
+    for (const int k : {2, 3, 5}) {
+      s.ring_steps = k;
+      const CollectivePlan longer = plan_collective(t, s);
+      const TestLinks longer_links(t, longer);
+      for (int how = 0; how < 3; ++how) {
+        CAPTURE(c.topology);
+        CAPTURE(k);
+        CAPTURE(how);
+        int units = 0, units_two = 0;
+        const std::vector<std::uint32_t> unit_of = units_of(t, longer, how, units);
+        const std::vector<std::uint32_t> unit_of_two = units_of(t, two, how, units_two);
+        const std::optional<SymmetricReduction> direct = reduce_by_symmetry(longer, unit_of, units, longer_links.view());
+        const std::optional<SymmetricReduction> from_two = reduce_by_symmetry(two, unit_of_two, units_two, two_links.view());
+        REQUIRE(direct.has_value() == from_two.has_value());
+        if (!direct) continue;
+        ++reduced;
+        const std::optional<SymmetricReduction> repeated = repeat_ring_steps(*from_two, k);
+        REQUIRE(repeated.has_value());
+        const SymmetricReduction& a = *direct;
+        const SymmetricReduction& b = *repeated;
+        CHECK(a.units == b.units);
+        CHECK(a.capacity == b.capacity);
+        CHECK(a.link == b.link);
+        CHECK(a.share == b.share);
+        CHECK(a.route_begin == b.route_begin);
+        CHECK(a.routes == b.routes);
+        CHECK(a.latency_ns == b.latency_ns);
+        CHECK(a.plan.deps == b.plan.deps);
+        REQUIRE(a.plan.transfers.size() == b.plan.transfers.size());
+        for (std::size_t i = 0; i < a.plan.transfers.size(); ++i) {
+          const Transfer& x = a.plan.transfers[i];
+          const Transfer& y = b.plan.transfers[i];
+          const bool same = x.src == y.src && x.dst == y.dst && x.bytes == y.bytes && x.flow_hash == y.flow_hash && x.nvls == y.nvls &&
+                            x.horizon == y.horizon && x.deps_begin == y.deps_begin && x.deps_count == y.deps_count &&
+                            x.ring_step == y.ring_step && x.collective == y.collective;
+          if (!same) FAIL("transfer ", i, " differs");
+          ++compared;
+        }
+      }
+    }
+  }
+  MESSAGE(reduced, " reductions compared, ", compared, " transfers");
+  CHECK(reduced >= 20);
 }
