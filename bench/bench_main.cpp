@@ -1,6 +1,7 @@
 // orrery_bench: runs every benchmark, prints a table, writes {"name": value} JSON.
 //   orrery_bench --out build/bench/results.json [--quick]
 #include "bench.hpp"
+#include "sim/huge_pages.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -59,6 +60,7 @@ orrery::bench::Figures read_figures(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  orrery::sim::use_huge_pages(argv);  // as the orrery command runs (its groups inherit it)
   CLI::App app("Orrery benchmarks");
   std::string out_path = "build/bench/results.json";
   bool quick = false;

@@ -14,6 +14,10 @@
 #include "policies/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
 
 namespace orrery::bench {
 
@@ -80,18 +84,57 @@ void bench_step_gpt3(Figures& out, bool quick) {
 namespace orrery::bench {
 
 namespace {
-// One run of a scenario's step: its wall time (returned), simulated time, flows and the process's
-// peak RSS so far, against the targets.
-double step_once(Figures& out, const std::string& name, const models::StepScenario& sc, double target_s, double target_gb) {
-  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
-  const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
-  models::StepResult r;
-  const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
-  out.push_back({name + ".wall", wall, fmt::format("s (target < {:g})", target_s)});
-  out.push_back({name + ".step_time", r.step_time.to_seconds(), "s simulated"});
-  out.push_back({name + ".flows", static_cast<double>(r.flows), "flows simulated"});
-  out.push_back({name + ".peak_rss", peak_rss_gb(), fmt::format("GB, the process so far (target < {:g})", target_gb)});
-  return wall;
+// What one run of a step measured.
+struct Measured {
+  double wall, step_time, flows, peak_rss_gb;
+};
+
+// One run of a scenario's step, as a user's `orrery step` runs it: in a process of its own,
+// forked from this one, so that no run gains from an earlier one's collective memo or warmed
+// heap, and its peak RSS is its own.
+Measured step_in_child(const std::string& name, const models::StepScenario& sc) {
+  int channel[2];
+  if (pipe(channel) != 0) throw std::runtime_error("bench: pipe failed");
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error("bench: fork failed");
+  if (child == 0) {
+    close(channel[0]);
+    int status = 1;
+    try {
+      const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"bench", "/plan/schedule"});
+      const models::RooflineCostModel cost(sc.gpu, models::training_roofline_params(sc.gpu, models::step_context(sc.plan)));
+      models::StepResult r;
+      const double wall = best_seconds(1, [&] { r = models::run_step(sc, cost, *schedule); });
+      const Measured m{wall, r.step_time.to_seconds(), static_cast<double>(r.flows), peak_rss_gb()};
+      status = write(channel[1], &m, sizeof m) == static_cast<ssize_t>(sizeof m) ? 0 : 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{}: {}\n", name, e.what());
+    }
+    _exit(status);
+  }
+  close(channel[1]);
+  Measured m{};
+  const bool got = read(channel[0], &m, sizeof m) == static_cast<ssize_t>(sizeof m);
+  close(channel[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(fmt::format("bench: {} failed in its process", name));
+  return m;
+}
+
+// The best (least disturbed) of `repeats` runs of a scenario's step, each in its own process:
+// its wall time (returned), simulated time, flows and peak RSS, against the targets.
+double step_once(Figures& out, const std::string& name, const models::StepScenario& sc, double target_s, double target_gb, int repeats = 1) {
+  Measured best = step_in_child(name, sc);
+  for (int i = 1; i < repeats; ++i) {
+    const Measured m = step_in_child(name, sc);
+    if (m.wall < best.wall) best = m;
+  }
+  out.push_back({name + ".wall", best.wall, fmt::format("s (target < {:g}{})", target_s, repeats > 1 ? fmt::format("; best of {}", repeats) : "")});
+  out.push_back({name + ".step_time", best.step_time, "s simulated"});
+  out.push_back({name + ".flows", best.flows, "flows simulated"});
+  out.push_back({name + ".peak_rss", best.peak_rss_gb, fmt::format("GB, its own process (target < {:g})", target_gb)});
+  return best.wall;
 }
 }  // namespace
 
@@ -172,7 +215,8 @@ void bench_step_frontier(Figures& out, bool quick) {
       const std::string name = fmt::format("step.{}.{}", label, n);
       models::StepScenario sc = deepseek_on_racks(n);
       sc.contention = contention;
-      const double wall = step_once(out, name, sc, 60, 16);
+      // Best of three: the growth divides by the smallest point's few tenths of a second.
+      const double wall = step_once(out, name, sc, 60, 16, 3);
       if (first_gpus == 0) {
         first_gpus = n, first_wall = wall;
       } else {
