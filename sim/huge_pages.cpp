@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kTunable = "glibc.malloc.hugetlb=1";
 
-bool sanitized() {
+[[maybe_unused]] bool sanitized() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   return true;
 #elif defined(__has_feature)
@@ -29,25 +29,32 @@ bool sanitized() {
 #endif
 }
 
-// Whether the kernel gives huge pages to memory that asks for them.
-bool kernel_offers_huge_pages() {
+// The kernel's transparent_hugepage/enabled line, or "" where there is none.
+[[maybe_unused]] std::string thp_line() {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string line;
-  if (!std::getline(in, line)) return false;
-  return line.find("[madvise]") != std::string::npos || line.find("[always]") != std::string::npos;
+  std::getline(in, line);
+  return line;
 }
 
 }  // namespace
 
+std::string huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled) {
+  if (opt_out != nullptr && std::strcmp(opt_out, "0") == 0) return "";
+  const std::string before = current == nullptr ? "" : current;
+  if (before.find("glibc.malloc.hugetlb") != std::string::npos) return "";  // set (by us, or by the user's choice)
+  // Huge pages are given to memory that asks for them ("madvise") or to all ("always").
+  if (thp_enabled.find("[madvise]") == std::string_view::npos && thp_enabled.find("[always]") == std::string_view::npos) return "";
+  return before.empty() ? kTunable : before + ":" + kTunable;
+}
+
 void use_huge_pages(char** argv) {
 #if defined(__linux__) && defined(__GLIBC__)
   if (sanitized() || argv == nullptr || argv[0] == nullptr) return;
-  if (const char* off = std::getenv("ORRERY_HUGE_PAGES"); off != nullptr && std::strcmp(off, "0") == 0) return;
   const char* current = std::getenv("GLIBC_TUNABLES");
+  const std::string with = huge_page_tunables(current, std::getenv("ORRERY_HUGE_PAGES"), thp_line());
+  if (with.empty()) return;
   const std::string before = current == nullptr ? "" : current;
-  if (before.find("glibc.malloc.hugetlb") != std::string::npos) return;  // set (by us, or by the user's choice)
-  if (!kernel_offers_huge_pages()) return;
-  const std::string with = before.empty() ? kTunable : before + ":" + kTunable;
   if (setenv("GLIBC_TUNABLES", with.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Still here: the exec failed; go on as we were.

@@ -11,8 +11,16 @@
 // (their own allocator) and other C libraries skip it; a failed exec leaves the process as it was.
 #pragma once
 
+#include <string>
+#include <string_view>
+
 namespace orrery::sim {
 
 void use_huge_pages(char** argv);
+
+// The GLIBC_TUNABLES to run again with, or "" to run on as is: `current` the variable (null:
+// unset), `opt_out` ORRERY_HUGE_PAGES (null: unset), `thp_enabled` the kernel's
+// transparent_hugepage/enabled line ("always [madvise] never").
+std::string huge_page_tunables(const char* current, const char* opt_out, std::string_view thp_enabled);
 
 }  // namespace orrery::sim

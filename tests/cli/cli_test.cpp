@@ -161,6 +161,24 @@ TEST_CASE("the orrery binary exits 0 on success and 1 on bad input") {
   CHECK(status("no-such-command") == 1);
 }
 
+// The binary runs itself again with huge pages for its heap (sim/huge_pages.hpp): the same
+// output, byte for byte, and the same exit codes as without (ORRERY_HUGE_PAGES=0).
+TEST_CASE("the orrery binary gives the same output with and without huge pages") {
+  const auto run = [](const std::string& env, const std::string& args, const std::string& out) {
+    const int raw = std::system(fmt::format("env -u GLIBC_TUNABLES {} {} {} > {} 2>&1", env, ORRERY_BINARY, args, out).c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  };
+  const std::string step = std::string("step ") + ORRERY_SOURCE_DIR + "/examples/scenarios/llama3-70b-h100-64.json";
+  CHECK(run("", step, "huge.txt") == 0);
+  CHECK(run("ORRERY_HUGE_PAGES=0", step, "plain.txt") == 0);
+  CHECK(!slurp("huge.txt").empty());
+  CHECK(slurp("huge.txt") == slurp("plain.txt"));
+  write("bad-unit.json", R"({"nodes": [{"id": "a", "kind": "delay", "duration": "1 lightyear"}]})");
+  CHECK(run("", "replay bad-unit.json", "huge.txt") == 1);
+  CHECK(run("ORRERY_HUGE_PAGES=0", "replay bad-unit.json", "plain.txt") == 1);
+  CHECK(slurp("huge.txt") == slurp("plain.txt"));
+}
+
 // `orrery validate`, one section per test case (CTest runs each as its own test, in parallel:
 // tests/CMakeLists.txt): each section's assertions, and its markdown exactly as committed in
 // docs/validation.md (the file is the sections in order; regenerate it with the command it names).
