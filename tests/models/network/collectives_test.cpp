@@ -379,20 +379,8 @@ TEST_CASE("rings of one shape reuse their reduction across sizes and efficiencie
 // (CollectiveSpec::repeat_ring_steps) give, to the nanosecond, what the plans of k and 2k steps
 // give, on rails, sprayed and hashed spines, planes and NVL72 racks, alone and in groups.
 TEST_CASE("rings reduced from their first two steps end as the reductions of k and 2k steps") {
-  struct Case {
-    const char* topology;
-    CollectiveOp op;
-    int ranks, groups, stride, chunks;
-  };
-  const std::vector<Case> cases = {
-      {"dgx-h100:nodes=16", CollectiveOp::all_reduce, 0, 1, 1, 1},
-      {"dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray", CollectiveOp::reduce_scatter, 32, 4, 1, 2},
-      {"dgx-h100:nodes=32,oversubscription=2", CollectiveOp::all_gather, 32, 8, 8, 1},
-      {"dgx-h100:nodes=32,planes=2", CollectiveOp::all_reduce, 32, 8, 8, 1},
-      {"nvl72:domains=16,gpus_per_domain=64", CollectiveOp::reduce_scatter, 256, 4, 1, 1},
-      {"nvl72:domains=16,gpus_per_domain=64,fabric=fat-tree,oversubscription=4,routing=spray", CollectiveOp::all_gather, 64, 16, 16, 1},
-  };
-  for (const Case& c : cases) {
+  int reduced = 0;
+  for (const orrery::testing::RingCase& c : orrery::testing::ring_cases()) {
     CAPTURE(c.topology);
     CollectiveSpec s = spec(c.op, CollectiveAlgo::ring, 512e6);
     s.ranks = c.ranks;
@@ -403,11 +391,12 @@ TEST_CASE("rings reduced from their first two steps end as the reductions of k a
     const CollectiveResult two = run_collective(build_topology(c.topology), s);
     s.repeat_ring_steps = false;
     const CollectiveResult longer = run_collective(build_topology(c.topology), s);
-    CHECK(two.extrapolated_steps > 0);
-    CHECK(two.units > 1);
+    CHECK(two.extrapolated_steps == longer.extrapolated_steps);
     CHECK(two.time == longer.time);
     CHECK(two.flows == longer.flows);
     CHECK(two.units == longer.units);
     CHECK(two.busbw == longer.busbw);
+    reduced += two.extrapolated_steps > 0 && two.units > 1;
   }
+  CHECK(reduced >= 10);  // rings long enough to extrapolate, on fabrics with symmetric units
 }

@@ -239,22 +239,8 @@ std::vector<std::uint32_t> units_of(const Topology& t, const CollectivePlan& pla
 }  // namespace
 
 TEST_CASE("repeat_ring_steps: a ring's reduction at k steps from its first two, field by field") {
-  struct RingCase {
-    const char* topology;
-    CollectiveOp op;
-    int ranks, groups, stride, chunks;
-  };
-  const std::vector<RingCase> cases = {
-      {"dgx-h100:nodes=1", CollectiveOp::all_reduce, 0, 1, 1, 1},
-      {"dgx-h100:nodes=8", CollectiveOp::reduce_scatter, 0, 1, 1, 2},
-      {"dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=8,oversubscription=2,routing=spray", CollectiveOp::all_reduce, 16, 8, 8, 1},
-      {"dgx-h100:nodes=16,oversubscription=2", CollectiveOp::all_gather, 32, 4, 1, 1},
-      {"nvl72:domains=8,gpus_per_domain=16", CollectiveOp::all_gather, 32, 4, 1, 3},
-      {"nvl72:domains=8,gpus_per_domain=16,fabric=fat-tree,oversubscription=4", CollectiveOp::all_reduce, 64, 2, 1, 1},
-      {"dgx-h100:nodes=8,planes=2,routing=spray", CollectiveOp::reduce_scatter, 16, 4, 4, 1},
-  };
   int reduced = 0, compared = 0;
-  for (const RingCase& c : cases) {
+  for (const orrery::testing::RingCase& c : orrery::testing::ring_cases()) {
     const Topology t = build_topology(c.topology);
     CollectiveSpec s = grouped(c.op, CollectiveAlgo::ring, 64e6, c.ranks, c.groups, c.stride);
     s.chunks = c.chunks;
