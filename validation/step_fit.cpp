@@ -187,7 +187,39 @@ struct Fitted {
   double cost;
 };
 
-// Levenberg-Marquardt on the rows `keep` from `x`, at most `iterations` steps.
+// Levenberg-Marquardt's loop, shared by the all-rows fit and a configuration's leave-one-out
+// fit: at most `iterations` trials of x - (A + mu diag A)^-1 b, with (A, b) = normal(x, r);
+// `trial_of(step)` turns the step into the trial point (bounds, parameters held), `evaluate`
+// gives its residuals and cost; a trial of lower cost is taken (then `taken(x, r)` may
+// re-linearise there and replace r) and mu falls, else mu rises. Stops once a taken trial moved
+// no parameter by 1e-3 or more.
+template <class Normal, class TrialOf, class Evaluate, class Taken>
+Fitted lm_loop(Eigen::VectorXd x, Eigen::VectorXd r, double cost, int iterations, Normal&& normal, TrialOf&& trial_of, Evaluate&& evaluate,
+               Taken&& taken) {
+  double mu = 1e-3;
+  for (int it = 0; it < iterations; ++it) {
+    Eigen::MatrixXd A;
+    Eigen::VectorXd b;
+    normal(x, r, A, b);
+    const Eigen::VectorXd trial = trial_of((A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b), x);
+    auto [rt, ct] = evaluate(trial, it);
+    if (ct < cost) {
+      const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
+      x = trial;
+      r = std::move(rt);
+      cost = ct;
+      mu = std::max(mu / 4, 1e-6);
+      taken(x, r);
+      if (converged) break;
+    } else {
+      mu *= 8;
+    }
+  }
+  return {x, cost};
+}
+
+// Levenberg-Marquardt on the rows `keep` from `x`, at most `iterations` steps, re-linearised at
+// every point it takes.
 Fitted levenberg_marquardt(Problem& pb, Eigen::VectorXd x, const std::vector<char>& keep, int iterations, const std::string& label) {
   const auto kept = [&](Eigen::VectorXd r) {
     for (Eigen::Index i = 0; i < r.size(); ++i) {
@@ -197,31 +229,23 @@ Fitted levenberg_marquardt(Problem& pb, Eigen::VectorXd x, const std::vector<cha
   };
   Linearisation lin = linearise(pb, x, true);
   Eigen::VectorXd r = kept(residuals(pb, lin));
-  double mu = 1e-3, cost = cost_of(pb, r, x);
-  for (int it = 0; it < iterations; ++it) {
-    Eigen::MatrixXd A;
-    Eigen::VectorXd b;
-    normal_equations(pb, lin, r, x, keep, A, b);
-    const Eigen::VectorXd trial = clamp_bounds(pb, x - (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b));
-    const Linearisation at = linearise(pb, trial, false);
-    const Eigen::VectorXd rt = kept(residuals(pb, at));
-    const double ct = cost_of(pb, rt, trial);
-    if (pb.progress != nullptr) {
-      pb.progress->note(fmt::format("{}, iteration {}: rms ln error {:.4f}", label, it + 1, std::sqrt(rt.squaredNorm() / static_cast<double>(rt.size()))));
-    }
-    if (ct < cost) {
-      const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
-      x = trial;
-      cost = ct;
-      mu = std::max(mu / 4, 1e-6);
-      lin = linearise(pb, x, true);
-      r = kept(residuals(pb, lin));
-      if (converged) break;
-    } else {
-      mu *= 8;
-    }
-  }
-  return {x, cost};
+  const double cost = cost_of(pb, r, x);
+  return lm_loop(
+      x, r, cost, iterations,
+      [&](const Eigen::VectorXd& at, const Eigen::VectorXd& rx, Eigen::MatrixXd& A, Eigen::VectorXd& b) { normal_equations(pb, lin, rx, at, keep, A, b); },
+      [&](const Eigen::VectorXd& step, const Eigen::VectorXd& from) { return clamp_bounds(pb, from - step); },
+      [&](const Eigen::VectorXd& trial, int it) {
+        Eigen::VectorXd rt = kept(residuals(pb, linearise(pb, trial, false)));
+        const double ct = cost_of(pb, rt, trial);
+        if (pb.progress != nullptr) {
+          pb.progress->note(fmt::format("{}, iteration {}: rms ln error {:.4f}", label, it + 1, std::sqrt(rt.squaredNorm() / static_cast<double>(rt.size()))));
+        }
+        return std::pair{std::move(rt), ct};
+      },
+      [&](const Eigen::VectorXd& at, Eigen::VectorXd& rx) {
+        lin = linearise(pb, at, true);
+        rx = kept(residuals(pb, lin));
+      });
 }
 
 // The configurations each configuration's leave-one-out fit must simulate: those connected to
@@ -282,29 +306,22 @@ Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const
     }
     return residuals(pb, at);
   };
-  Eigen::VectorXd x = phi, rx = r_phi;
-  double cost = restricted_cost(x, rx), mu = 1e-3;
-  for (int it = 0; it < kLooIterations; ++it) {
-    Eigen::MatrixXd A;
-    Eigen::VectorXd b;
-    normal_equations(pb, lin, rx, x, keep, A, b);
-    Eigen::VectorXd step = (A + mu * Eigen::MatrixXd(A.diagonal().asDiagonal())).ldlt().solve(b);
-    for (std::size_t j = 0; j < pb.names.size(); ++j) {
-      if (!moves[j]) step[static_cast<Eigen::Index>(j)] = 0;
-    }
-    const Eigen::VectorXd trial = clamp_bounds(pb, x - step);
-    const Eigen::VectorXd rt = simulate_block(trial);
-    const double ct = restricted_cost(trial, rt);
-    if (ct < cost) {
-      const bool converged = (trial - x).cwiseAbs().maxCoeff() < 1e-3;
-      x = trial, rx = rt, cost = ct;
-      mu = std::max(mu / 4, 1e-6);
-      if (converged) break;
-    } else {
-      mu *= 8;
-    }
-  }
-  return x;
+  return lm_loop(
+             phi, r_phi, restricted_cost(phi, r_phi), kLooIterations,
+             [&](const Eigen::VectorXd& at, const Eigen::VectorXd& rx, Eigen::MatrixXd& A, Eigen::VectorXd& b) { normal_equations(pb, lin, rx, at, keep, A, b); },
+             [&](Eigen::VectorXd step, const Eigen::VectorXd& from) {
+               for (std::size_t j = 0; j < pb.names.size(); ++j) {
+                 if (!moves[j]) step[static_cast<Eigen::Index>(j)] = 0;
+               }
+               return clamp_bounds(pb, from - step);
+             },
+             [&](const Eigen::VectorXd& trial, int) {
+               Eigen::VectorXd rt = simulate_block(trial);
+               const double ct = restricted_cost(trial, rt);
+               return std::pair{std::move(rt), ct};
+             },
+             [](const Eigen::VectorXd&, Eigen::VectorXd&) {})
+      .x;
 }
 
 }  // namespace
