@@ -1109,7 +1109,7 @@ int servers_per_leaf(const Topology& t) {
 
 // The plan reduced to one of its symmetric units (symmetry.hpp), or none. Units tried, finest
 // first: the GPUs (a transfer belongs to its sender, or its receiver when a switch sends), their
-// servers, blocks of the servers behind one leaf switch, then the concurrent groups of
+// servers, blocks of the servers behind one leaf switch (then two, four, ... leaves), then the concurrent groups of
 // CollectiveSpec::groups. `links`: the topology's, with the plan's routes resolved.
 std::optional<SymmetricReduction> reduce(const Topology& t, FabricLinks& links, const CollectivePlan& plan) {
   if (plan.transfers.size() <= 1) return std::nullopt;
@@ -1131,10 +1131,15 @@ std::optional<SymmetricReduction> reduce(const Topology& t, FabricLinks& links, 
     std::vector<std::uint32_t> by_server(by_gpu.size());
     for (std::size_t i = 0; i < by_gpu.size(); ++i) by_server[i] = static_cast<std::uint32_t>(t.node(by_gpu[i]).server);
     if (auto r = attempt(by_server, t.servers())) return r;
-    // Blocks of the servers behind one leaf switch (a rail fabric's scalable unit).
-    if (const int block = servers_per_leaf(t); block > 1) {
-      for (std::uint32_t& u : by_server) u /= static_cast<std::uint32_t>(block);
-      if (auto r = attempt(std::move(by_server), t.servers())) return r;
+    // Blocks of the servers behind one leaf switch (a rail fabric's scalable unit), then of two,
+    // four, ... leaves' servers: where an NVLink domain spans several leaves (an NVL72 rack's
+    // 16 trays over two leaves of 32 ports) or a group does (an expert all-to-all across racks),
+    // the pattern repeats only every few leaves.
+    const int servers = static_cast<int>(t.servers());
+    for (int block = std::max(1, servers_per_leaf(t)); block > 1 && servers / block >= 2; block *= 2) {
+      std::vector<std::uint32_t> by_block = by_server;
+      for (std::uint32_t& u : by_block) u /= static_cast<std::uint32_t>(block);
+      if (auto r = attempt(std::move(by_block), t.servers())) return r;
     }
   }
   if (plan.group_begin.size() > 1) {

@@ -143,6 +143,11 @@ TEST_CASE("symmetry classes: mixed plans contend alike with and without classes"
         make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 2, 256, 256)}},
       {"DP rings + PP exchanges on sprayed rails, 2,048 GPUs", "dgx-h100:nodes=256,routing=spray",
        {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 128, 16, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 2, 1024, 1024)}},
+      // NVLink domains of two leaves each: a GPU's NVLink peers reach past its leaf, so the
+      // pattern repeats only every two leaves (units of two leaves' servers).
+      {"EP all-to-alls across two NVLink domains + PP exchanges, 2:1 sprayed",
+       "nvl72:domains=4,gpus_per_domain=32,fabric=fat-tree,leaf_ports=16,routing=spray,oversubscription=2",
+       {make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 64, 2, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 16e6, 2, 64, 64)}},
       {"DP rings + EP all-to-alls, hashed ECMP 2:1", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2",
        {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)},
        false},
