@@ -9,6 +9,8 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <unordered_map>
 
 namespace orrery::models {
@@ -1309,8 +1311,9 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
 
 namespace {
 
-// run_concurrent with every ring run to the steps its spec asks (CollectiveSpec::ring_steps).
-CollectiveResult run_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only) {
+// Several collectives' plans as one (each transfer marked with its collective), and each
+// collective's latency.
+std::pair<CollectivePlan, std::vector<sim::Duration>> plan_mix(const Topology& t, std::span<const CollectiveSpec> specs) {
   CollectivePlan plan;
   std::vector<sim::Duration> latency;
   for (std::size_t k = 0; k < specs.size(); ++k) {
@@ -1332,37 +1335,112 @@ CollectiveResult run_mix(const Topology& t, std::span<const CollectiveSpec> spec
     plan.channels = std::max(plan.channels, one.channels);
     latency.push_back(s.latency);
   }
+  return {std::move(plan), std::move(latency)};
+}
+
+// The collectives `only` shares links with, directly or through another (the rest cannot change
+// its end), in order.
+std::vector<std::size_t> linked_to(const CollectivePlan& plan, const FabricLinks& links, std::size_t count, std::size_t only) {
+  std::vector<std::uint32_t> parent(count);
+  for (std::uint32_t k = 0; k < parent.size(); ++k) parent[k] = k;
+  const auto root = [&](std::uint32_t k) {
+    while (parent[k] != k) k = parent[k] = parent[parent[k]];
+    return k;
+  };
+  std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
+  for (std::uint32_t i = 0; i < plan.transfers.size(); ++i) {
+    const Transfer& tr = plan.transfers[i];
+    for (const std::uint32_t l : links.route_of(i)) {
+      if (owner[l] == kNone) owner[l] = tr.collective;
+      parent[root(owner[l])] = root(tr.collective);
+    }
+  }
+  std::vector<std::size_t> kept;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(only))) kept.push_back(k);
+  }
+  return kept;
+}
+
+// A result of the collectives `kept` as one of all `count` (the others' ends zero).
+CollectiveResult widened(CollectiveResult part, const std::vector<std::size_t>& kept, std::size_t count) {
+  CollectiveResult r = part;
+  r.ends.assign(count, sim::Duration::zero());
+  r.horizons.assign(count, sim::Duration::max());
+  for (std::size_t j = 0; j < kept.size(); ++j) r.ends[kept[j]] = part.ends[j], r.horizons[kept[j]] = part.horizons[j];
+  r.time = *std::max_element(r.ends.begin(), r.ends.end());
+  return r;
+}
+
+// A mix's long rings reduced once from a plan of their first two steps (repeat_ring_steps): the
+// mixes of k and 2k of their steps that run_concurrent runs are built from it. `reduction` is
+// unit 0's, of the collectives `kept` (those `only` shares links with, or all of them).
+struct TwoStepMix {
+  bool tried = false;
+  std::optional<SymmetricReduction> reduction;
+  std::vector<std::size_t> kept;
+  std::vector<char> ring;  // by kept collective: a truncated ring, whose steps repeat
+  std::vector<sim::Duration> latency;  // by kept collective
+};
+
+// The mix of `specs` with each truncated ring (ring_steps > 0) planned for two steps, reduced.
+void reduce_two_step_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only,
+                         TwoStepMix& two) {
+  two.tried = true;
+  std::vector<CollectiveSpec> planned(specs.begin(), specs.end());
+  for (CollectiveSpec& s : planned) {
+    if (s.ring_steps > 0) s.ring_steps = 2;
+  }
+  auto [plan, latency] = plan_mix(t, planned);
+  auto links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
+  links->resolve(plan);
+  two.kept.resize(specs.size());
+  for (std::size_t k = 0; k < specs.size(); ++k) two.kept[k] = k;
+  if (only && specs.size() > 1) {
+    two.kept = linked_to(plan, *links, specs.size(), *only);
+    if (two.kept.size() < specs.size()) {
+      std::vector<CollectiveSpec> subset;
+      for (const std::size_t k : two.kept) subset.push_back(planned[k]);
+      std::tie(plan, latency) = plan_mix(t, subset);
+      links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
+      links->resolve(plan);
+    }
+  }
+  for (const std::size_t k : two.kept) two.ring.push_back(specs[k].ring_steps > 0 ? 1 : 0);
+  two.latency = std::move(latency);
+  two.reduction = reduce(t, *links, plan);
+}
+
+// run_concurrent with every ring run to the steps its spec asks (CollectiveSpec::ring_steps).
+// `two`: where truncated rings all ask the same steps, build their mix from the reduction of
+// its two-step plan (computed on the first call).
+CollectiveResult run_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only,
+                         TwoStepMix* two = nullptr) {
+  if (two != nullptr) {
+    int steps = 0;
+    bool alike = true;
+    for (const CollectiveSpec& s : specs) {
+      if (s.ring_steps > 0) alike = alike && (steps == 0 || steps == s.ring_steps), steps = s.ring_steps;
+    }
+    if (alike && steps >= 2) {
+      if (!two->tried) reduce_two_step_mix(t, specs, e, only, *two);
+      if (two->reduction) {
+        if (const std::optional<SymmetricReduction> red = repeat_ring_steps(*two->reduction, steps, two->ring)) {
+          CollectiveResult part = run_reduced(*red, specs[two->kept.front()], two->latency);
+          return widened(std::move(part), two->kept, specs.size());
+        }
+      }
+    }
+  }
+  auto [plan, latency] = plan_mix(t, specs);
   FabricLinks links(t, e, specs[0].link_latency);
   links.resolve(plan);
   if (only && specs.size() > 1) {
-    // The collectives `only` shares links with, directly or through another: the rest cannot
-    // change its end.
-    std::vector<std::uint32_t> parent(specs.size());
-    for (std::uint32_t k = 0; k < parent.size(); ++k) parent[k] = k;
-    const auto root = [&](std::uint32_t k) {
-      while (parent[k] != k) k = parent[k] = parent[parent[k]];
-      return k;
-    };
-    std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
-    for (std::uint32_t i = 0; i < plan.transfers.size(); ++i) {
-      const Transfer& tr = plan.transfers[i];
-      for (const std::uint32_t l : links.route_of(i)) {
-        if (owner[l] == kNone) owner[l] = tr.collective;
-        parent[root(owner[l])] = root(tr.collective);
-      }
-    }
-    std::vector<CollectiveSpec> kept;
-    std::vector<std::size_t> index;
-    for (std::size_t k = 0; k < specs.size(); ++k) {
-      if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(*only))) index.push_back(k), kept.push_back(specs[k]);
-    }
-    if (kept.size() < specs.size()) {
-      const CollectiveResult part = run_mix(t, kept, e, std::nullopt);  // all of them linked: none to leave out
-      CollectiveResult r = part;
-      r.ends.assign(specs.size(), sim::Duration::zero());
-      r.horizons.assign(specs.size(), sim::Duration::max());
-      for (std::size_t j = 0; j < index.size(); ++j) r.ends[index[j]] = part.ends[j], r.horizons[index[j]] = part.horizons[j];
-      return r;
+    const std::vector<std::size_t> index = linked_to(plan, links, specs.size(), *only);
+    if (index.size() < specs.size()) {
+      std::vector<CollectiveSpec> kept;
+      for (const std::size_t k : index) kept.push_back(specs[k]);
+      return widened(run_mix(t, kept, e, std::nullopt), index, specs.size());  // all of them linked: none to leave out
     }
   }
   CollectiveResult r = simulate(t, links, plan, specs[0], latency, false);
@@ -1384,13 +1462,17 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
   // extrapolation), once the others end before any ring's k-step plan could part from its whole.
   int k = 0;
   for (const std::size_t j : rings) k = std::max(k, ring_warm_steps(specs[j]));
+  // The truncated mixes from one reduction of the two-step mix, where every collective allows it.
+  TwoStepMix two_step;
+  const bool repeat = std::all_of(specs.begin(), specs.end(), [](const CollectiveSpec& s) { return s.symmetry && s.repeat_ring_steps; });
+  TwoStepMix* two = repeat ? &two_step : nullptr;
   for (;; k *= 2) {
     bool fits = true;
     for (const std::size_t j : rings) fits = fits && ring_steps(specs[j].op, ranks_of(t, specs[j])) > 4 * k;
     if (!fits) return run_mix(t, specs, e, only);  // the rings are short enough to run whole
     std::vector<CollectiveSpec> truncated(specs.begin(), specs.end());
     for (const std::size_t j : rings) truncated[j].ring_steps = k;
-    const CollectiveResult a = run_mix(t, truncated, e, only);
+    const CollectiveResult a = run_mix(t, truncated, e, only, two);
     sim::Duration horizon = sim::Duration::max();
     for (const std::size_t j : rings) horizon = std::min(horizon, a.horizons[j]);
     bool before = true;
@@ -1399,7 +1481,7 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     }
     if (!before) continue;
     for (const std::size_t j : rings) truncated[j].ring_steps = 2 * k;
-    CollectiveResult r = run_mix(t, truncated, e, only);
+    CollectiveResult r = run_mix(t, truncated, e, only, two);
     r.extrapolated_steps = 0;
     for (const std::size_t j : rings) {
       const int steps = ring_steps(specs[j].op, ranks_of(t, specs[j]));

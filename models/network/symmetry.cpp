@@ -192,33 +192,44 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
   return r;
 }
 
-std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps) {
+std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps, std::span<const char> ring) {
   const std::vector<Transfer>& from = two.plan.transfers;
   const std::size_t n = from.size();
   if (steps < 2 || n == 0) return std::nullopt;
-  // Unit 0's transfers come a channel at a time: a run of step 0, then a run of step 1 as long.
+  const auto is_ring = [&](std::uint32_t collective) { return ring.empty() || (collective < ring.size() && ring[collective] != 0); };
+  // Unit 0's transfers come a channel at a time: a ring's run of step 0, then a run of step 1 as
+  // long (repeated); another collective's transfers in one run (kept once).
   struct Run {
     std::uint32_t first, length, base;  // base: its first transfer's index in the longer plan
+    bool repeats;
   };
   std::vector<Run> runs;
-  std::vector<std::uint32_t> run_of(n), offset(n);  // by transfer: its channel's run, its place in its step
+  std::vector<std::uint32_t> run_of(n), offset(n);  // by transfer: its run, its place in its step
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < n;) {
-    std::size_t j = i;
-    while (j < n && from[j].ring_step == 0) ++j;
-    std::size_t h = j;
-    while (h < n && from[h].ring_step == 1) ++h;
-    const std::size_t length = j - i;
-    if (length == 0 || h - j != length) return std::nullopt;
+    const std::uint32_t collective = from[i].collective;
+    const auto same = [&](std::size_t x, std::uint32_t step) { return from[x].collective == collective && from[x].ring_step == step; };
+    std::size_t j = i, h = i, length = 0;
+    const bool repeats = is_ring(collective);
+    if (repeats) {
+      while (j < n && same(j, 0)) ++j;
+      h = j;
+      while (h < n && same(h, 1)) ++h;
+      length = j - i;
+      if (length == 0 || h - j != length) return std::nullopt;
+    } else {
+      while (h < n && from[h].collective == collective) ++h;
+      length = h - i;
+    }
     for (std::size_t x = i; x < h; ++x) {
       run_of[x] = static_cast<std::uint32_t>(runs.size());
       offset[x] = static_cast<std::uint32_t>((x - i) % length);
     }
-    runs.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length), static_cast<std::uint32_t>(total)});
-    total += static_cast<std::uint64_t>(length) * static_cast<std::uint64_t>(steps);
+    runs.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length), static_cast<std::uint32_t>(total), repeats});
+    total += static_cast<std::uint64_t>(length) * static_cast<std::uint64_t>(repeats ? steps : 1);
+    if (total > kNone) return std::nullopt;
     i = h;
   }
-  if (total > kNone) return std::nullopt;
   SymmetricReduction r;
   r.capacity = two.capacity;
   r.units = two.units;
@@ -230,22 +241,25 @@ std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& tw
   r.latency_ns.reserve(static_cast<std::size_t>(total));
   r.route_begin.push_back(0);
   for (const Run& run : runs) {
-    for (int s = 0; s < steps; ++s) {
+    for (int s = 0; s < (run.repeats ? steps : 1); ++s) {
       for (std::uint32_t p = 0; p < run.length; ++p) {
-        // Step 0 is the two-step plan's step 0; every later step repeats its step 1.
+        // A ring's step 0 is the two-step plan's step 0; every later step repeats its step 1.
         const std::uint32_t src = run.first + (s == 0 ? 0 : run.length) + p;
         Transfer t = from[src];
-        t.ring_step = static_cast<std::uint32_t>(s);
-        if (s > 0 && s + 1 < steps) t.horizon = false;  // only the last step's ends release steps left out
+        if (run.repeats) {
+          t.ring_step = static_cast<std::uint32_t>(s);
+          if (s > 0 && s + 1 < steps) t.horizon = false;  // only the last step's ends release steps left out
+        }
         t.deps_begin = static_cast<std::uint32_t>(r.plan.deps.size());
         for (std::uint32_t k = 0; k < t.deps_count; ++k) {
           const std::uint32_t d = two.plan.deps[from[src].deps_begin + k];
           if (d >= n) return std::nullopt;
-          // A dependency on the step before or on its own step, as in the two-step plan.
-          const std::uint32_t dep_step = from[d].ring_step;
-          if (dep_step > from[src].ring_step) return std::nullopt;
-          const std::uint32_t at_step = s == 0 ? 0 : static_cast<std::uint32_t>(s) - 1 + dep_step;
           const Run& dr = runs[run_of[d]];
+          if (dr.repeats != run.repeats) return std::nullopt;  // a ring and another collective never wait on each other
+          // A ring's dependency on the step before or on its own step, as in the two-step plan.
+          const std::uint32_t dep_step = from[d].ring_step;
+          if (run.repeats && dep_step > from[src].ring_step) return std::nullopt;
+          const std::uint32_t at_step = !run.repeats || s == 0 ? 0 : static_cast<std::uint32_t>(s) - 1 + dep_step;
           r.plan.deps.push_back(dr.base + at_step * dr.length + offset[d]);
         }
         r.plan.transfers.push_back(t);

@@ -83,7 +83,9 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
 // transfers come in the longer plan's own order (each channel's ring, step after step). Tests
 // compare it, field by field, with reduce_by_symmetry on the longer plan. None when `two` is not
 // such a plan (a channel's step 0 and step 1 of unequal lengths, a dependency reaching past the
-// step before).
-std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps);
+// step before). In a mix (run_concurrent), `ring[c]` says which collectives (Transfer::collective)
+// are such rings; the others' transfers are kept once, as they are (their plans do not change with
+// the rings' steps). Empty: every transfer is the ring's.
+std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& two, int steps, std::span<const char> ring = {});
 
 }  // namespace orrery::models

@@ -201,6 +201,38 @@ TEST_CASE("mixes with a long ring: extrapolated from two short runs, as the whol
   }
 }
 
+// The same mixes with their truncated rings' reductions built from a two-step plan of the mix
+// (repeat_ring_steps with the other collectives kept once) against the mixes planned at k and
+// 2k steps: every end equal to the nanosecond, and the flows.
+TEST_CASE("mixes with a long ring: reduced from two ring steps, as from the truncated mixes") {
+  const auto make = grouped;
+  const std::vector<Mix> mixes = {
+      {"DP all-reduce + EP all-to-alls + PP exchanges, 512 GPUs, 4:1 sprayed",
+       "dgx-h100:nodes=64,fabric=fat-tree,leaf_ports=32,oversubscription=4,routing=spray",
+       {make(CollectiveOp::all_reduce, CollectiveAlgo::ring, 128e6, 32, 16, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 8, 64, 1),
+        make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 2, 256, 256)}},
+      {"DP reduce-scatter + PP exchanges, 2,048 GPUs on sprayed rails", "dgx-h100:nodes=256,routing=spray",
+       {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 128, 16, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 8e6, 2, 1024, 1024)}},
+      {"DP all-gather + EP all-to-alls, 256 GPUs, 2:1 sprayed", "dgx-h100:nodes=32,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
+       {make(CollectiveOp::all_gather, CollectiveAlgo::ring, 512e6, 32, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 256e6, 16, 16, 1)}},
+      {"DP rings across NVLink domains + EP all-to-alls, 2:1 sprayed", "nvl72:domains=8,gpus_per_domain=32,fabric=fat-tree,leaf_ports=16,routing=spray,oversubscription=2",
+       {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 1e9, 64, 4, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 4e6, 64, 4, 1)}},
+  };
+  int reduced = 0;
+  for (const Mix& m : mixes) {
+    const auto [two, truncated] = run_twice(m, [](CollectiveSpec& s) { s.repeat_ring_steps = false; });
+    INFO(std::string(m.what), ": ", two.flows, " flows against ", truncated.flows);
+    CHECK(two.extrapolated_steps > 0);
+    CHECK(two.extrapolated_steps == truncated.extrapolated_steps);
+    CHECK(two.flows == truncated.flows);
+    CHECK(two.units == truncated.units);
+    REQUIRE(two.ends.size() == truncated.ends.size());
+    for (std::size_t k = 0; k < two.ends.size(); ++k) CHECK(two.ends[k] == truncated.ends[k]);
+    reduced += two.units > 1;
+  }
+  CHECK(reduced >= 3);
+}
+
 // An extrapolated ring's reductions at k and 2k steps are built from its first two steps
 // (repeat_ring_steps): on rings of several fabrics, each unit choice that reduces the longer plan
 // (by GPU, by server, by group) gives, field by field, what repeat_ring_steps builds from the
