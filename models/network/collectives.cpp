@@ -1218,20 +1218,123 @@ bool uniform(const CollectivePlan& p, double piece) {
   return std::all_of(p.transfers.begin(), p.transfers.end(), [&](const Transfer& tr) { return tr.bytes == piece; });
 }
 
+// Several collectives' plans as one (each transfer marked with its collective), and each
+// collective's latency.
+std::pair<CollectivePlan, std::vector<sim::Duration>> plan_mix(const Topology& t, std::span<const CollectiveSpec> specs) {
+  CollectivePlan plan;
+  std::vector<sim::Duration> latency;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    const CollectiveSpec& s = specs[k];
+    if (s.link_latency != specs[0].link_latency || s.quantum != specs[0].quantum) {
+      throw InputError("<command line>", fmt::format("collectives/{}", k),
+                       "found link latencies or a departure quantum that differ from the first collective's, expected the same for all");
+    }
+    CollectivePlan one = plan_collective(t, s);
+    const auto offset = static_cast<std::uint32_t>(plan.transfers.size());
+    const auto deps_offset = static_cast<std::uint32_t>(plan.deps.size());
+    for (Transfer tr : one.transfers) {
+      tr.deps_begin += deps_offset;
+      tr.collective = static_cast<std::uint32_t>(k);
+      plan.transfers.push_back(tr);
+    }
+    for (const std::uint32_t d : one.deps) plan.deps.push_back(d + offset);
+    plan.ranks = std::max(plan.ranks, one.ranks);
+    plan.channels = std::max(plan.channels, one.channels);
+    // Two collectives may share a connection (routed twice then: the same route).
+    plan.distinct_connections = (k == 0 || plan.distinct_connections) && one.distinct_connections;
+    latency.push_back(s.latency);
+  }
+  return {std::move(plan), std::move(latency)};
+}
+
+// The collectives `only` shares links with, directly or through another (the rest cannot change
+// its end), in order.
+std::vector<std::size_t> linked_to(const CollectivePlan& plan, const FabricLinks& links, std::size_t count, std::size_t only) {
+  std::vector<std::uint32_t> parent(count);
+  for (std::uint32_t k = 0; k < parent.size(); ++k) parent[k] = k;
+  const auto root = [&](std::uint32_t k) {
+    while (parent[k] != k) k = parent[k] = parent[parent[k]];
+    return k;
+  };
+  std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
+  for (std::uint32_t i = 0; i < plan.transfers.size(); ++i) {
+    const Transfer& tr = plan.transfers[i];
+    for (const std::uint32_t l : links.route_of(i)) {
+      if (owner[l] == kNone) owner[l] = tr.collective;
+      parent[root(owner[l])] = root(tr.collective);
+    }
+  }
+  std::vector<std::size_t> kept;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(only))) kept.push_back(k);
+  }
+  return kept;
+}
+
+// A result of the collectives `kept` as one of all `count` (the others' ends zero).
+CollectiveResult widened(CollectiveResult part, const std::vector<std::size_t>& kept, std::size_t count) {
+  CollectiveResult r = part;
+  r.ends.assign(count, sim::Duration::zero());
+  r.horizons.assign(count, sim::Duration::max());
+  for (std::size_t j = 0; j < kept.size(); ++j) r.ends[kept[j]] = part.ends[j], r.horizons[kept[j]] = part.horizons[j];
+  r.time = *std::max_element(r.ends.begin(), r.ends.end());
+  return r;
+}
+
+// A mix's long rings reduced once from a plan of their first two steps (repeat_ring_steps): the
+// mixes of k and 2k of their steps that run_concurrent runs are built from it. `reduction` is
+// unit 0's, of the collectives `kept` (those `only` shares links with, or all of them).
+struct TwoStepMix {
+  bool tried = false;
+  std::optional<SymmetricReduction> reduction;
+  std::vector<std::size_t> kept;
+  std::vector<char> ring;  // by kept collective: a truncated ring, whose steps repeat
+  std::vector<sim::Duration> latency;  // by kept collective
+};
+
+// The mix of `specs` with each truncated ring (ring_steps > 0) planned for two steps, reduced.
+void reduce_two_step_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only,
+                         TwoStepMix& two) {
+  two.tried = true;
+  std::vector<CollectiveSpec> planned(specs.begin(), specs.end());
+  for (CollectiveSpec& s : planned) {
+    if (s.ring_steps > 0) s.ring_steps = 2;
+  }
+  auto [plan, latency] = plan_mix(t, planned);
+  auto links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
+  links->resolve(plan);
+  two.kept.resize(specs.size());
+  for (std::size_t k = 0; k < specs.size(); ++k) two.kept[k] = k;
+  if (only && specs.size() > 1) {
+    two.kept = linked_to(plan, *links, specs.size(), *only);
+    if (two.kept.size() < specs.size()) {
+      std::vector<CollectiveSpec> subset;
+      for (const std::size_t k : two.kept) subset.push_back(planned[k]);
+      std::tie(plan, latency) = plan_mix(t, subset);
+      links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
+      links->resolve(plan);
+    }
+  }
+  for (const std::size_t k : two.kept) two.ring.push_back(specs[k].ring_steps > 0 ? 1 : 0);
+  two.latency = std::move(latency);
+  two.reduction = reduce(t, *links, plan);
+}
+
 // An extrapolated ring's reductions at k and 2k steps from a plan of its first two steps
-// (repeat_ring_steps), or none where that plan has no symmetric units.
+// (repeat_ring_steps; the ring as a mix of one), or none where that plan has no symmetric units.
 std::optional<ReducedRing> reduce_ring(const Topology& t, CollectiveSpec s, const LinkEfficiency& e, int k) {
-  s.ring_steps = 2;
-  const CollectivePlan two = plan_collective(t, s);
+  s.ring_steps = k;
+  TwoStepMix two;
+  reduce_two_step_mix(t, {&s, 1}, e, std::nullopt, two);
+  if (!two.reduction) return std::nullopt;
+  // Unit 0's transfers move what every unit's do (reduce_by_symmetry checks), so the piece of
+  // all of them.
   const int chunks = default_chunks(s);
-  if (!uniform(two, ring_piece(s.size.value(), ranks_of(t, s), two.channels, chunks))) return std::nullopt;
-  FabricLinks links(t, e, s.link_latency);
-  links.resolve(two);
-  const std::optional<SymmetricReduction> reduced = reduce(t, links, two);
-  if (!reduced) return std::nullopt;
-  std::optional<SymmetricReduction> shorter = repeat_ring_steps(*reduced, k), longer = repeat_ring_steps(*reduced, 2 * k);
+  const CollectivePlan& unit = two.reduction->plan;
+  if (!uniform(unit, ring_piece(s.size.value(), ranks_of(t, s), unit.channels, chunks))) return std::nullopt;
+  std::optional<SymmetricReduction> shorter = repeat_ring_steps(*two.reduction, k), longer = repeat_ring_steps(*two.reduction, 2 * k);
   if (!shorter || !longer) return std::nullopt;
-  return ReducedRing{std::move(*shorter), std::move(*longer), two.channels, chunks};
+  return ReducedRing{std::move(*shorter), std::move(*longer), unit.channels, chunks};
 }
 
 }  // namespace
@@ -1310,106 +1413,6 @@ CollectiveResult run_collective(const Topology& t, const CollectiveSpec& spec, c
 }
 
 namespace {
-
-// Several collectives' plans as one (each transfer marked with its collective), and each
-// collective's latency.
-std::pair<CollectivePlan, std::vector<sim::Duration>> plan_mix(const Topology& t, std::span<const CollectiveSpec> specs) {
-  CollectivePlan plan;
-  std::vector<sim::Duration> latency;
-  for (std::size_t k = 0; k < specs.size(); ++k) {
-    const CollectiveSpec& s = specs[k];
-    if (s.link_latency != specs[0].link_latency || s.quantum != specs[0].quantum) {
-      throw InputError("<command line>", fmt::format("collectives/{}", k),
-                       "found link latencies or a departure quantum that differ from the first collective's, expected the same for all");
-    }
-    CollectivePlan one = plan_collective(t, s);
-    const auto offset = static_cast<std::uint32_t>(plan.transfers.size());
-    const auto deps_offset = static_cast<std::uint32_t>(plan.deps.size());
-    for (Transfer tr : one.transfers) {
-      tr.deps_begin += deps_offset;
-      tr.collective = static_cast<std::uint32_t>(k);
-      plan.transfers.push_back(tr);
-    }
-    for (const std::uint32_t d : one.deps) plan.deps.push_back(d + offset);
-    plan.ranks = std::max(plan.ranks, one.ranks);
-    plan.channels = std::max(plan.channels, one.channels);
-    latency.push_back(s.latency);
-  }
-  return {std::move(plan), std::move(latency)};
-}
-
-// The collectives `only` shares links with, directly or through another (the rest cannot change
-// its end), in order.
-std::vector<std::size_t> linked_to(const CollectivePlan& plan, const FabricLinks& links, std::size_t count, std::size_t only) {
-  std::vector<std::uint32_t> parent(count);
-  for (std::uint32_t k = 0; k < parent.size(); ++k) parent[k] = k;
-  const auto root = [&](std::uint32_t k) {
-    while (parent[k] != k) k = parent[k] = parent[parent[k]];
-    return k;
-  };
-  std::vector<std::uint32_t> owner(links.capacity().size(), kNone);
-  for (std::uint32_t i = 0; i < plan.transfers.size(); ++i) {
-    const Transfer& tr = plan.transfers[i];
-    for (const std::uint32_t l : links.route_of(i)) {
-      if (owner[l] == kNone) owner[l] = tr.collective;
-      parent[root(owner[l])] = root(tr.collective);
-    }
-  }
-  std::vector<std::size_t> kept;
-  for (std::size_t k = 0; k < count; ++k) {
-    if (root(static_cast<std::uint32_t>(k)) == root(static_cast<std::uint32_t>(only))) kept.push_back(k);
-  }
-  return kept;
-}
-
-// A result of the collectives `kept` as one of all `count` (the others' ends zero).
-CollectiveResult widened(CollectiveResult part, const std::vector<std::size_t>& kept, std::size_t count) {
-  CollectiveResult r = part;
-  r.ends.assign(count, sim::Duration::zero());
-  r.horizons.assign(count, sim::Duration::max());
-  for (std::size_t j = 0; j < kept.size(); ++j) r.ends[kept[j]] = part.ends[j], r.horizons[kept[j]] = part.horizons[j];
-  r.time = *std::max_element(r.ends.begin(), r.ends.end());
-  return r;
-}
-
-// A mix's long rings reduced once from a plan of their first two steps (repeat_ring_steps): the
-// mixes of k and 2k of their steps that run_concurrent runs are built from it. `reduction` is
-// unit 0's, of the collectives `kept` (those `only` shares links with, or all of them).
-struct TwoStepMix {
-  bool tried = false;
-  std::optional<SymmetricReduction> reduction;
-  std::vector<std::size_t> kept;
-  std::vector<char> ring;  // by kept collective: a truncated ring, whose steps repeat
-  std::vector<sim::Duration> latency;  // by kept collective
-};
-
-// The mix of `specs` with each truncated ring (ring_steps > 0) planned for two steps, reduced.
-void reduce_two_step_mix(const Topology& t, std::span<const CollectiveSpec> specs, const LinkEfficiency& e, std::optional<std::size_t> only,
-                         TwoStepMix& two) {
-  two.tried = true;
-  std::vector<CollectiveSpec> planned(specs.begin(), specs.end());
-  for (CollectiveSpec& s : planned) {
-    if (s.ring_steps > 0) s.ring_steps = 2;
-  }
-  auto [plan, latency] = plan_mix(t, planned);
-  auto links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
-  links->resolve(plan);
-  two.kept.resize(specs.size());
-  for (std::size_t k = 0; k < specs.size(); ++k) two.kept[k] = k;
-  if (only && specs.size() > 1) {
-    two.kept = linked_to(plan, *links, specs.size(), *only);
-    if (two.kept.size() < specs.size()) {
-      std::vector<CollectiveSpec> subset;
-      for (const std::size_t k : two.kept) subset.push_back(planned[k]);
-      std::tie(plan, latency) = plan_mix(t, subset);
-      links = std::make_unique<FabricLinks>(t, e, specs[0].link_latency);
-      links->resolve(plan);
-    }
-  }
-  for (const std::size_t k : two.kept) two.ring.push_back(specs[k].ring_steps > 0 ? 1 : 0);
-  two.latency = std::move(latency);
-  two.reduction = reduce(t, *links, plan);
-}
 
 // run_concurrent with every ring run to the steps its spec asks (CollectiveSpec::ring_steps).
 // `two`: where truncated rings all ask the same steps, build their mix from the reduction of
