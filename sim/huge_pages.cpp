@@ -43,8 +43,9 @@ std::string huge_page_tunables(const char* current, const char* opt_out, std::st
   if (opt_out != nullptr && std::strcmp(opt_out, "0") == 0) return "";
   const std::string before = current == nullptr ? "" : current;
   if (before.find("glibc.malloc.hugetlb") != std::string::npos) return "";  // set (by us, or by the user's choice)
-  // Huge pages are given to memory that asks for them ("madvise") or to all ("always").
-  if (thp_enabled.find("[madvise]") == std::string_view::npos && thp_enabled.find("[always]") == std::string_view::npos) return "";
+  // Only where huge pages go to memory that asks for them ("madvise"): with "always" every
+  // region gets them already, with "never" none does.
+  if (thp_enabled.find("[madvise]") == std::string_view::npos) return "";
   return before.empty() ? kTunable : before + ":" + kTunable;
 }
 
