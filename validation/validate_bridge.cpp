@@ -27,6 +27,10 @@ namespace orrery::validation {
 
 namespace {
 
+// Tokens of one SQuAD example as Megatron-Bridge's fine-tuning recipes pack them (see bridge_fit_rows).
+constexpr std::int64_t kSquadExampleTokens = 256;
+
+
 
 // The catalog model of a printed name, or why there is none.
 std::string model_of(const std::string& printed, std::string& missing) {
@@ -200,17 +204,22 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     // recipe since before the 26.02 container (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*_V1 and V2,
     // moe_a2a_overlap=True, in the workload configs at bf07e5678).
     if (model == "qwen3-235b-a22b" && system == "DGX-H100") p.overlap_ep_comm = true;
-    // LoRA rows: Megatron-Bridge's LoRA defaults (rank 32 on linear_qkv, linear_proj, linear_fc1,
-    // linear_fc2). Known to be wrong for these rows and kept for now: the performance recipes
-    // override the targets to linear_qkv alone on every GPU (llama3_70b_lora_config_{h100,b200,
-    // gb200,...} in scripts/performance/configs/llama/llama3_llm_finetune.py of
-    // NVIDIA-NeMo/Megatron-Bridge at 573cd8b5: "Override target_modules to only apply LoRA to
-    // QKV"). Refitted with that (2026-12-04), the LoRA rows' leave-one-out error halves (28% to
-    // 14%) but the H100 LoRA row moves Hopper's shared parameters so that the Megatron-Core 2024
-    // table's leave-one-out goes from 8.3% to 8.6%, above the bound it must keep (its GPT 32B TP 8
-    // row, 22% slow even in-sample, is what Hopper's model cannot yet explain). The fix is that
-    // row's cause, then these targets.
+    // Fine-tuning rows (SFT and LoRA) train on SQuAD packed offline into sequences of seq_len
+    // (default_squad_config in src/megatron/bridge/recipes/utils/dataset_utils.py of
+    // NVIDIA-NeMo/Megatron-Bridge at 067f987df: packed_sequence_size = seq_length, cu_seqlens),
+    // so attention stays inside each example. An example is about 250 tokens: TensorFlow
+    // Datasets lists SQuAD v1.1 at 94.06 MiB for 87,599 + 10,570 examples, 1,005 bytes each
+    // (context, question, answer, id, title), at about 4 bytes per token; taken as 256, so that
+    // whole examples fill the sequence. Half or twice that moves these rows' predictions by under
+    // 1% (the attention of 256-token documents is a few hundredths of the step).
+    const bool finetune = t.at(r, "task") == "sft" || t.at(r, "task") == "lora";
+    if (finetune && p.seq_len % kSquadExampleTokens == 0) p.documents.assign(static_cast<std::size_t>(p.seq_len / kSquadExampleTokens), kSquadExampleTokens);
+    // LoRA rows: the performance recipes put adapters on linear_qkv alone ("Override
+    // target_modules to only apply LoRA to QKV": cfg.peft.target_modules = ["linear_qkv"] in
+    // every llama3_70b_peft_*_config of src/megatron/bridge/perf_recipes/llama/{h100,b200,gb200}/
+    // llama3.py at 067f987df), at Megatron-Bridge's default rank 32.
     p.lora.enabled = t.at(r, "task") == "lora";
+    p.lora.proj = p.lora.fc1 = p.lora.fc2 = false;
     row.source = where;
     row.table = "Megatron-Bridge";
     row.what = what;
@@ -274,9 +283,9 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
       "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
-      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed; LoRA at\n"
-      "Megatron-Bridge's defaults, rank 32 on the four linear layers, though the recipes target the QKV projection alone (the\n"
-      "code says why that waits); SFT as pre-training on full sequences). Errors are of\n"
+      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed; LoRA as the\n"
+      "recipes set it, rank 32 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
+      "each example, taken as 256 tokens from the dataset's published size). Errors are of\n"
       "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",
       rows.size(), summary.rows);
   const std::array<const char*, 3> heads = {"system", "precision", "task"};

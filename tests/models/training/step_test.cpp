@@ -345,7 +345,10 @@ TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of
   CHECK(lora.step_time < full.step_time);
   CHECK(lora.hardware_flops < 0.75 * full.hardware_flops);
   CHECK(lora.hardware_flops > 0.6 * full.hardware_flops);
-  CHECK(lora.model_flops == full.model_flops);  // the tables' model FLOPs: 6NT as for training
+  // Model FLOPs as Megatron-Bridge's LoRA tables count them: the frozen base's matmuls forward
+  // and input gradients (2 x 2NT, not 3 x), attention and the adapters 3x: just over 2/3.
+  CHECK(lora.model_flops > full.model_flops * 2 / 3);
+  CHECK(lora.model_flops < 0.7 * full.model_flops);
   // Rank 32 on q/k/v, o, gate/up and down of 4 layers per stage at tp 2: r (in + out) each.
   const double h = 4096, qkv = (32 + 16) * 128 / 2.0, o = 32 * 128 / 2.0, f = 14336 / 2.0;
   const double per_layer = 32 * ((h + qkv) + (o + h) + (h + 2 * f) + (f + h));
