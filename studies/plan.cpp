@@ -230,7 +230,7 @@ PlanSearchResult search_plans(const PlanSearchSpec& s) {
                     // its order on the estimate's costs holds: the estimate's memory.
                     std::optional<models::StepEstimate> est;
                     if (schedule.orders_by_cost()) est = models::estimate_step(sc, cost, schedule, fabric);
-                    const models::MemoryEstimate mem = est ? est->memory : models::estimate_memory(p, s.model, order);
+                    const models::MemoryEstimate mem = est ? est->memory : models::estimate_memory(p, s.model, order, models::fp8_any_layout(s.gpu));
                     if (smallest == 0 || mem.total() < smallest) {
                       smallest = mem.total();
                       smallest_plan = plan_label(p);

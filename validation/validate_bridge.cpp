@@ -185,7 +185,13 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.schedule = p.vp > 1 ? "interleaved-1f1b" : "1f1b";
     // More virtual stages than layers: the plan counts the embedding and the loss as layers,
     // as Megatron's pipeline-split flags do (its only valid reading).
-    p.split_embedding_and_loss = p.pp * p.vp > sc.model.layers;
+    // So does a split whose layers do not divide among the virtual stages but, with those two,
+    // do: Megatron asserts an even split otherwise, and the recipes set both flags
+    // (account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: Llama 3.1
+    // 405B's 126 layers on 16 x 4 or 16 x 8, recipes/llama/h100/llama3.py of Megatron-Bridge at
+    // 067f987df, the base of every 405B performance recipe).
+    const int chunks = p.pp * p.vp;
+    p.split_embedding_and_loss = chunks > sc.model.layers || (sc.model.layers % chunks != 0 && (sc.model.layers + 2) % chunks == 0);
     if (model.rfind("deepseek-v3", 0) == 0) p.pipeline_layout = deepseek_v3_layout(p.pp, p.vp);
     // The performance recipes' settings (Megatron-Bridge scripts/performance): the distributed
     // optimizer (or Megatron-FSDP, taken as ZeRO-3 over the data-parallel group), gradients
@@ -197,6 +203,12 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.overlap_tp_comm = true;
     p.recompute = models::Recompute::none;
     p.precision = precision;
+    // The recipes' low precisions keep the linear layers' weights as quantized parameters and
+    // gather them so (fp8_param_gather = True in bf16_with_fp8_current_scaling_mixed,
+    // bf16_with_fp8_delayed_scaling_mixed and bf16_with_mxfp8_mixed; fp4_param_gather in
+    // bf16_with_nvfp4_mixed: src/megatron/bridge/training/mixed_precision.py at 067f987df, which
+    // perf_recipes/_common.py's _perf_precision returns).
+    p.fp8_param_gather = precision != "bf16";
     p.framework = "megatron";
     apply_june_2026_moe_recipe(p, model, system, t.at(r, "container"));
     if (p.ep > 1) p.moe_dispatch = recipe_dispatch(model, system, p);
@@ -204,6 +216,11 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     // recipe since before the 26.02 container (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*_V1 and V2,
     // moe_a2a_overlap=True, in the workload configs at bf07e5678).
     if (model == "qwen3-235b-a22b" && system == "DGX-H100") p.overlap_ep_comm = true;
+    // DeepSeek-V3's B200 MXFP8 recipe of pp 8, vp 2, ep 32 (DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2
+    // in scripts/performance/configs/deepseek/deepseek_workload_base_configs.py at v0.4.2,
+    // moe_a2a_overlap=True) overlaps its expert all-to-all likewise; its selective recompute
+    // (mla_up_proj, mlp) is not modelled.
+    if (model.rfind("deepseek-v3", 0) == 0 && system == "DGX-B200" && p.pp == 8 && p.vp == 2 && p.ep == 32) p.overlap_ep_comm = true;
     // Fine-tuning rows (SFT and LoRA) train on SQuAD packed offline into sequences of seq_len
     // (default_squad_config in src/megatron/bridge/recipes/utils/dataset_utils.py of
     // NVIDIA-NeMo/Megatron-Bridge at 067f987df: packed_sequence_size = seq_length, cu_seqlens),
@@ -227,7 +244,7 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     row.measured = t.number(r, "tokens_per_s_per_gpu");
     row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
     row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "",
-                           p.pipeline_layout.empty() ? "" : " recipe layout", p.cuda_graphs == "full" ? " graphed, EP overlap, fused MLP" : "");
+                           p.pipeline_layout.empty() ? "" : " recipe layout", p.cuda_graphs == "full" ? " graphed, EP overlap, fused MLP" : p.overlap_ep_comm ? " EP overlap" : "");
     row.model = model;
     fit.rows.push_back(std::move(row));  // fit_steps lists it with why if its step cannot run
   }
@@ -283,7 +300,8 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
       "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
-      "ZeRO-3, gradients reduced in bf16, TP communication overlapped, no recompute: assumed, not printed; LoRA as the\n"
+      "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped, no\n"
+      "recompute: assumed, not printed; LoRA as the\n"
       "recipes set it, rank 32 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
       "each example, taken as 256 tokens from the dataset's published size). Errors are of\n"
       "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",

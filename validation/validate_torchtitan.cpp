@@ -43,7 +43,8 @@ models::MemoryEstimate titan_memory(const StepFitRow& row, int& micro_batch) {
   models::ParallelPlan p = row.sc.plan;
   p.micro_batch = micro_batch = local / p.virtual_stages();
   const auto schedule = policies::pipeline_schedules().create(p.schedule, {}, {row.source, "/plan/schedule"});
-  return models::estimate_memory(p, row.sc.model, schedule->plan({p.pp, p.micro_batches(), p.vp}, row.source, "/plan/schedule"));
+  return models::estimate_memory(p, row.sc.model, schedule->plan({p.pp, p.micro_batches(), p.vp}, row.source, "/plan/schedule"),
+                                 models::fp8_any_layout(row.sc.gpu));
 }
 
 }  // namespace

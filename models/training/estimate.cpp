@@ -27,7 +27,7 @@ MemoryEstimate estimate_step_memory(const StepScenario& sc, const PipelineSchedu
   validate_precision(sc.plan, sc.gpu, sc.source, "/plan");
   validate_offload(sc.plan, sc.model, sc.gpu, sc.source, "/plan");
   const PipelinePlan order = schedule.plan(pipeline_shape(sc.plan), sc.source, "/plan/schedule");
-  return estimate_memory(sc.plan, sc.model, order);
+  return estimate_memory(sc.plan, sc.model, order, fp8_any_layout(sc.gpu));
 }
 
 StepEstimate estimate_step(const StepScenario& sc, const CostModel& cost, const PipelineSchedule& schedule, CommModel comm) {
@@ -428,7 +428,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
 
   StepEstimate e;
   e.micro_batches = mbs;
-  e.memory = estimate_memory(p, m, order);
+  e.memory = estimate_memory(p, m, order, fp8_any_layout(sc.gpu));
   check_host_memory(e.memory, p, m, sc.gpu, sc.source, "/plan");
   e.oom = out_of_memory(e.memory, sc.gpu);
 

@@ -564,7 +564,9 @@ StageParams stage_params(const ParallelPlan& p, const ModelSpec& m, int stage) {
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const PipelinePlan& schedule) {
+bool fp8_any_layout(const GpuSpec& gpu) { return gpu.supports(DType::fp4); }
+
+MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const PipelinePlan& schedule, bool fp8_any_layout) {
   MemoryEstimate best;
   const double dp_dense = static_cast<double>(p.dp) * p.cp;
   const double dp_expert = expert_dp(p);
@@ -586,16 +588,22 @@ MemoryEstimate estimate_memory(const ParallelPlan& p, const ModelSpec& m, const 
     const auto shard = [&](double bytes_per_param, bool sharded) {
       return sharded ? bytes_per_param * (sp.dense / dp_dense + sp.expert / dp_expert) : bytes_per_param * (sp.dense + sp.expert);
     };
-    // bf16 weights (the low-precision ones with fp8_param_gather), and for a low precision the
-    // quantized copies of the linear layers' weights its GEMMs read, row- and column-wise, cached
-    // for the step (Transformer Engine's weight caching; one of them is the weights themselves
-    // with fp8_param_gather). ZeRO-3 shards the weights, not the copies of the layers in use
+    // bf16 weights, and for a low precision the quantized copies of the linear layers' weights
+    // its GEMMs read, cached for the step (Transformer Engine's weight caching): row- and
+    // column-wise, or one where the GPU takes per-tensor-scaled FP8 in any layout (Blackwell;
+    // block scales run along the reduction dimension, so MXFP8 and NVFP4 keep both). With
+    // fp8_param_gather the linear layers' weights are those quantized tensors themselves
+    // (Megatron's fp8_param: built under Transformer Engine's fp8_model_init), the embedding and
+    // output layer stay bf16. ZeRO-3 shards the weights, not the copies of the layers in use
     // (left out: one layer's).
     const PrecisionSpec prec = precision_spec(p.precision);
-    e.params_bytes = shard(p.fp8_param_gather ? prec.bytes : 2, p.zero >= 3);
-    if (prec.low() && p.zero < 3) {
-      const double linear = sp.dense + sp.expert - sp.embedding;
-      e.params_bytes += linear * prec.bytes * (p.fp8_param_gather ? 1 : 2);
+    const double layouts = prec.low() && fp8_any_layout && prec.gemm == DType::fp8 && !prec.blackwell ? 1 : 2;
+    if (p.fp8_param_gather) {
+      const double embedding = sp.embedding / (p.zero >= 3 ? dp_dense : 1.0);
+      e.params_bytes = shard(prec.bytes * layouts, p.zero >= 3) + (2 - prec.bytes * layouts) * embedding;
+    } else {
+      e.params_bytes = shard(2, p.zero >= 3);
+      if (prec.low() && p.zero < 3) e.params_bytes += (sp.dense + sp.expert - sp.embedding) * prec.bytes * layouts;
     }
     // The gradient buffer, in the dtype gradients are reduced in. With a 16-bit buffer the
     // optimizer's fp32 copy of its shard's gradients is made at the step and left out (1/dp).

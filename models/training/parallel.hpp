@@ -302,8 +302,16 @@ double layer_backward_bytes(const ParallelPlan& plan, const ModelSpec& model, in
 double mtp_activation_bytes(const ParallelPlan& plan, const ModelSpec& model);
 
 // Peak per-GPU memory: the worst pipeline stage, with its live micro-batches taken from the
-// schedule's op order.
-MemoryEstimate estimate_memory(const ParallelPlan& plan, const ModelSpec& model, const PipelinePlan& schedule);
+// schedule's op order. `fp8_any_layout`: the GPU's tensor cores take FP8 operands in any layout
+// (Blackwell's; fp8_any_layout(gpu)), so per-tensor-scaled FP8 weights need no transposed copy.
+MemoryEstimate estimate_memory(const ParallelPlan& plan, const ModelSpec& model, const PipelinePlan& schedule, bool fp8_any_layout = false);
+// Whether `gpu` multiplies FP8 in any operand layout: Blackwell's fifth-generation tensor cores
+// (those with block-scaled FP4), where Hopper's take FP8 only as A row-major times B column-major
+// ("TN") and a weight's backward GEMMs need its transpose. Transformer Engine then keeps no
+// transposed copy of a per-tensor-scaled FP8 weight (nvte_is_non_tn_fp8_gemm_supported, true from
+// SM 100, in common/transformer_engine.cpp; Float8CurrentScalingQuantizer allocates no transpose
+// then, csrc/quantizer.cpp; NVIDIA/TransformerEngine at d0067d0d).
+bool fp8_any_layout(const GpuSpec& gpu);
 // Rejects activation offload whose activations at their peak (with the offloaded optimizer
 // states) exceed the host memory each GPU has; names the sizes.
 void check_host_memory(const MemoryEstimate& memory, const ParallelPlan& plan, const ModelSpec& model, const GpuSpec& gpu, std::string_view source,

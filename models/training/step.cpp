@@ -1084,7 +1084,7 @@ PipelinePlan scheduled_order(const StepScenario& sc, const PipelineSchedule& sch
   PipelineShape shape = pipeline_shape(p);
   shape.costs = costs;
   PipelinePlan order = schedule.plan(shape, sc.source, "/plan/schedule");
-  if (p.activation_offload != "none") check_host_memory(estimate_memory(p, m, order), p, m, sc.gpu, sc.source, "/plan");
+  if (p.activation_offload != "none") check_host_memory(estimate_memory(p, m, order, fp8_any_layout(sc.gpu)), p, m, sc.gpu, sc.source, "/plan");
   return order;
 }
 
@@ -1720,7 +1720,7 @@ void add_figures(StepGraph& s, const sim::Executor& exec, std::vector<LinkSample
   result.tflops_per_gpu = result.model_flops / step / gpus / 1e12;
   result.mfu = result.model_flops / step / gpus / s.sc.gpu.peak(DType::bf16).value();
   result.hfu = result.hardware_flops / step / gpus / s.sc.gpu.peak(DType::bf16).value();
-  result.memory = estimate_memory(p, m, s.order);
+  result.memory = estimate_memory(p, m, s.order, fp8_any_layout(s.sc.gpu));
   result.oom = out_of_memory(result.memory, s.sc.gpu);
   result.tasks = s.g.task_count();
   result.flows = s.comm.flows() + s.network.flows_started();

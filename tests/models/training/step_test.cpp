@@ -1036,6 +1036,33 @@ TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs 
   const StepResult mx = step(bw);
   bw.plan.precision = "nvfp4";
   CHECK(step(bw).step_time < mx.step_time);
+  // The weights' bytes: bf16, plus the quantized copies of the linear layers' weights: row- and
+  // column-wise on Hopper (its FP8 GEMMs are TN only), one for per-tensor FP8 on Blackwell, two
+  // for MXFP8 (block scales along the reduction dimension) there too. With fp8_param_gather the
+  // linear weights are those copies and the embedding and output layer stay bf16.
+  {
+    ParallelPlan p = small(1, 1, 1, 2).plan;
+    const ModelSpec m = model("llama3-8b");
+    const auto schedule = policies::pipeline_schedules().create(p.schedule, {}, {"test", "/plan/schedule"});
+    const PipelinePlan order = schedule->plan({p.pp, p.micro_batches(), p.vp}, "test", "");
+    const auto weights = [&](const char* precision, bool any_layout, bool gather) {
+      ParallelPlan q = p;
+      q.precision = precision;
+      q.fp8_param_gather = gather;
+      return estimate_memory(q, m, order, any_layout).params_bytes;
+    };
+    const double all = static_cast<double>(m.params());
+    const double embedding = static_cast<double>(m.vocab) * static_cast<double>(m.hidden) * (m.tied_embeddings ? 1 : 2);
+    const double linear = all - embedding;
+    CHECK(weights("bf16", false, false) == orrery::testing::Approx(2 * all));
+    CHECK(weights("fp8", false, false) == orrery::testing::Approx(2 * all + 2 * linear));
+    CHECK(weights("fp8", true, false) == orrery::testing::Approx(2 * all + linear));
+    CHECK(weights("mxfp8", true, false) == orrery::testing::Approx(2 * all + 2 * (1 + 1.0 / 32) * linear));
+    CHECK(weights("fp8", true, true) == orrery::testing::Approx(linear + 2 * embedding));
+    CHECK(weights("fp8", false, true) == orrery::testing::Approx(2 * linear + 2 * embedding));
+    CHECK(fp8_any_layout(HardwareCatalog::builtin().gpu("GB200")));
+    CHECK_FALSE(fp8_any_layout(HardwareCatalog::builtin().gpu("H100")));
+  }
   // Pairs the GPU cannot run, unknown names, a gather with nothing to gather in.
   const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { step(s); }); };
   StepScenario a100 = small(8, 1, 1, 4);
