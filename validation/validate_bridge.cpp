@@ -31,7 +31,6 @@ namespace {
 constexpr std::int64_t kSquadExampleTokens = 256;
 
 
-
 // The catalog model of a printed name, or why there is none.
 std::string model_of(const std::string& printed, std::string& missing) {
   static const std::map<std::string, std::string, std::less<>> names = {
@@ -234,9 +233,11 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     // LoRA rows: the performance recipes put adapters on linear_qkv alone ("Override
     // target_modules to only apply LoRA to QKV": cfg.peft.target_modules = ["linear_qkv"] in
     // every llama3_70b_peft_*_config of src/megatron/bridge/perf_recipes/llama/{h100,b200,gb200}/
-    // llama3.py at 067f987df), at Megatron-Bridge's default rank 32.
+    // llama3.py at 067f987df), rank 16 (their base, llama3_70b_peft_config: "70B uses dim=16,
+    // alpha=32", src/megatron/bridge/recipes/llama/h100/llama3.py at 067f987df).
     p.lora.enabled = t.at(r, "task") == "lora";
     p.lora.proj = p.lora.fc1 = p.lora.fc2 = false;
+    p.lora.rank = 16;
     row.source = where;
     row.table = "Megatron-Bridge";
     row.what = what;
@@ -302,7 +303,7 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
       "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped, no\n"
       "recompute: assumed, not printed; LoRA as the\n"
-      "recipes set it, rank 32 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
+      "recipes set it, rank 16 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
       "each example, taken as 256 tokens from the dataset's published size). Errors are of\n"
       "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",
       rows.size(), summary.rows);
