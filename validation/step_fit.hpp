@@ -21,6 +21,7 @@ struct StepFitRow {
   std::string table;   // "Megatron-Bridge", "torchtitan", "Megatron-Core 2024, H100 weak scaling", ...
   std::string group;   // what the table's errors are printed per ("DGX-H100 FP8 pretrain")
   std::string what, plan;
+  std::string plan_note;  // printed after the plan, not part of the configuration's key
   std::string model;  // the catalog's name
   models::StepScenario sc;
   double measured = 0;    // the table's figure (TFLOP/s or tokens/s per GPU)
