@@ -137,7 +137,7 @@ std::string printed_precision(const std::string& printed) {
 //    the micro-batch of 4 it prints (GPT_OSS_120B_B200_BF16_BASE_CONFIG replacing the base's ep 8,
 //    scripts/performance/configs/gpt_oss/workload_base_configs.py at v0.2.0, v0.2.1, v0.2.2), and
 //    it measures as the ep 64 row of 26.02 (8,213 and 8,047 tokens/s per GPU; 13,045 to 13,722
-//    at ep 8 from 26.04).
+//    at ep 8 in 26.02.01 to 26.04.01).
 //  - Qwen3 30B-A3B in FP8 on 16 H100 in 26.02.01, printed pp 2, vp 12, ep 8 (26.02's plan): its
 //    release's recipe is pp 1, ep 16 (QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1 in
 //    scripts/performance/configs/qwen/qwen3_workload_base_configs.py at v0.3.1), and it measures
