@@ -340,7 +340,15 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
   // dropout its mask and output, per head and key. A Mamba-2 mixer keeps in_proj's output (z, x,
   // B, C, dt), the conv1d's, the scan's output and out_proj's input.
-  double tpr = attention ? 2 * (hq + hk) + 2 * hv + 2 * ho * lin : 0;
+  // The output projection's input is the attention's output, which the fused attention keeps in
+  // bf16 for its own backward; under Megatron in a low precision other than delayed-scaling FP8
+  // the projection keeps that same tensor rather than a quantized copy of it
+  // (set_save_original_input(linear_proj) in megatron/core/transformer/attention.py at d98e8a64,
+  // Transformer Engine 2.6 on), with delayed scaling the copy besides. (PyTorch's the quantized
+  // input alone, as before: what the torchtitan memory rows were validated with.)
+  double proj = 2 * ho * lin;
+  if (p.framework == "megatron" && p.precision != "bf16") proj = 2 * ho + (p.precision == "fp8-delayed" ? 2 * ho * lin : 0);
+  double tpr = attention ? 2 * (hq + hk) + 2 * hv + proj : 0;
   double scores = 0;
   if (attention && !p.flash_attention && rc == Recompute::none) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;

@@ -1062,6 +1062,20 @@ TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs 
     CHECK(weights("fp8", false, true) == orrery::testing::Approx(2 * linear + 2 * embedding));
     CHECK(fp8_any_layout(HardwareCatalog::builtin().gpu("GB200")));
     CHECK_FALSE(fp8_any_layout(HardwareCatalog::builtin().gpu("H100")));
+    // The attention's output, kept in bf16 for its backward: under Megatron the output
+    // projection keeps that tensor too (a quantized copy besides only with delayed scaling);
+    // under PyTorch its quantized input, as before.
+    const double tokens = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_len);
+    const double ho = static_cast<double>(m.heads * m.v_head_dim());
+    const auto layer = [&](const char* precision, const char* framework) {
+      ParallelPlan q = p;
+      q.precision = precision;
+      q.framework = framework;
+      return layer_activation_bytes(q, m, 0);
+    };
+    CHECK(layer("fp8-delayed", "megatron") - layer("fp8", "megatron") == orrery::testing::Approx(tokens * ho));
+    CHECK(layer("fp8", "megatron") - layer("fp8", "pytorch") == orrery::testing::Approx(tokens * ho));
+    CHECK(layer("bf16", "megatron") == orrery::testing::Approx(layer("bf16", "pytorch")));
   }
   // Pairs the GPU cannot run, unknown names, a gather with nothing to gather in.
   const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { step(s); }); };
