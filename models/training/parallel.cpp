@@ -487,8 +487,6 @@ void validate_lora(const ParallelPlan& p, const ModelSpec& m, std::string_view s
   }
 }
 
-// LoRA adapter parameters of one layer of kind k on one GPU: rank x (in + out) per targeted
-// linear layer, its in and out as the GPU holds them (split by tp on its parallel side).
 double lora_layer_params(const ModelSpec& m, const ParallelPlan& p, LayerKind k) {
   if (!p.lora.enabled) return 0;
   const double r = p.lora.rank, h = static_cast<double>(m.hidden), tp = p.tp;

@@ -301,6 +301,10 @@ double layer_backward_bytes(const ParallelPlan& plan, const ModelSpec& model, in
 // The same for all MTP modules of the last virtual stage (0 without MTP).
 double mtp_activation_bytes(const ParallelPlan& plan, const ModelSpec& model);
 
+// LoRA adapter parameters of one layer of kind `kind` on one GPU: rank x (in + out) per targeted
+// linear layer, split by tp on its parallel side (0 without LoRA).
+double lora_layer_params(const ModelSpec& model, const ParallelPlan& plan, LayerKind kind);
+
 // Peak per-GPU memory: the worst pipeline stage, with its live micro-batches taken from the
 // schedule's op order. `fp8_any_layout`: the GPU's tensor cores take FP8 operands in any layout
 // (Blackwell's; fp8_any_layout(gpu)), so per-tensor-scaled FP8 weights need no transposed copy.

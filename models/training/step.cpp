@@ -1028,20 +1028,13 @@ double step_model_flops(const ModelSpec& m, const ParallelPlan& p) {
   const double attention = attention_pairs * 2 * static_cast<double>(m.qk_head_dim() + m.v_head_dim()) * m.heads;
   const double matmul = s * 2 * static_cast<double>(m.active_matmul_params());
   if (!p.lora.enabled) return 3 * (matmul + attention) * p.global_batch;
-  // LoRA: each adapter x A B on a targeted linear layer (k -> n: QKV and the output projection
-  // of attention layers, a dense MLP's two; add_gemm's), 2 r (k + n) a token forward.
-  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden), r = p.lora.rank;
-  const double qkv = static_cast<double>(m.heads * m.qk_head_dim() + m.kv_heads * (m.qk_head_dim() + m.v_head_dim()));
-  const double fc1 = m.mlp == MlpKind::swiglu ? 2 * f : f;
+  // LoRA: each adapter x A B (lora_layer_params on the whole model, tp 1) does 2 FLOPs a
+  // parameter a token forward.
+  ParallelPlan whole = p;
+  whole.tp = 1;
   double adapters = 0;
-  for (int l = 0; l < m.layers; ++l) {
-    const LayerKind k = m.layer_kind(l);
-    if (k.mixer == Mixer::attention) {
-      adapters += (p.lora.qkv && !m.mla.enabled() ? h + qkv : 0) + (p.lora.proj ? static_cast<double>(m.heads * m.v_head_dim()) + h : 0);
-    }
-    if (k.ffn == Ffn::dense) adapters += (p.lora.fc1 ? h + fc1 : 0) + (p.lora.fc2 ? f + h : 0);
-  }
-  return (2 * matmul + 3 * attention + 3 * s * 2 * r * adapters) * p.global_batch;
+  for (int l = 0; l < m.layers; ++l) adapters += lora_layer_params(m, whole, m.layer_kind(l));
+  return (2 * matmul + 3 * attention + 3 * s * 2 * adapters) * p.global_batch;
 }
 
 sim::InputError step_overflow(const StepScenario& sc, const sim::DurationOverflow& e) {
