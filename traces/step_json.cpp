@@ -225,7 +225,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("fused_moe_mlp")) p.fused_moe_mlp = v->as_bool();
   if (auto v = plan.optional("cuda_graphs")) {
     p.cuda_graphs = v->as_string();
-    if (p.cuda_graphs != "none" && p.cuda_graphs != "full") v->fail(fmt::format("found {}, expected none or full", sim::quote(p.cuda_graphs)));
+    if (const std::string why = models::check_cuda_graphs(p.cuda_graphs); !why.empty()) v->fail(why);
   }
   // Checked by validate_plan: megatron or fsdp2; fused, eager or compiled.
   if (auto v = plan.optional("sharding")) p.sharding = v->as_string();

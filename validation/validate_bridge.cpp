@@ -90,33 +90,215 @@ bool release_at_least(const std::string& container, int yy, int mm) {
 }
 
 // The recipe changes of June 2026, first measured in the 26.06 container, for the GB200 MXFP8
-// MoE runs: full-iteration CUDA graphs, the expert-parallel all-to-all overlapped with the other
-// micro-batch (moe_a2a_overlap), the CuTe DSL fused grouped MLP, and FP8 attention for Qwen3 and
-// GPT-OSS (scripts/performance/configs in NVIDIA-NeMo/Megatron-Bridge: commits 55443cbfb
-// "Enable Qwen3 GB200/GB300 MXFP8 CuTeDSL Fusion and Full-Iter CUDA Graphs", 2026-06-10;
-// afb5dd47c "DSV3 GB200 MXFP8 full-iter CG recipe", 2026-06-10, without FP8 attention;
-// 5f98743d5 "full-iter CG for GPT-OSS 120B", 2026-06-09).
+// MoE runs, besides the full-iteration CUDA graphs and the overlapped all-to-all kRecipeRuns
+// lists: the CuTe DSL fused grouped MLP, and FP8 attention for Qwen3 and GPT-OSS
+// (scripts/performance/configs in NVIDIA-NeMo/Megatron-Bridge: commits 55443cbfb "Enable Qwen3
+// GB200/GB300 MXFP8 CuTeDSL Fusion and Full-Iter CUDA Graphs", 2026-06-10; afb5dd47c "DSV3 GB200
+// MXFP8 full-iter CG recipe", 2026-06-10, without FP8 attention; 5f98743d5 "full-iter CG for
+// GPT-OSS 120B", 2026-06-09).
 void apply_june_2026_moe_recipe(models::ParallelPlan& p, const std::string& model, const std::string& system, const std::string& container) {
   const bool moe = model.rfind("qwen3-", 0) == 0 || model.rfind("deepseek-v3", 0) == 0 || model == "gpt-oss-120b";
   if (!moe || system != "DGX-GB200" || p.precision != "mxfp8" || !release_at_least(container, 26, 6)) return;
-  p.cuda_graphs = "full";
-  p.overlap_ep_comm = true;
   p.fused_moe_mlp = true;
   p.fp8_attention = model.rfind("deepseek-v3", 0) != 0;
 }
 
-// The performance recipes' MoE token dispatcher: Megatron-Core's flex dispatcher with HybridEP
-// (a token crosses the network once per node and is forwarded over NVLink, as DeepEP's normal
-// kernels: moe_dispatch "deepep") for DeepSeek-V3, Nemotron 3, Qwen3 30B-A3B, Qwen3 235B-A22B on
-// GB200 and the June 2026 GPT-OSS GB200 MXFP8 recipe; NCCL's all-to-all for the others
-// (scripts/performance/configs/*/*_workload_base_configs.py of NVIDIA-NeMo/Megatron-Bridge at
-// bf07e5678, 2026-06-30, the last commit before those files moved; taken for every container,
-// though earlier ones may have dispatched with the all-to-all).
-std::string recipe_dispatch(const std::string& model, const std::string& system, const models::ParallelPlan& p) {
-  if (model.rfind("deepseek-v3", 0) == 0 || model.rfind("nemotron-3-", 0) == 0 || model == "qwen3-30b-a3b") return "deepep";
-  if (model == "qwen3-235b-a22b" && system == "DGX-GB200") return "deepep";
-  if (model == "gpt-oss-120b" && p.cuda_graphs == "full") return "deepep";
-  return "nccl";
+// How each row's performance recipe ran, as its release's code sets it: the MoE token dispatcher
+// (Megatron-Core's all-to-all over NCCL, or the flex dispatcher with DeepEP or HybridEP, both
+// `deepep` here: a token crosses the network once per node and is forwarded over NVLink), the
+// expert all-to-all overlapped with the other micro-batch (moe_a2a_overlap:
+// overlap_moe_expert_parallel_comm with delay_wgrad_compute), and the CUDA graphs (none, the full
+// iteration, or the parts of each layer in cuda_graph_scope under cuda_graph_impl
+// "transformer_engine"). Read from NVIDIA-NeMo/Megatron-Bridge at the release of each container
+// (docs/versions1.json: 25.11 v0.2.0, 26.02 v0.3.0, 26.02.01 v0.3.1, 26.04 v0.4.0, 26.04.01
+// v0.4.2, 26.06 v0.5.0, 26.06.01 v0.5.1, 26.08 v0.6.0): the workload base config named in the
+// last column (scripts/performance/configs/<family>/ up to v0.5.1, the
+// src/megatron/bridge/perf_recipes/ function of that name at v0.6.0) with the code that applies
+// it. The dispatcher is the effective one: apply_flex_dispatcher_backend
+// (src/megatron/bridge/training/flex_dispatcher_backend.py) refuses HybridEP on B200 and H100 at
+// v0.2.0, GPT-OSS's scripts pass no backend up to v0.3.0, v0.3.1's scripts force the all-to-all
+// for Qwen3 235B on B200 and H100, and from v0.4.0 set_workload_base_configs
+// (scripts/performance/utils/overrides.py) forces it where the base config names no backend. One
+// exception to the recipe: Qwen3 30B-A3B on H100 in 26.02 asks for DeepEP, which the 26.02
+// container does not have ("DeepEP is not supported in the current NeMo framework 26.02
+// container", docs/releases/known-issues.md at 067f987df): taken as the all-to-all. Llama 3 70B's
+// NVFP4 configs of v0.3.0 to v0.4.2 leave cuda_graph_scope "full_iteration" with cuda_graph_impl
+// "none": taken as no graphs. Not modelled from these recipes: their selective recompute
+// (DeepSeek-V3's mla_up_proj and mlp, GPT-OSS's layernorm and moe_act, Nemotron 3's), the
+// activation offload of 40 or 92 layers of some Llama GB200 FP8 runs, Llama 3 8B's recompute of
+// 5 layers on H100 in 25.11. The 25.11 tables print several plans its release's recipes do not
+// have (measured with overrides); their other settings are the release's.
+struct RecipeRun {
+  const char* model;  // as the table prints it
+  const char* system;
+  const char* precision;
+  const char* task;
+  const char* container;
+  const char* dispatch;  // "nccl" or "deepep"; empty for dense models
+  bool overlap_ep_comm;
+  const char* cuda_graphs;
+  const char* config;  // the workload config read, @ its release
+};
+constexpr RecipeRun kRecipeRuns[] = {
+    {"LLAMA3_8B", "GB200", "FP8-CS", "pretrain", "25.11", "", false, "full", "LLAMA3_8B_GB200_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3_70B", "GB200", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3.1_405B", "GB200", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA31_405B_GB200_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"DeepSeekV3 (w/o MTP)", "GB200", "BF16", "pretrain", "25.11", "deepep", false, "moe_router+moe_preprocess", "DEEPSEEK_V3_GB200_BF16_BASE_CONFIG@v0.2.0"},
+    {"DeepSeekV3 (w/o MTP)", "GB200", "FP8-MX", "pretrain", "25.11", "deepep", false, "moe_router+moe_preprocess", "DEEPSEEK_V3_GB200_FP8_MX_BASE_CONFIG@v0.2.0"},
+    {"GPT OSS 120B", "GB200", "BF16", "pretrain", "25.11", "nccl", false, "none", "GPT_OSS_120B_GB200_BF16_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_30B_a3B", "GB200", "FP8-MX", "pretrain", "25.11", "deepep", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_GB200_FP8_MX_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_235B_a22B", "GB200", "BF16", "pretrain", "25.11", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_235B_A22B_GB200_BF16_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3_8B", "B200", "FP8-CS", "pretrain", "25.11", "", false, "full", "LLAMA3_8B_B200_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3.1_405B", "B200", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA31_405B_B200_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"DeepSeekV3 (w/ MTP)", "B200", "FP8-MX", "pretrain", "25.11", "nccl", false, "none", "DEEPSEEK_V3_B200_FP8_MX_BASE_CONFIG@v0.2.0"},
+    {"GPT OSS 120B", "B200", "BF16", "pretrain", "25.11", "nccl", false, "none", "GPT_OSS_120B_B200_BF16_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_30B_a3B", "B200", "FP8-MX", "pretrain", "25.11", "nccl", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_B200_FP8_MX_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_235B_a22B", "B200", "FP8-MX", "pretrain", "25.11", "nccl", true, "none", "QWEN3_235B_A22B_B200_FP8_MX_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3_8B", "H100", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA3_8B_H100_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3_70B", "H100", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA3_70B_H100_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3.1_405B", "H100", "FP8-CS", "pretrain", "25.11", "", false, "none", "LLAMA31_405B_H100_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"GPT OSS 120B", "H100", "BF16", "pretrain", "25.11", "nccl", false, "none", "GPT_OSS_120B_H100_BF16_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_30B_a3B", "H100", "FP8-CS", "pretrain", "25.11", "nccl", true, "none", "QWEN3_30B_A3B_H100_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"Qwen3_235B_a22B", "H100", "FP8-CS", "pretrain", "25.11", "nccl", true, "none", "QWEN3_235B_A22B_H100_FP8_CS_BASE_CONFIG@v0.2.0"},
+    {"LLAMA3_70B", "GB200", "NVFP4", "pretrain", "26.02", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.3.0"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "pretrain", "26.02", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.0"},
+    {"LLAMA3_70B", "GB200", "FP8", "pretrain", "26.02", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.3.0"},
+    {"LLAMA3_70B", "H100", "FP8", "pretrain", "26.02", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.3.0"},
+    {"LLAMA3.1_405B", "GB200", "NVFP4", "pretrain", "26.02", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.3.0"},
+    {"LLAMA3.1_405B", "GB200", "MXFP8", "pretrain", "26.02", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.0"},
+    {"LLAMA3.1_405B", "GB200", "FP8", "pretrain", "26.02", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.3.0"},
+    {"LLAMA3.1_405B", "H100", "FP8", "pretrain", "26.02", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.3.0"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.02", "deepep", false, "attn+moe_router+moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.0"},
+    {"DeepSeekV3", "B200", "MXFP8", "pretrain", "26.02", "deepep", false, "none", "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.3.0"},
+    {"GPT OSS 120B", "GB200", "BF16", "pretrain", "26.02", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.3.0"},
+    {"GPT OSS 120B", "B200", "BF16", "pretrain", "26.02", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.3.0"},
+    {"GPT OSS 120B", "H100", "BF16", "pretrain", "26.02", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.3.0"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.02", "deepep", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.3.0"},
+    {"Qwen3_30B_a3B", "B200", "MXFP8", "pretrain", "26.02", "nccl", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.3.0"},
+    {"Qwen3_30B_a3B", "H100", "FP8", "pretrain", "26.02", "nccl", true, "none", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.3.0"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.02", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.0"},
+    {"Qwen3_235B_a22B", "B200", "MXFP8", "pretrain", "26.02", "nccl", false, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.3.0"},
+    {"Qwen3_235B_a22B", "H100", "FP8", "pretrain", "26.02", "nccl", true, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.3.0"},
+    {"LLAMA3_70B", "GB200", "NVFP4", "pretrain", "26.02.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.3.1"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "pretrain", "26.02.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.1"},
+    {"LLAMA3_70B", "GB200", "FP8", "pretrain", "26.02.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.3.1"},
+    {"LLAMA3_70B", "H100", "FP8", "pretrain", "26.02.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.3.1"},
+    {"LLAMA3.1_405B", "GB200", "NVFP4", "pretrain", "26.02.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.3.1"},
+    {"LLAMA3.1_405B", "GB200", "MXFP8", "pretrain", "26.02.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.1"},
+    {"LLAMA3.1_405B", "GB200", "FP8", "pretrain", "26.02.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.3.1"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "attn+moe_router+moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.1"},
+    {"DeepSeekV3", "B200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "none", "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.3.1"},
+    {"GPT OSS 120B", "GB200", "BF16", "pretrain", "26.02.01", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.3.1"},
+    {"GPT OSS 120B", "B200", "BF16", "pretrain", "26.02.01", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.3.1"},
+    {"GPT OSS 120B", "H100", "BF16", "pretrain", "26.02.01", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.3.1"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.3.1"},
+    {"Qwen3_30B_a3B", "B200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.3.1"},
+    {"Qwen3_30B_a3B", "H100", "FP8", "pretrain", "26.02.01", "deepep", false, "none", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.3.1"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.3.1"},
+    {"Qwen3_235B_a22B", "H100", "FP8", "pretrain", "26.02.01", "nccl", true, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.3.1"},
+    {"Nemotron_3_Nano", "GB200", "MXFP8", "pretrain", "26.02.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.3.1"},
+    {"Nemotron_3_Nano", "H100", "FP8", "pretrain", "26.02.01", "deepep", false, "mamba", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.3.1"},
+    {"LLAMA3_70B", "GB200", "NVFP4", "pretrain", "26.04", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.4.0"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "pretrain", "26.04", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.0"},
+    {"LLAMA3_70B", "GB200", "FP8", "pretrain", "26.04", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.4.0"},
+    {"LLAMA3_70B", "H100", "FP8", "pretrain", "26.04", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.4.0"},
+    {"LLAMA3.1_405B", "GB200", "NVFP4", "pretrain", "26.04", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.4.0"},
+    {"LLAMA3.1_405B", "GB200", "MXFP8", "pretrain", "26.04", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.0"},
+    {"LLAMA3.1_405B", "GB200", "FP8", "pretrain", "26.04", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.4.0"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.04", "deepep", false, "attn+moe_router+moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.0"},
+    {"DeepSeekV3", "B200", "MXFP8", "pretrain", "26.04", "deepep", false, "none", "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.4.0"},
+    {"GPT OSS 120B", "GB200", "BF16", "pretrain", "26.04", "deepep", true, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.4.0"},
+    {"GPT OSS 120B", "B200", "BF16", "pretrain", "26.04", "deepep", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.4.0"},
+    {"GPT OSS 120B", "H100", "BF16", "pretrain", "26.04", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.4.0"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.04", "deepep", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.0"},
+    {"Qwen3_30B_a3B", "B200", "MXFP8", "pretrain", "26.04", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.0"},
+    {"Qwen3_30B_a3B", "H100", "FP8", "pretrain", "26.04", "deepep", false, "none", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.4.0"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.04", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.0"},
+    {"Qwen3_235B_a22B", "H100", "FP8", "pretrain", "26.04", "nccl", true, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.4.0"},
+    {"Nemotron_3_Nano", "GB200", "MXFP8", "pretrain", "26.04", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.0"},
+    {"Nemotron_3_Nano", "H100", "FP8", "pretrain", "26.04", "deepep", false, "mamba", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.4.0"},
+    {"Nemotron_3_Super", "GB200", "NVFP4", "pretrain", "26.04", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_NVFP4_V1@v0.4.0"},
+    {"Nemotron_3_Super", "B200", "NVFP4", "pretrain", "26.04", "deepep", false, "mamba+attn+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_NVFP4_V1@v0.4.0"},
+    {"Nemotron_3_Super", "GB200", "MXFP8", "pretrain", "26.04", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.0"},
+    {"Nemotron_3_Super", "B200", "MXFP8", "pretrain", "26.04", "deepep", false, "none", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.0"},
+    {"LLAMA3_70B", "GB200", "FP8", "pretrain", "26.04.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.4.2"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "pretrain", "26.04.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.2"},
+    {"LLAMA3_70B", "GB200", "NVFP4", "pretrain", "26.04.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.4.2"},
+    {"LLAMA3_70B", "H100", "FP8", "pretrain", "26.04.01", "", false, "none", "LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.4.2"},
+    {"LLAMA3.1_405B", "GB200", "FP8", "pretrain", "26.04.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.4.2"},
+    {"LLAMA3.1_405B", "GB200", "MXFP8", "pretrain", "26.04.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.2"},
+    {"LLAMA3.1_405B", "GB200", "NVFP4", "pretrain", "26.04.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.4.2"},
+    {"LLAMA3.1_405B", "H100", "FP8", "pretrain", "26.04.01", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.4.2"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+moe_router+moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.2"},
+    {"DeepSeekV3", "B200", "MXFP8", "pretrain", "26.04.01", "deepep", true, "attn+moe_router+moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.4.2"},
+    {"GPT OSS 120B", "GB200", "BF16", "pretrain", "26.04.01", "nccl", true, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.4.2"},
+    {"GPT OSS 120B", "B200", "BF16", "pretrain", "26.04.01", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.4.2"},
+    {"GPT OSS 120B", "H100", "BF16", "pretrain", "26.04.01", "nccl", false, "none", "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.4.2"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.2"},
+    {"Qwen3_30B_a3B", "B200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.2"},
+    {"Qwen3_30B_a3B", "H100", "FP8", "pretrain", "26.04.01", "deepep", false, "none", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.4.2"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+moe_router+moe_preprocess", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.4.2"},
+    {"Qwen3_235B_a22B", "B200", "MXFP8", "pretrain", "26.04.01", "nccl", false, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2@v0.4.2"},
+    {"Qwen3_235B_a22B", "H100", "FP8", "pretrain", "26.04.01", "nccl", true, "none", "QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.4.2"},
+    {"Nemotron_3_Nano", "GB200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.2"},
+    {"Nemotron_3_Nano", "B200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.2"},
+    {"Nemotron_3_Nano", "H100", "FP8", "pretrain", "26.04.01", "deepep", false, "mamba", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.4.2"},
+    {"Nemotron_3_Super", "GB200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.4.2"},
+    {"Nemotron_3_Super", "GB200", "NVFP4", "pretrain", "26.04.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_NVFP4_V1@v0.4.2"},
+    {"Nemotron_3_Super", "B200", "MXFP8", "pretrain", "26.04.01", "deepep", false, "none", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.2"},
+    {"Nemotron_3_Super", "B200", "NVFP4", "pretrain", "26.04.01", "deepep", false, "mamba+attn+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_NVFP4_V1@v0.4.2"},
+    {"LLAMA3.1_405B", "GB200", "FP8", "pretrain", "26.06", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V2@v0.5.0"},
+    {"LLAMA3.1_405B", "GB200", "MXFP8", "pretrain", "26.06", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.0"},
+    {"LLAMA3.1_405B", "GB200", "NVFP4", "pretrain", "26.06", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_GB200_NVFP4_V2@v0.5.0"},
+    {"LLAMA3.1_405B", "H100", "FP8", "pretrain", "26.06", "", false, "none", "LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2@v0.5.0"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.06", "deepep", true, "full", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.0"},
+    {"GPT OSS 120B", "GB200", "MXFP8", "pretrain", "26.06", "deepep", true, "full", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.0"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.06", "deepep", true, "full", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.0"},
+    {"Qwen3_30B_a3B", "H100", "FP8", "pretrain", "26.06", "deepep", false, "none", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.5.0"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.06", "deepep", true, "full", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.0"},
+    {"Nemotron_3_Nano", "GB200", "MXFP8", "pretrain", "26.06", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.0"},
+    {"Nemotron_3_Nano", "H100", "FP8", "pretrain", "26.06", "deepep", false, "mamba", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1@v0.5.0"},
+    {"Nemotron_3_Super", "GB200", "MXFP8", "pretrain", "26.06", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.0"},
+    {"Nemotron_3_Super", "GB200", "NVFP4", "pretrain", "26.06", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_NVFP4_V1@v0.5.0"},
+    {"LLAMA3_70B", "GB200", "FP8", "sft", "26.06", "", false, "mlp", "LLAMA3_70B_SFT_CONFIG_GB200_FP8_CS_V1@v0.5.0"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "sft", "26.06", "", false, "mlp", "LLAMA3_70B_SFT_CONFIG_GB200_FP8_MX_V1@v0.5.0"},
+    {"LLAMA3_70B", "H100", "FP8", "sft", "26.06", "", false, "mlp", "LLAMA3_70B_SFT_CONFIG_H100_FP8_CS_V1@v0.5.0"},
+    {"LLAMA3_70B", "GB200", "FP8", "lora", "26.06", "", false, "mlp", "LLAMA3_70B_LORA_CONFIG_GB200_FP8_CS_V1@v0.5.0"},
+    {"LLAMA3_70B", "GB200", "MXFP8", "lora", "26.06", "", false, "mlp", "LLAMA3_70B_LORA_CONFIG_GB200_FP8_MX_V1@v0.5.0"},
+    {"LLAMA3_70B", "H100", "FP8", "lora", "26.06", "", false, "none", "LLAMA3_70B_LORA_CONFIG_H100_FP8_CS_V1@v0.5.0"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", true, "full", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.1"},
+    {"GPT OSS 120B", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", true, "full", "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.1"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", true, "full", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.1"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", true, "full", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_FP8_MX_V2@v0.5.1"},
+    {"Nemotron_3_Nano", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_NANO_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.1"},
+    {"Nemotron_3_Super", "GB200", "MXFP8", "pretrain", "26.06.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_FP8_MX_V1@v0.5.1"},
+    {"Nemotron_3_Super", "GB200", "NVFP4", "pretrain", "26.06.01", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_GB200_NVFP4_V1@v0.5.1"},
+    {"DeepSeekV3", "GB200", "MXFP8", "pretrain", "26.08", "deepep", true, "full", "deepseek_v3_pretrain_256gpu_gb200_fp8mx_config@v0.6.0"},
+    {"GPT OSS 120B", "GB200", "MXFP8", "pretrain", "26.08", "deepep", true, "full", "gpt_oss_120b_pretrain_64gpu_gb200_fp8mx_config@v0.6.0"},
+    {"Qwen3_30B_a3B", "GB200", "MXFP8", "pretrain", "26.08", "deepep", true, "full", "qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config@v0.6.0"},
+    {"Qwen3_235B_a22B", "GB200", "MXFP8", "pretrain", "26.08", "deepep", true, "full", "qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config@v0.6.0"},
+    {"Nemotron_3_Super", "GB200", "MXFP8", "pretrain", "26.08", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config@v0.6.0"},
+    {"Nemotron_3_Super", "GB200", "NVFP4", "pretrain", "26.08", "deepep", false, "attn+mamba+moe_router+moe_preprocess", "nemotron_3_super_pretrain_64gpu_gb200_nvfp4_config@v0.6.0"},
+};
+
+// The recipe's settings as the plan column prints them.
+std::string plan_settings(const models::ParallelPlan& p) {
+  std::string out;
+  if (p.cuda_graphs == "full") out += " graphed";
+  else if (p.cuda_graphs != "none") out += fmt::format(" graphs {}", p.cuda_graphs);
+  if (p.overlap_ep_comm) out += out.empty() ? " EP overlap" : ", EP overlap";
+  if (p.fused_moe_mlp) out += out.empty() ? " fused MLP" : ", fused MLP";
+  return out;
+}
+
+const RecipeRun* recipe_run(const traces::CsvTable& t, std::size_t r) {
+  for (const RecipeRun& x : kRecipeRuns) {
+    if (t.at(r, "model") == x.model && t.at(r, "system") == fmt::format("DGX-{}", x.system) && t.at(r, "precision") == x.precision && t.at(r, "task") == x.task &&
+        t.at(r, "container") == x.container) {
+      return &x;
+    }
+  }
+  return nullptr;
 }
 
 int count_or(const std::string& v, int fallback) { return v.empty() || v == "n/a" ? fallback : std::stoi(v); }
@@ -245,16 +427,14 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.fp8_param_gather = precision != "bf16";
     p.framework = "megatron";
     apply_june_2026_moe_recipe(p, model, system, t.at(r, "container"));
-    if (p.ep > 1) p.moe_dispatch = recipe_dispatch(model, system, p);
-    // Qwen3 235B-A22B on H100 overlaps its expert all-to-all with the other micro-batch in every
-    // recipe since before the 26.02 container (QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*_V1 and V2,
-    // moe_a2a_overlap=True, in the workload configs at bf07e5678).
-    if (model == "qwen3-235b-a22b" && system == "DGX-H100") p.overlap_ep_comm = true;
-    // DeepSeek-V3's B200 MXFP8 recipe of pp 8, vp 2, ep 32 (DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2
-    // in scripts/performance/configs/deepseek/deepseek_workload_base_configs.py at v0.4.2,
-    // moe_a2a_overlap=True) overlaps its expert all-to-all likewise; its selective recompute
-    // (mla_up_proj, mlp) is not modelled.
-    if (model.rfind("deepseek-v3", 0) == 0 && system == "DGX-B200" && p.pp == 8 && p.vp == 2 && p.ep == 32) p.overlap_ep_comm = true;
+    const RecipeRun* recipe = recipe_run(t, r);
+    if (recipe == nullptr) {
+      skip("no performance recipe of its release is listed for it (kRecipeRuns in validation/validate_bridge.cpp)");
+      continue;
+    }
+    if (p.ep > 1) p.moe_dispatch = recipe->dispatch;
+    p.overlap_ep_comm = p.ep > 1 && recipe->overlap_ep_comm;
+    p.cuda_graphs = recipe->cuda_graphs;
     // Fine-tuning rows (SFT and LoRA) train on SQuAD packed offline into sequences of seq_len
     // (default_squad_config in src/megatron/bridge/recipes/utils/dataset_utils.py of
     // NVIDIA-NeMo/Megatron-Bridge at 067f987df: packed_sequence_size = seq_length, cu_seqlens),
@@ -281,7 +461,7 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
     if (as_recipe != nullptr) row.plan_note = fmt::format(" (its release's recipe; printed pp{} vp{} ep{})", as_recipe->printed_pp, as_recipe->printed_vp, as_recipe->printed_ep);
     row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "", p.pipeline_layout.empty() ? "" : " recipe layout",
-                           p.cuda_graphs == "full" ? " graphed, EP overlap, fused MLP" : p.overlap_ep_comm ? " EP overlap" : "");
+                           plan_settings(p));
     row.model = model;
     fit.rows.push_back(std::move(row));  // fit_steps lists it with why if its step cannot run
   }
@@ -337,8 +517,10 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
       "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
-      "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped, no\n"
-      "recompute: assumed, not printed; LoRA as the\n"
+      "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped; each\n"
+      "release's own recipe for the MoE dispatcher (NCCL's all-to-all or HybridEP/DeepEP), the expert all-to-all overlapped\n"
+      "with the other micro-batch, and CUDA graphs (none, the whole iteration, or parts of each layer), as its release's\n"
+      "code applies them; the recipes' selective recompute and partial activation offload are not modelled; LoRA as the\n"
       "recipes set it, rank 16 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
       "each example, taken as 256 tokens from the dataset's published size). Errors are of\n"
       "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",

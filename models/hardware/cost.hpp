@@ -49,6 +49,10 @@ class CostModel {
 // (Shah et al., arXiv 2407.08608, abstract): up to 740 TFLOP/s in BF16, close to 1.2 PFLOP/s in
 // FP8, a ratio of 1.62 (taken for the backward and for cuDNN's FP8 attention on Blackwell too).
 inline constexpr double kFp8AttentionSpeedup = 1.2 / 0.74;
+// The compute streams Transformer Engine spreads a grouped GEMM's products over
+// (transformer_engine::num_streams = 4, transformer_engine/common/include/transformer_engine/
+// gemm.h): a Kernel with launch_per_product pays one launch gap per this many products.
+inline constexpr std::int64_t kGroupedGemmStreams = 4;
 
 struct RooflineParams {
   // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile); FP8 GEMMs

@@ -68,6 +68,11 @@ struct Kernel {
   double bytes = 0;
   // optimizer: parameters updated.
   std::int64_t params = 0;
+  // grouped_gemm, and gemm with batch > 1: the products run as one kernel (false), or as one GEMM
+  // launched each, four at a time on Transformer Engine's compute streams (its grouped linear
+  // layer: te_general_grouped_gemm -> nvte_multi_stream_cublas_gemm, num_streams = 4), so that a
+  // launch gap is paid per four products.
+  bool launch_per_product = false;
 
   static Kernel gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, std::int64_t batch = 1);
   static Kernel grouped_gemm(std::vector<std::int64_t> group_m, std::int64_t n, std::int64_t k, DType dtype);

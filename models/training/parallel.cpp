@@ -11,6 +11,36 @@
 
 namespace orrery::models {
 
+std::string check_cuda_graphs(std::string_view cuda_graphs) {
+  if (cuda_graphs == "none" || cuda_graphs == "full") return "";
+  const auto expected = [&] {
+    return fmt::format("found {}, expected none, full, or parts of a layer joined by '+' ({})", sim::quote(std::string(cuda_graphs)), fmt::join(kGraphScopes, ", "));
+  };
+  std::vector<std::string_view> seen;
+  std::size_t at = 0;
+  while (at <= cuda_graphs.size()) {
+    const std::size_t end = std::min(cuda_graphs.find('+', at), cuda_graphs.size());
+    const std::string_view part = cuda_graphs.substr(at, end - at);
+    if (std::find(kGraphScopes.begin(), kGraphScopes.end(), part) == kGraphScopes.end()) return expected();
+    if (std::find(seen.begin(), seen.end(), part) != seen.end()) return fmt::format("{}; {} is listed twice", expected(), part);
+    seen.push_back(part);
+    at = end + 1;
+  }
+  return "";
+}
+
+bool ParallelPlan::graphed(std::string_view scope) const {
+  if (cuda_graphs == "full") return true;
+  if (cuda_graphs == "none") return false;
+  std::size_t at = 0;
+  while (at <= cuda_graphs.size()) {
+    const std::size_t end = std::min(cuda_graphs.find('+', at), cuda_graphs.size());
+    if (std::string_view(cuda_graphs).substr(at, end - at) == scope) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 std::string_view to_string(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -136,14 +166,14 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (!precision_spec(p.precision, source, where).low() && p.fp8_attention) {
     bad("fp8_attention", fmt::format("fp8_attention needs a low precision (Transformer Engine's FP8 recipe); the plan's is {}", p.precision));
   }
-  if (p.cuda_graphs != "none" && p.cuda_graphs != "full") bad("cuda_graphs", fmt::format("found {}, expected none or full", sim::quote(p.cuda_graphs)));
+  if (const std::string why = check_cuda_graphs(p.cuda_graphs); !why.empty()) bad("cuda_graphs", why);
   if (const std::string why = check_grad_reduce(p.grad_reduce); !why.empty()) bad("grad_reduce", why);
   if (p.sharding != "megatron" && p.sharding != "fsdp2") bad("sharding", fmt::format("found {}, expected megatron or fsdp2", sim::quote(p.sharding)));
   if (p.sharding == "fsdp2" && p.zero != 3) {
     bad("sharding", fmt::format("fsdp2 shards parameters, gradients and optimizer states (ZeRO-3); found zero={}, expected 3", p.zero));
   }
-  if (p.cross_entropy != "fused" && p.cross_entropy != "eager" && p.cross_entropy != "compiled") {
-    bad("cross_entropy", fmt::format("found {}, expected fused, eager or compiled", sim::quote(p.cross_entropy)));
+  if (p.cross_entropy != "fused" && p.cross_entropy != "unfused" && p.cross_entropy != "eager" && p.cross_entropy != "compiled") {
+    bad("cross_entropy", fmt::format("found {}, expected fused, unfused, eager or compiled", sim::quote(p.cross_entropy)));
   }
   if (p.gpus() != cluster_gpus) {
     throw sim::InputError(std::string(source), std::string(where),

@@ -12,6 +12,7 @@
 #include "models/training/pipeline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -109,7 +110,9 @@ struct ParallelPlan {
   std::string sharding = "megatron";
   // How the loss reads the logits, which sets the loss's memory on the last stage: "fused"
   // (Megatron's vocab-parallel cross entropy: an fp32 copy of the logits, its softmax kept and the
-  // gradient written in place: 4 bytes per logit), "eager" (PyTorch's F.cross_entropy on
+  // gradient written in place: 4 bytes per logit; one pass each way), "unfused" (the same
+  // without --cross-entropy-loss-fusion, Megatron-Core's default through r0.8: the same memory,
+  // each step a separate op over the fp32 logits, step.cpp's loss_cost), "eager" (PyTorch's F.cross_entropy on
   // logits.float(): at its backward the fp32 log-probabilities, nll_loss's dense fp32 gradient and
   // log_softmax's: 12 bytes per logit; 16 under tensor parallelism, loss_parallel's fused backward
   // also holding exp(log-probabilities) and a sum) or "compiled" (torch.compile'd cross entropy:
@@ -120,9 +123,13 @@ struct ParallelPlan {
   // torchtitan runs it) or "pytorch-compile" (the same with torch.compile).
   std::string framework = "megatron";
   // How the step's kernels are launched: "none" (each kernel launched by the framework from the
-  // host, paying the fitted per-kernel overhead) or "full" (Megatron-Core's full-iteration CUDA
+  // host, paying the fitted per-kernel overhead), "full" (Megatron-Core's full-iteration CUDA
   // graph, cuda_graph_impl = "full_iteration": the whole step captured once and replayed, each
-  // kernel paying only the fitted in-graph gap, step_params.hpp's overhead.graph).
+  // kernel paying only the fitted in-graph gap, step_params.hpp's overhead.graph), or parts of
+  // every layer joined by '+' (kGraphScopes: Megatron-Core's cuda_graph_impl =
+  // "transformer_engine" with that cuda_graph_scope, e.g. "attn+moe_router+moe_preprocess"):
+  // those parts' forward and backward captured per micro-batch and replayed, their kernels
+  // issued by one graph launch instead of one by one from the host; the rest as "none".
   std::string cuda_graphs = "none";
   // Megatron-Core's moe_a2a_overlap (overlap_moe_expert_parallel_comm): in the steady state one
   // micro-batch's forward runs beside another's backward, so a layer's expert-parallel
@@ -161,12 +168,26 @@ struct ParallelPlan {
   // document); empty: one document per sequence.
   std::vector<std::int64_t> documents;
 
+  // Whether the kernels of `scope` (one of kGraphScopes) run from a CUDA graph: all do under
+  // "full", the listed ones under a per-layer scope.
+  bool graphed(std::string_view scope) const;
+
   int gpus() const { return tp * pp * dp * cp; }
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   int virtual_stages() const { return pp * vp; }
 };
 
-// The plan's framework, precision and CUDA graphs, which select its fitted step parameters.
+// The parts of a layer Megatron-Core captures in per-layer CUDA graphs (CudaGraphScope in
+// megatron/core/transformer/enums.py): the attention block, the dense MLP, the whole MoE block
+// (only where no host sync splits it), its router, its dispatch preprocessing (the token counts
+// and permutation maps), the Mamba mixer.
+inline constexpr std::array<std::string_view, 6> kGraphScopes = {"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"};
+
+// Why `cuda_graphs` is not none, full or '+'-joined kGraphScopes (each once); empty when it is.
+std::string check_cuda_graphs(std::string_view cuda_graphs);
+
+// The plan's framework, precision and CUDA graphs, which select its fitted step parameters
+// (per-layer graphs keep the host-launched kernels' parameters: most kernels stay outside).
 inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision, plan.cuda_graphs == "full"}; }
 
 // The ZeRO stage whose data-parallel traffic the plan runs: its zero, except PyTorch FSDP2 under

@@ -558,6 +558,20 @@ void add_mamba(const Ctx& c, LayerCost& lc, double* gemm_f, double* gemm_bw) {
   add_gemm(c, lc, {T, m.hidden, inner}, gemm_f, gemm_bw);
 }
 
+// Per-layer CUDA graphs (plan.cuda_graphs naming parts of a layer): the kernels a graphed part
+// added since `HostMark` are issued by one graph launch per pass, not one by one from the host.
+struct HostMark {
+  double f, b, w;
+  explicit HostMark(const LayerCost& lc) : f(lc.f.host), b(lc.b.host), w(lc.w.host) {}
+};
+
+void graph_since(const Ctx& c, LayerCost& lc, const HostMark& mark, std::string_view scope) {
+  if (!c.p.graphed(scope)) return;
+  for (const auto& [op, before] : {std::pair{&lc.f, mark.f}, std::pair{&lc.b, mark.b}, std::pair{&lc.w, mark.w}}) {
+    if (op->host > before) op->host = before + c.host_issue;
+  }
+}
+
 LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   const ModelSpec& m = c.m;
   const ParallelPlan& p = c.p;
@@ -567,7 +581,12 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   double gemm_f = 0, gemm_bw = 0;
   double ep_a2a = 0;  // the MoE's dispatch and combine, per pass
   const bool attention = kind.mixer == Mixer::attention;
-  if (kind.mixer == Mixer::mamba) add_mamba(c, lc, &gemm_f, &gemm_bw);
+  if (kind.mixer == Mixer::mamba) {
+    const HostMark mark(lc);
+    add_mamba(c, lc, &gemm_f, &gemm_bw);
+    graph_since(c, lc, mark, "mamba");
+  }
+  const HostMark attn_mark(lc);
   // Attention projections.
   if (!attention) {
   } else if (m.mla.enabled()) {
@@ -631,18 +650,34 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   const double att_f = att_fwd.compute, att_b = att_bwd.compute;
   lc.f += att_fwd;
   lc.b += att_bwd;
+  if (attention) graph_since(c, lc, attn_mark, "attn");
   // MLP.
   const double swiglu = m.mlp == MlpKind::swiglu ? 1 : 0;
   if (kind.ffn == Ffn::none) {
   } else if (kind.ffn == Ffn::dense) {
+    const HostMark mark(lc);
     const std::int64_t f = m.ffn_hidden / p.tp;
     add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, true, LoraTarget::fc1);
     add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, true, LoraTarget::fc2);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
+    graph_since(c, lc, mark, "mlp");
   } else {
     const auto& e = m.moe;
+    const HostMark moe_mark(lc);
     add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw, false);  // router (replicated, bf16)
+    // The router's score function and top-k, one fused kernel each way over the fp32 logits
+    // (moe_router_fusion, as the performance recipes set it).
+    const double logits = Ts * static_cast<double>(e.experts) * 4;
+    c.add(lc.f, c.mem(KernelKind::elementwise, 2 * logits));
+    c.add(lc.b, c.mem(KernelKind::elementwise, 2 * logits));
+    graph_since(c, lc, moe_mark, "moe_router");
+    // The dispatch's preprocessing: the routing map reduced to tokens per expert (the sizes the
+    // host waits for) and the permutation's row indices.
+    const HostMark preprocess_mark(lc);
+    c.add(lc.f, c.mem(KernelKind::elementwise, Ts * static_cast<double>(e.experts) * 1 + static_cast<double>(e.experts) * 4));
+    c.add(lc.f, c.mem(KernelKind::elementwise, Ts * static_cast<double>(e.experts) * (1 + 4)));
+    graph_since(c, lc, preprocess_mark, "moe_preprocess");
     if (e.shared_experts > 0) {
       const std::int64_t fs = e.expert_ffn * e.shared_experts / p.tp;
       add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw);
@@ -663,9 +698,12 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
     for (const auto& [nn, kk] : {std::pair{up, width}, std::pair{width, e.expert_ffn}}) {
       const DType t = c.prec.gemm;
-      const Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
-      const Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
-      const Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
+      // Transformer Engine's grouped linear layer runs one GEMM per local expert; the fused
+      // grouped MLP is one kernel.
+      Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
+      Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
+      Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
+      f.launch_per_product = b.launch_per_product = w.launch_per_product = !p.fused_moe_mlp;
       if (c.prec.low() && !p.fused_moe_mlp) {
         add_casts(c, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
       }
@@ -676,6 +714,15 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       if (!p.lora.enabled) {  // LoRA: the experts frozen, without adapters
         c.add(lc.w, w);
         gemm_bw += c.cost.time(w).to_seconds();
+      }
+      // The host issues each of those GEMMs (te_general_grouped_gemm, "For now, we only have
+      // multi-stream cublas backend": nvte_multi_stream_cublas_gemm loops over them), forward,
+      // dgrad and wgrad alike.
+      if (!p.fused_moe_mlp) {
+        const double more = (local - 1) * c.host_issue;
+        lc.f.host += more;
+        lc.b.host += more;
+        if (!p.lora.enabled) lc.w.host += more;
       }
     }
     const double fe = static_cast<double>(e.expert_ffn);
@@ -694,6 +741,7 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
                                             ep_stride(p), Ts, wd * 2)
                            : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p), CommKind::ep);
     ep_a2a = 2 * a2a;
+    graph_since(c, lc, moe_mark, "moe");
   }
   // Norms and residual adds, one per sublayer; rotary embedding (hybrid stacks use none:
   // Nemotron-H's attention has no position embedding).
@@ -802,8 +850,18 @@ LayerCost loss_cost(const Ctx& c) {
   c.add(lc.b, c.mem(KernelKind::norm, 3 * c.seq_tokens * h * 2));
   add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw, false);  // the LM head stays in bf16
   const double logits = c.tokens * static_cast<double>(v);
-  c.add(lc.f, c.mem(KernelKind::cross_entropy, logits * (2 + 4)));
-  c.add(lc.b, c.mem(KernelKind::cross_entropy, logits * (4 + 2)));
+  if (c.p.cross_entropy == "unfused") {
+    // Megatron-Core's vocab-parallel cross entropy op by op (tensor_parallel/cross_entropy.py at
+    // core_r0.8.0): bytes per logit forward: the fp32 copy (read 2, write 4), the max (4), the
+    // in-place subtraction (8), exp (8), the sum (4), the division into the kept softmax (8);
+    // backward: the in-place product with the loss's gradient (8) and the cast back to bf16
+    // for the output layer (6).
+    for (const double bytes : {6.0, 4.0, 8.0, 8.0, 4.0, 8.0}) c.add(lc.f, c.mem(KernelKind::cross_entropy, logits * bytes));
+    for (const double bytes : {8.0, 6.0}) c.add(lc.b, c.mem(KernelKind::cross_entropy, logits * bytes));
+  } else {
+    c.add(lc.f, c.mem(KernelKind::cross_entropy, logits * (2 + 4)));
+    c.add(lc.b, c.mem(KernelKind::cross_entropy, logits * (4 + 2)));
+  }
   if (c.p.tp > 1 && c.p.sequence_parallel) {
     const double ag = c.comm.collective(CollectiveOp::all_gather, c.tokens * h * 2, c.p.tp, 1);
     const double rs = c.comm.collective(CollectiveOp::reduce_scatter, c.tokens * h * 2, c.p.tp, 1);

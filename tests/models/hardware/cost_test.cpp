@@ -133,6 +133,16 @@ TEST_CASE("roofline closed forms") {
     const Kernel many = Kernel::attention(Pass::forward, std::vector<std::int64_t>(64, 128), 32, 8, 128, true, DType::bf16);
     CHECK(m.time(many) < m.time(one));
   }
+  SUBCASE("a grouped GEMM launched per product pays a launch gap per four products") {
+    Kernel g = Kernel::grouped_gemm(std::vector<std::int64_t>(9, 512), 2048, 2048, DType::bf16);
+    const double one = m.terms(g).seconds();
+    g.launch_per_product = true;  // nine GEMMs on four streams: three gaps
+    CHECK(m.terms(g).seconds() == orrery::testing::Approx(one + 2 * kOverhead).epsilon(1e-12));
+    Kernel w = Kernel::gemm(2048, 2048, 512, DType::bf16, 4);
+    const double batched = m.terms(w).seconds();
+    w.launch_per_product = true;  // four GEMMs: one gap, as one kernel
+    CHECK(m.terms(w).seconds() == batched);
+  }
   SUBCASE("a dtype the GPU lacks is a clear error") {
     const RooflineCostModel a100(HardwareCatalog::builtin().gpu("A100-40GB"));
     CHECK_THROWS_WITH_AS(a100.time(Kernel::gemm(64, 64, 64, DType::fp8)),

@@ -51,6 +51,18 @@ StepScenario small(int tp, int pp, int dp, int m_per_dp, const char* schedule = 
   return sc;
 }
 
+// Qwen3 30B-A3B cut to `layers` layers on one H100, one sequence of 4K tokens.
+StepScenario moe_on_one_h100(int layers) {
+  StepScenario sc;
+  sc.model = model("qwen3-30b-a3b");
+  sc.model.layers = layers;
+  sc.gpu = HardwareCatalog::builtin().gpu("H100");
+  sc.topology = "dgx-h100:nodes=1,gpus_per_node=1";
+  sc.plan.global_batch = 1;
+  sc.plan.seq_len = 4096;
+  return sc;
+}
+
 // The fitted training roofline of a scenario's plan with the host's issue time set to `host_ns`.
 RooflineCostModel with_host(const StepScenario& sc, std::int64_t host_ns) {
   RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
@@ -657,7 +669,7 @@ TEST_CASE("memory: the loss's working set by cross entropy implementation") {
   for (const int tp : {1, 8}) {
     ParallelPlan p = llama8b_plan(tp, 8, 2);
     const double tokens = 2 * 8192.0, inputs = tokens * 2 * 2 * h / tp;
-    const std::vector<std::pair<std::string, double>> kinds = {{"fused", 4}, {"eager", tp > 1 ? 16 : 12}, {"compiled", 4}};
+    const std::vector<std::pair<std::string, double>> kinds = {{"fused", 4}, {"unfused", 4}, {"eager", tp > 1 ? 16 : 12}, {"compiled", 4}};
     for (const auto& [kind, bytes] : kinds) {
       p.cross_entropy = kind;
       CAPTURE(kind);
@@ -671,7 +683,27 @@ TEST_CASE("memory: the loss's working set by cross entropy implementation") {
   ParallelPlan bad = llama8b_plan(1, 8, 2);
   bad.cross_entropy = "chunked";
   CHECK(orrery::testing::error_of([&] { validate_plan(bad, m, 8, "s.json", "/plan"); })
-            .find("s.json:/plan/cross_entropy: found \"chunked\", expected fused, eager or compiled") != std::string::npos);
+            .find("s.json:/plan/cross_entropy: found \"chunked\", expected fused, unfused, eager or compiled") != std::string::npos);
+}
+
+// Megatron's cross entropy without its loss fusion runs op by op over the fp32 logits: 38 bytes
+// per logit forward and 14 backward against the fused kernel's 6 and 6, so the loss's forward on
+// the last stage grows by 32 bytes per logit at the GPU's memory-bound speed (and the backward by
+// 8), while the memory stays the same.
+TEST_CASE("loss: Megatron's unfused cross entropy, op by op") {
+  StepScenario sc = small(1, 1, 1, 1);
+  sc.model.layers = 1;
+  const StepResult fused = step(sc);
+  sc.plan.cross_entropy = "unfused";
+  const StepResult unfused = step(sc);
+  CHECK(unfused.step_time > fused.step_time);
+  CHECK(unfused.memory.total() == fused.memory.total());
+  const RooflineCostModel cost(sc.gpu);
+  const double logits = static_cast<double>(sc.plan.micro_batch * sc.plan.seq_len) * static_cast<double>(sc.model.vocab);
+  const auto ce = [&](double bytes) { return cost.time(Kernel::memory_bound(KernelKind::cross_entropy, sim::Bytes(logits * bytes), DType::bf16)).to_seconds(); };
+  // Under the default (isolated-kernel) roofline the added time is the eight kernels' less the two's.
+  const double added = ce(6) + ce(4) + ce(8) + ce(8) + ce(4) + ce(8) + ce(8) + ce(6) - 2 * ce(6);
+  CHECK(unfused.step_time.to_seconds() - fused.step_time.to_seconds() == orrery::testing::Approx(added).epsilon(0.02));
 }
 
 // FSDP2 as torchtitan applies it: the sharded parameters are the fp32 master weights, so 16 bytes
@@ -982,14 +1014,8 @@ TEST_CASE("host issue time: hidden behind the GPU's work, the step's pace past i
 // behind the next layer's long kernels: beside a heavy dense MLP layer, a host time the whole op
 // hides changes nothing for a dense stack and slows the stack with a MoE layer.
 TEST_CASE("host issue time: a MoE layer's forward waits for the device") {
-  StepScenario sc;
-  sc.model = model("qwen3-30b-a3b");
-  sc.model.layers = 2;
+  StepScenario sc = moe_on_one_h100(2);
   sc.model.ffn_hidden = 262144;  // the dense layer's MLP: long GEMMs
-  sc.gpu = HardwareCatalog::builtin().gpu("H100");
-  sc.topology = "dgx-h100:nodes=1,gpus_per_node=1";
-  sc.plan.global_batch = 1;
-  sc.plan.seq_len = 4096;
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
   const auto step_at = [&](const char* pattern, std::int64_t host_ns) {
     StepScenario s = sc;
@@ -998,6 +1024,30 @@ TEST_CASE("host issue time: a MoE layer's forward waits for the device") {
   };
   CHECK(step_at("--", 1'000'000) == step_at("--", 0));  // 1 ms per kernel hides behind the MLPs
   CHECK(step_at("E-", 1'000'000) > step_at("E-", 0));  // not behind the MoE layer's own kernels
+}
+
+// Per-layer CUDA graphs issue a graphed part's kernels with one launch a pass, so a host-bound
+// MoE forward shortens with each part graphed; outside a graph the host issues one GEMM per
+// local expert (Transformer Engine's multi-stream grouped GEMM), so twice the experts cost at
+// least one more millisecond a kernel for each added expert, in both grouped GEMMs of both layers.
+TEST_CASE("host issue time: graphed layer parts, one GEMM per local expert") {
+  const StepScenario sc = moe_on_one_h100(2);
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  const auto compute = [&](const StepScenario& s) { return run_step(s, with_host(s, 1'000'000), *schedule, {}).stages[0].compute_s; };
+  const auto graphed = [&](const char* scope) {
+    StepScenario s = sc;
+    s.plan.cuda_graphs = scope;
+    return compute(s);
+  };
+  CHECK(graphed("attn") < graphed("none"));
+  CHECK(graphed("attn+moe_router") < graphed("attn"));
+  CHECK(graphed("attn+moe_router+moe_preprocess") < graphed("attn+moe_router"));
+  CHECK(graphed("moe") < graphed("moe_router"));
+  CHECK(graphed("mamba") == graphed("none"));  // no Mamba layer to graph
+  StepScenario half = sc;
+  half.model.moe.experts /= 2;
+  const double added = static_cast<double>(sc.model.moe.experts - half.model.moe.experts);
+  CHECK(compute(sc) - compute(half) >= 2 * 2 * added * 1e-3);
 }
 
 // plan.precision: the linear layers' GEMMs at the precision's tensor-core peak, with their casts;
@@ -1248,7 +1298,11 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { validate_plan(s.plan, s.model, 8, "s.json", "/plan"); }); };
   StepScenario bad = sc;
   bad.plan.cuda_graphs = "partial";
-  CHECK(error(bad).find("s.json:/plan/cuda_graphs: found \"partial\", expected none or full") != std::string::npos);
+  CHECK(error(bad).find("s.json:/plan/cuda_graphs: found \"partial\", expected none, full, or parts of a layer joined by '+' (attn, mlp") != std::string::npos);
+  bad.plan.cuda_graphs = "attn+moe_router+attn";
+  CHECK(error(bad).find("attn is listed twice") != std::string::npos);
+  bad.plan.cuda_graphs = "attn+";
+  CHECK(error(bad).find("found \"attn+\", expected none, full") != std::string::npos);
   bad = sc;
   bad.plan.precision = "bf16";
   bad.plan.fp8_attention = true;
