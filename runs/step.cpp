@@ -81,6 +81,8 @@ std::string plan_line(const models::ParallelPlan& p) {
   if (p.overlap_ep_comm) line += " overlap_ep_comm";
   if (p.ep_comm != "inline") line += " ep_comm=" + p.ep_comm;
   if (p.fused_moe_mlp) line += " fused_moe_mlp";
+  if (p.ep > 1 && p.moe_dispatch != "nccl") line += " moe_dispatch=" + p.moe_dispatch;
+  if (p.cross_entropy != "fused") line += " cross_entropy=" + p.cross_entropy;
   if (p.lora.enabled) {
     std::string targets;
     for (const auto& [on, name] : {std::pair{p.lora.qkv, "qkv"}, {p.lora.proj, "proj"}, {p.lora.fc1, "fc1"}, {p.lora.fc2, "fc2"}}) {
