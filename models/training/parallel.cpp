@@ -11,20 +11,29 @@
 
 namespace orrery::models {
 
+namespace {
+// The parts of a '+'-joined list, empty ones included ("attn+" has two: "attn" and "").
+std::vector<std::string_view> plus_parts(std::string_view list) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find('+', at), list.size());
+    parts.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  return parts;
+}
+}  // namespace
+
 std::string check_cuda_graphs(std::string_view cuda_graphs) {
   if (cuda_graphs == "none" || cuda_graphs == "full") return "";
   const auto expected = [&] {
-    return fmt::format("found {}, expected none, full, or parts of a layer joined by '+' ({})", sim::quote(std::string(cuda_graphs)), fmt::join(kGraphScopes, ", "));
+    return fmt::format("found {}, expected none, full, or parts of a layer joined by '+' ({})", sim::quote(cuda_graphs), fmt::join(kGraphScopes, ", "));
   };
   std::vector<std::string_view> seen;
-  std::size_t at = 0;
-  while (at <= cuda_graphs.size()) {
-    const std::size_t end = std::min(cuda_graphs.find('+', at), cuda_graphs.size());
-    const std::string_view part = cuda_graphs.substr(at, end - at);
+  for (const std::string_view part : plus_parts(cuda_graphs)) {
     if (std::find(kGraphScopes.begin(), kGraphScopes.end(), part) == kGraphScopes.end()) return expected();
     if (std::find(seen.begin(), seen.end(), part) != seen.end()) return fmt::format("{}; {} is listed twice", expected(), part);
     seen.push_back(part);
-    at = end + 1;
   }
   return "";
 }
@@ -32,13 +41,8 @@ std::string check_cuda_graphs(std::string_view cuda_graphs) {
 bool ParallelPlan::graphed(std::string_view scope) const {
   if (cuda_graphs == "full") return true;
   if (cuda_graphs == "none") return false;
-  std::size_t at = 0;
-  while (at <= cuda_graphs.size()) {
-    const std::size_t end = std::min(cuda_graphs.find('+', at), cuda_graphs.size());
-    if (std::string_view(cuda_graphs).substr(at, end - at) == scope) return true;
-    at = end + 1;
-  }
-  return false;
+  const std::vector<std::string_view> parts = plus_parts(cuda_graphs);
+  return std::find(parts.begin(), parts.end(), scope) != parts.end();
 }
 
 std::string_view to_string(Recompute r) {
