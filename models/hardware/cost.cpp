@@ -113,10 +113,7 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
     }
     default: break;
   }
-  if (k.launch_per_product) {
-    const std::int64_t products = k.kind == KernelKind::grouped_gemm ? static_cast<std::int64_t>(k.group_m.size()) : k.batch;
-    t.overhead_s *= static_cast<double>((products + kGroupedGemmStreams - 1) / kGroupedGemmStreams);
-  }
+  t.overhead_s *= static_cast<double>((launches(k) + kGroupedGemmStreams - 1) / kGroupedGemmStreams);
   t.efficiency *= params_.step_efficiency;
   if (t.executed_flops > 0) t.compute_s = t.executed_flops / (peak * t.efficiency);
   return t;

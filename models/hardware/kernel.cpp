@@ -122,6 +122,11 @@ Kernel Kernel::optimizer(std::int64_t params) {
   return x;
 }
 
+std::int64_t launches(const Kernel& x) {
+  if (!x.launch_per_product) return 1;
+  return x.kind == KernelKind::grouped_gemm ? static_cast<std::int64_t>(x.group_m.size()) : x.batch;
+}
+
 std::int64_t tokens(const Kernel& x) { return std::accumulate(x.doc_lens.begin(), x.doc_lens.end(), std::int64_t{0}); }
 
 double sum_squares(const Kernel& x) {

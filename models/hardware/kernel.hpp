@@ -96,6 +96,8 @@ inline constexpr double kAdamBytesPerParam = 30;
 sim::Flops flops(const Kernel&);
 // Compulsory HBM traffic: every operand read once and every result written once.
 sim::Bytes min_bytes(const Kernel&);
+// The kernels the host launches for it: one per product under launch_per_product, else one.
+std::int64_t launches(const Kernel&);
 // Sum of the documents' lengths (attention), and of their squares.
 std::int64_t tokens(const Kernel&);
 double sum_squares(const Kernel&);

@@ -452,7 +452,7 @@ struct Ctx {
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
     c.flops += flops(k).value();
-    c.host += host_issue;
+    c.host += host_issue * static_cast<double>(launches(k));
   }
   static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
   Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
@@ -698,7 +698,9 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
     for (const auto& [nn, kk] : {std::pair{up, width}, std::pair{width, e.expert_ffn}}) {
       const DType t = c.prec.gemm;
-      // Transformer Engine's grouped linear layer runs one GEMM per local expert; the fused
+      // Transformer Engine's grouped linear layer runs one GEMM per local expert, each issued by
+      // the host (te_general_grouped_gemm, "For now, we only have multi-stream cublas backend":
+      // nvte_multi_stream_cublas_gemm loops over them), forward, dgrad and wgrad alike; the fused
       // grouped MLP is one kernel.
       Kernel f = Kernel::grouped_gemm(groups, nn, kk, t);
       Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
@@ -714,15 +716,6 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       if (!p.lora.enabled) {  // LoRA: the experts frozen, without adapters
         c.add(lc.w, w);
         gemm_bw += c.cost.time(w).to_seconds();
-      }
-      // The host issues each of those GEMMs (te_general_grouped_gemm, "For now, we only have
-      // multi-stream cublas backend": nvte_multi_stream_cublas_gemm loops over them), forward,
-      // dgrad and wgrad alike.
-      if (!p.fused_moe_mlp) {
-        const double more = (local - 1) * c.host_issue;
-        lc.f.host += more;
-        lc.b.host += more;
-        if (!p.lora.enabled) lc.w.host += more;
       }
     }
     const double fe = static_cast<double>(e.expert_ffn);
