@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -871,6 +872,13 @@ class FabricLinks {
     }
   }
   std::span<const std::uint32_t> route_of(std::uint32_t i) const { return {pool_.data() + by_transfer_[i].first, by_transfer_[i].count}; }
+  // A transfer's route, kept nowhere (for one pass over a plan too large for a table of them);
+  // valid until the next call. Not with route(), resolve() or route_of() on the same object.
+  std::span<const std::uint32_t> route_once(const Transfer& tr) {
+    pool_.clear();
+    if (tr.src != tr.dst) append_route(tr);
+    return pool_;
+  }
 
  private:
   // A connection (src, dst, flow hash, NVLS) and its route: its links in pool_ (one allocation for
@@ -1503,6 +1511,154 @@ CollectiveResult run_concurrent(const Topology& t, std::span<const CollectiveSpe
     r.time = *std::max_element(r.ends.begin(), r.ends.end());
     return r;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Mixes by link loads
+
+LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEfficiency& e) {
+  CollectiveSpec s = spec;
+  double repeat = 1;
+  const bool ring_op = s.op == CollectiveOp::all_reduce || s.op == CollectiveOp::reduce_scatter || s.op == CollectiveOp::all_gather;
+  const bool ring = s.algo == CollectiveAlgo::ring && ring_op && s.pair_bytes.empty();
+  if (ring) {
+    // Every step of a ring repeats the first's connections and pieces (plan_ring).
+    repeat = ring_steps(s.op, ranks_of(t, s));
+    s.ring_steps = 1;
+  }
+  const CollectivePlan plan = plan_collective(t, s);
+  FabricLinks links(t, e, false);
+  const std::span<const double> capacity = links.capacity();
+  LinkLoad out;
+  out.bytes.assign(capacity.size(), 0.0);
+  out.connections.assign(capacity.size(), 0);
+  out.size = spec.size.value();
+  // A transfer after an earlier one of its own connection (a chunk after the one before) is no
+  // new flow beside it.
+  const auto again = [&](std::size_t i) {
+    const Transfer& tr = plan.transfers[i];
+    const std::uint32_t* dep = plan.deps.data() + tr.deps_begin;
+    return std::any_of(dep, dep + tr.deps_count, [&](std::uint32_t d) {
+      const Transfer& o = plan.transfers[d];
+      return d < i && o.src == tr.src && o.dst == tr.dst && o.flow_hash == tr.flow_hash && o.nvls == tr.nvls;
+    });
+  };
+  const auto add = [&](std::size_t i, std::span<const std::uint32_t> route) {
+    const bool repeated = again(i);
+    for (const std::uint32_t l : route) {
+      out.bytes[l] += plan.transfers[i].bytes * repeat;
+      out.connections[l] += repeated ? 0 : 1;
+    }
+  };
+  const auto finish = [&] {
+    for (std::size_t l = 0; l < capacity.size(); ++l) out.wire = std::max(out.wire, out.bytes[l] / capacity[l]);
+    return out;
+  };
+  // A ring of one step (two ranks) is sends on their own, as direct ones are.
+  if (s.algo == CollectiveAlgo::direct || (ring && repeat == 1)) {
+    for (std::size_t i = 0; i < plan.transfers.size(); ++i) add(i, links.route_once(plan.transfers[i]));
+    return finish();
+  }
+  links.resolve(plan);
+  for (std::size_t i = 0; i < plan.transfers.size(); ++i) add(i, links.route_of(static_cast<std::uint32_t>(i)));
+  // Chains: a ring's channels in each group (plan_ring adds them one after another), else the groups.
+  const std::size_t groups = std::max<std::size_t>(1, plan.group_begin.size());
+  const std::size_t per_chain = std::max<std::size_t>(1, plan.transfers.size() / groups / (ring ? static_cast<std::size_t>(plan.channels) : 1));
+  std::vector<double> chain(plan.transfers.size() / per_chain + 1, 0.0);
+  for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+    for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) chain[i / per_chain] = std::max(chain[i / per_chain], out.bytes[l] / capacity[l]);
+  }
+  out.rate.assign(capacity.size(), 0.0);
+  out.chain_wire.assign(capacity.size(), 0.0);
+  for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+    const double wire = chain[i / per_chain];
+    if (wire <= 0) continue;
+    for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) {
+      out.rate[l] += plan.transfers[i].bytes * repeat / wire;
+      out.chain_wire[l] = std::max(out.chain_wire[l], wire);
+    }
+  }
+  return finish();
+}
+
+namespace {
+
+// On one link of capacity `c`, streams that all start at zero, each with bytes to move, a rate
+// it never passes and a weight (its connections): the capacity goes to them max-min fairly by
+// weight, each capped at its rate, until each has moved its bytes. Returns when stream 0 has.
+struct Stream {
+  double bytes, rate, weight;
+};
+double first_stream_end(std::vector<Stream> s, double c) {
+  double now = 0;
+  std::vector<double> rate(s.size());
+  std::vector<std::size_t> order;
+  for (;;) {
+    // Weighted max-min with caps: by cap per weight, each stream takes its cap while that is
+    // below the fair level of what is left, the rest that level.
+    order.clear();
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (s[k].bytes > 0) order.push_back(k);
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return s[a].rate * s[b].weight < s[b].rate * s[a].weight; });
+    double left = c, weight = 0;
+    for (const std::size_t k : order) weight += s[k].weight;
+    for (const std::size_t k : order) {
+      rate[k] = std::min(s[k].rate, left / weight * s[k].weight);
+      left -= rate[k], weight -= s[k].weight;
+    }
+    double step = std::numeric_limits<double>::infinity();
+    for (const std::size_t k : order) step = std::min(step, s[k].bytes / rate[k]);
+    now += step;
+    for (const std::size_t k : order) s[k].bytes = s[k].bytes <= rate[k] * step * (1 + 1e-12) ? 0 : s[k].bytes - rate[k] * step;
+    if (s[0].bytes == 0) return now;
+  }
+}
+
+}  // namespace
+
+std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const LinkLoad* const> loads, std::span<const double> scale,
+                                              std::span<const sim::Duration> alone, const LinkEfficiency& e) {
+  const std::size_t m = loads.size();
+  ORRERY_CHECK(scale.size() == m && alone.size() == m, "{} loads, {} scales and {} times", m, scale.size(), alone.size());
+  const FabricLinks links(t, e, false);
+  const std::span<const double> capacity = links.capacity();
+  std::vector<double> wire(m);
+  for (std::size_t k = 0; k < m; ++k) {
+    ORRERY_CHECK(loads[k]->bytes.size() == capacity.size(), "a link load of another fabric");
+    wire[k] = std::min(loads[k]->wire * scale[k], alone[k].to_seconds());
+  }
+  std::vector<double> late(m, 0.0);
+  std::vector<Stream> streams;
+  std::vector<std::size_t> who;
+  for (std::size_t l = 0; l < capacity.size(); ++l) {
+    streams.clear(), who.clear();
+    double total = 0;
+    for (std::size_t k = 0; k < m; ++k) {
+      const double bytes = loads[k]->bytes[l] * scale[k];
+      if (bytes <= 0 || wire[k] <= 0) continue;
+      const double rate = loads[k]->lockstep() ? loads[k]->rate[l] : capacity[l];
+      if (rate <= 0) continue;
+      streams.push_back({bytes, rate, static_cast<double>(std::max<std::uint32_t>(1, loads[k]->connections[l]))});
+      who.push_back(k);
+      total += rate;
+    }
+    if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9)) continue;  // nobody waits here
+    for (std::size_t j = 0; j < streams.size(); ++j) {
+      std::swap(streams[0], streams[j]);
+      const double end = first_stream_end(streams, capacity[l]);
+      std::swap(streams[0], streams[j]);
+      const std::size_t k = who[j];
+      const LinkLoad& load = *loads[k];
+      // Lockstep: the link's chains end late by what it adds to their stream (alone, it moved
+      // its bytes at its rate), from their own wire time; direct: its flows end with the stream.
+      const double until = load.lockstep() ? end - streams[j].bytes / streams[j].rate + load.chain_wire[l] * scale[k] : end;
+      late[k] = std::max(late[k], until - wire[k]);
+    }
+  }
+  std::vector<sim::Duration> ends(m);
+  for (std::size_t k = 0; k < m; ++k) ends[k] = alone[k] + sim::ceil_duration_ns(late[k] * 1e9);
+  return ends;
 }
 
 std::string fabric_link_name(const Topology& t, sim::LinkId link) {

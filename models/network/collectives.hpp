@@ -173,6 +173,43 @@ CollectiveResult run_collective(const Topology& topology, const CollectiveSpec& 
 CollectiveResult run_concurrent(const Topology& topology, std::span<const CollectiveSpec> specs, const LinkEfficiency& efficiency = {},
                                 std::optional<std::size_t> only = std::nullopt);
 
+// What a collective with all its groups (CollectiveSpec::groups) puts on each link of the
+// fabric over its whole run, alone, at `efficiency`: links as the flow network numbers them (the
+// topology's, then one NVLS port per GPU-switch link). A ring's steps move the same pieces over
+// the same connections, so a ring of reduce-scatter, all-gather or all-reduce is planned for one
+// step and its bytes multiplied by its steps.
+struct LinkLoad {
+  std::vector<double> bytes;
+  std::vector<std::uint32_t> connections;  // flows at once through the link
+  // Lockstep collectives (a ring's or a tree's transfers wait on each other): each chain (a
+  // group's channel, or a group) moves at the pace of its busiest link, where its collective's
+  // bytes take the longest at full capacity (its wire time). By link: the rate at which its
+  // chains pass it (bytes / their wire times), and the longest wire time of a chain through it.
+  // Empty for direct sends (an all-to-all, a pipeline exchange, a ring of one step), whose
+  // flows go each at their own pace.
+  std::vector<double> rate;
+  std::vector<double> chain_wire;
+  double wire = 0;  // seconds: the collective's busiest link at full capacity
+  double size = 0;  // the spec's size (CollectiveSpec::size); the same plan at another size scales bytes and wires
+  bool lockstep() const { return !rate.empty(); }
+};
+LinkLoad link_load(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {});
+
+// Several collectives at once, each with all its groups, approximately, where their mix is too
+// large to simulate flow by flow (run_concurrent): collective k ran alone on the whole fabric in
+// alone[k] and loaded the links with loads[k], its bytes and wire times times scale[k]. Its time
+// beyond its wire time is latency, which contention leaves alone. On each link they share, every
+// collective is a stream of its bytes there and the link divides its capacity among the streams
+// max-min fairly, each weighted by its connections through it, until each has moved its bytes:
+// a lockstep collective's stream never passes its chains' rate there, and a chain through the
+// link ends late by what the link adds to the stream's time; direct sends take what the link
+// gives and end when their most delayed link has moved its bytes. Exact where no link is loaded
+// past its capacity (each ends as alone); tests/models/network/symmetry_test.cpp measures it
+// against run_concurrent on mixes small enough to run both. Returns each collective's end.
+std::vector<sim::Duration> ends_by_link_loads(const Topology& topology, std::span<const LinkLoad* const> loads,
+                                              std::span<const double> scale, std::span<const sim::Duration> alone,
+                                              const LinkEfficiency& efficiency = {});
+
 // Closed form for an uncontended run: steps x (alpha + bytes per step / bandwidth), with
 // alpha the latency of one hop and the bandwidth that of the busiest link kind on the path.
 sim::Duration alpha_beta(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {});

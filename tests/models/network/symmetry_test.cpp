@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -328,4 +329,74 @@ TEST_CASE("repeat_ring_steps: a ring's reduction at k steps from its first two, 
   }
   MESSAGE(reduced, " reductions compared, ", compared, " transfers");
   CHECK(reduced >= 20);
+}
+
+// Mixes too large to simulate together are costed from each collective's run alone and the
+// loads the others put on its links (ends_by_link_loads): against run_concurrent on every mix
+// above.
+TEST_CASE("mixes by link loads: against the simulated mix") {
+  std::vector<Mix> mixes = long_ring_mixes();
+  const auto make = grouped;
+  mixes.push_back({"DP rings + EP all-to-alls, 128 GPUs, 2:1 sprayed", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2,routing=spray",
+                   {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)}});
+  mixes.push_back({"DP rings + EP all-to-alls, hashed ECMP 2:1", "dgx-h100:nodes=16,fabric=fat-tree,leaf_ports=16,oversubscription=2",
+                   {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 16, 8, 8), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 8, 1)}});
+  mixes.push_back({"DP rings across NVLink domains + EP all-to-alls, 2:1 sprayed",
+                   "nvl72:domains=8,gpus_per_domain=32,fabric=fat-tree,leaf_ports=16,routing=spray,oversubscription=2",
+                   {grouped(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 1e9, 64, 4, 1), grouped(CollectiveOp::all_to_all, CollectiveAlgo::direct, 4e6, 64, 4, 1)}});
+  mixes.push_back({"EP all-to-alls across two NVLink domains + PP exchanges, 2:1 sprayed",
+                   "nvl72:domains=4,gpus_per_domain=32,fabric=fat-tree,leaf_ports=16,routing=spray,oversubscription=2",
+                   {make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 32e6, 64, 2, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 16e6, 2, 64, 64)}});
+  // As a frontier plan lays out its kinds (DeepSeek-V3, tp 1): data-parallel rings over racks of
+  // one scalable unit, expert all-to-alls inside each rack, pipeline sends between units over
+  // the hashed spines of nvl72's default rail fabric.
+  mixes.push_back({"DP rings + EP all-to-alls inside racks + PP exchanges across units, hashed rails",
+                   "nvl72:domains=16,gpus_per_domain=16,leaf_ports=4,oversubscription=2",
+                   {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 256e6, 64, 4, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 16, 1),
+                    make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 2, 128, 64)}});
+  mixes.push_back({"short DP ring beside long EP all-to-alls across racks, hashed rails",
+                   "nvl72:domains=8,gpus_per_domain=16,leaf_ports=4,oversubscription=2",
+                   {make(CollectiveOp::all_gather, CollectiveAlgo::ring, 16e6, 32, 4, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 512e6, 32, 4, 1)}});
+  {
+    // As NCCL runs them: a software latency each, no link latencies, a ring of four chunks.
+    CollectiveSpec ring = make(CollectiveOp::all_reduce, CollectiveAlgo::ring, 256e6, 32, 8, 8), a2a = make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 8, 32, 1);
+    ring.chunks = 4, ring.latency = sim::Duration::microseconds(30), a2a.latency = sim::Duration::microseconds(20);
+    ring.link_latency = a2a.link_latency = false;
+    mixes.push_back({"DP all-reduce in chunks + EP all-to-alls, NCCL latencies, 256 GPUs, 4:1 hashed ECMP",
+                     "dgx-h100:nodes=32,fabric=fat-tree,leaf_ports=16,oversubscription=4", {ring, a2a}});
+  }
+  mixes.push_back({"DP reduce-scatter + CP all-gather rings + PP exchanges, 512 GPUs, 2:1 hashed ECMP",
+                   "dgx-h100:nodes=64,fabric=fat-tree,leaf_ports=32,oversubscription=2",
+                   {make(CollectiveOp::reduce_scatter, CollectiveAlgo::ring, 512e6, 16, 32, 16), make(CollectiveOp::all_gather, CollectiveAlgo::ring, 64e6, 2, 256, 8),
+                    make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 128e6, 2, 256, 256)}});
+  mixes.push_back({"long EP all-to-alls + short PP exchanges across a 4:1 sprayed spine", "dgx-h100:nodes=32,fabric=fat-tree,leaf_ports=16,oversubscription=4,routing=spray",
+                   {make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 512e6, 16, 16, 1), make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 8e6, 2, 128, 128)}});
+  double worst = 0;
+  int slowed = 0, compared = 0;
+  for (const Mix& m : mixes) {
+    const Topology t = build_topology(m.topology);
+    const CollectiveResult together = run_concurrent(t, m.specs);
+    std::vector<LinkLoad> loads;
+    std::vector<const LinkLoad*> views;
+    std::vector<sim::Duration> alone;
+    std::vector<double> scale(m.specs.size(), 1.0);
+    for (const CollectiveSpec& s : m.specs) {
+      loads.push_back(link_load(t, s));
+      alone.push_back(run_collective(t, s).time);
+    }
+    for (const LinkLoad& l : loads) views.push_back(&l);
+    const std::vector<sim::Duration> ends = ends_by_link_loads(t, views, scale, alone);
+    REQUIRE(ends.size() == m.specs.size());
+    for (std::size_t k = 0; k < ends.size(); ++k) {
+      INFO(std::string(m.what), " #", k, ": alone ", alone[k].ns(), " ns, together ", together.ends[k].ns(), " ns, by loads ", ends[k].ns(), " ns");
+      CHECK(ends[k] >= alone[k]);
+      const double error = ends[k].to_seconds() / together.ends[k].to_seconds() - 1;
+      CHECK(std::abs(error) < 0.03);
+      worst = std::max(worst, std::abs(error));
+      slowed += together.ends[k].to_seconds() > 1.05 * alone[k].to_seconds();
+      ++compared;
+    }
+  }
+  CHECK(slowed >= 12);  // most of them meet real contention
+  MESSAGE(compared, " ends by link loads against the simulated mixes, ", slowed, " of them slowed by more than 5%: worst error ", 100 * worst, "%");
 }
