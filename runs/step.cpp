@@ -166,10 +166,11 @@ void step(const StepOptions& o, std::ostream& out) {
   print_capacity_lines(out, sc, r.step_time.to_seconds(), train_tokens);
   out << fmt::format("simulated  {} ranks, {} tasks, {} flows, model {}\n", r.ranks_simulated, r.tasks, r.flows, cost_model_line(cost, sc.gpu));
   if (sc.contention == models::Contention::fabric) {
-    const auto [all, some, apart, alone] = r.comm_mixes;
-    out << fmt::format("contention the whole fabric: of the DP, EP, CP and PP collectives, {} ran beside every other kind on their links, {} "
-                       "beside some (a kind past 2M transfers left out), {} apart from the others, {} with no other kind on their links\n",
-                       all, some, apart, alone);
+    const auto [together, by_loads, apart, alone] = r.comm_mixes;
+    out << fmt::format("contention the whole fabric: of the DP, EP, CP and PP collectives, {} ran beside every other kind on their links "
+                       "simulated together, {} beside them by link loads (a mix past 2M transfers), {} apart from the others, {} with no other "
+                       "kind on their links\n",
+                       together, by_loads, apart, alone);
   }
   out << (nccl ? "comm       as NCCL runs it: its algorithm, protocol and latency by size, NVLink and NIC shares fitted on nccl-tests sweeps\n"
                : "comm       line rate: every collective a ring (or direct sends) at NCCL's peak efficiency on each link\n");
@@ -190,7 +191,7 @@ void step(const StepOptions& o, std::ostream& out) {
     rep.set("/simulated/ranks", static_cast<std::int64_t>(r.ranks_simulated));
     if (sc.contention == models::Contention::fabric) {
       rep.set("/simulated/collectives_beside_all", std::int64_t{r.comm_mixes[0]});
-      rep.set("/simulated/collectives_beside_some", std::int64_t{r.comm_mixes[1]});
+      rep.set("/simulated/collectives_by_link_loads", std::int64_t{r.comm_mixes[1]});
       rep.set("/simulated/collectives_apart", std::int64_t{r.comm_mixes[2]});
       rep.set("/simulated/collectives_alone", std::int64_t{r.comm_mixes[3]});
     }

@@ -103,7 +103,7 @@ class CollectiveMemo {
   struct Entry {
     double seconds = 0;
     std::uint64_t flows = 0;
-    int mix = 0;  // contention=fabric (CommCost::collective): 1 beside other kinds, -1 their mix too large, 0 not mixed
+    int mix = 0;  // contention=fabric (CommCost::collective): beside the other kinds 1 simulated together, 2 by link loads; 0 not mixed
   };
   static CollectiveMemo& process() {
     static CollectiveMemo memo;
@@ -148,6 +148,9 @@ class CommCost {
   }
   // Whether collectives may be simulated by symmetry classes (CollectiveSpec::symmetry).
   void set_symmetry(bool on) { symmetry_ = on; }
+  // The most transfers a kind's plan may hold in a mix simulated together (0: kMixTransfers);
+  // past it the mix is costed by link loads.
+  void set_mix_transfers(std::size_t most) { mix_transfers_ = most > 0 ? most : kMixTransfers; }
 
   double collective(CollectiveOp op, double bytes, int n, int stride, CommKind kind = CommKind::none) {
     if (n <= 1 || bytes <= 0) return 0;
@@ -160,16 +163,17 @@ class CommCost {
     // contention=fabric: the group's collective with all its copies on the whole fabric, and
     // one of each other kind of the plan beside it, all starting together (set_mix). Its
     // plan holds every transfer of every group of every kind (symmetry classes reduce the
-    // run, not the plan; a long ring plans 2k of its steps, run_concurrent): a kind whose plan
-    // passes kMixTransfers, as at frontier scale where even 2k steps of every data-parallel
-    // group's 64-channel ring are millions of transfers, is left out of the mix, and costed
-    // itself with all its groups on the whole fabric but apart from the others.
+    // run, not the plan; a long ring plans 2k of its steps, run_concurrent). Where a kind's
+    // plan passes kMixTransfers, as at frontier scale where even 2k steps of every
+    // data-parallel group's 64-channel ring are millions of transfers, the mix is costed by
+    // link loads instead (ends_by_link_loads: each kind alone with all its groups on the whole
+    // fabric, and the streams the others put on its links).
     // Pipeline sends take the whole fabric only beside another kind (alone, a stage pair's
     // send as before).
     const Member self{op, bytes, n, stride};
     const bool fits = fabric && whole_fits(self, kind) && (op != CollectiveOp::send_recv || kind == CommKind::pp);
     std::vector<CollectiveSpec> others;
-    std::vector<std::size_t> other_kinds;
+    std::vector<std::size_t> other_kinds;  // every kind beside it, in or out of `others`
     std::string key_mix;
     bool left_out = false;
     if (fits && kind != CommKind::none) {
@@ -179,21 +183,22 @@ class CommCost {
         // (NIC to NIC) share no link: leaving it out is exact.
         if (other == kind || !mix_[k] || !whole_fits(*mix_[k], other) || disjoint(self, *mix_[k])) continue;
         if (!mix_specs_[k]) mix_specs_[k] = plan_alone(*mix_[k], true).spec;  // once per step: NCCL's choice for it
-        if (too_large_[k] || planned_transfers(*mix_specs_[k]) > kMixTransfers) {
+        other_kinds.push_back(k);
+        key_mix += fmt::format("|{}:{}:{:a}:{}:{}", k, static_cast<int>(mix_[k]->op), mix_[k]->bytes, mix_[k]->n, mix_[k]->stride);
+        if (too_large_[k] || planned_transfers(*mix_specs_[k]) > mix_transfers_) {
           left_out = true;
           continue;
         }
         others.push_back(*mix_specs_[k]);
-        other_kinds.push_back(k);
-        key_mix += fmt::format("|{}:{}:{:a}:{}:{}", k, static_cast<int>(mix_[k]->op), mix_[k]->bytes, mix_[k]->n, mix_[k]->stride);
       }
     }
-    const bool whole = fits && (op != CollectiveOp::send_recv || !others.empty());
+    const bool whole = fits && (op != CollectiveOp::send_recv || !other_kinds.empty());
     // Alone, a group's cost depends only on the smallest fabric that holds it; on the whole
     // fabric, on its groups' placement (the stride) and the mix.
     const std::string memo_key =
         fmt::format("{}|{}|{}|{}|{:a}|{}|{}{}", whole ? cluster_.scaled(cluster_.units(), cluster_.per_unit()) : home_fabric(self),
-                    static_cast<int>(model_), static_cast<int>(op), n, bytes, whole ? stride : 0, symmetry_ ? 1 : 0, key_mix);
+                    static_cast<int>(model_), static_cast<int>(op), n, bytes, whole ? stride : 0, symmetry_ ? 1 : 0,
+                    key_mix.empty() ? key_mix : fmt::format("{}|{}", mix_transfers_, key_mix));
     const CollectiveMemo::Entry e = CollectiveMemo::process().get(memo_key, [&] {
       if (model_ == CommModel::nccl_closed || model_ == CommModel::alpha_beta) {  // one group, uncontended, closed form
         CollectiveSpec spec;
@@ -212,7 +217,7 @@ class CommCost {
         const CollectiveResult r = run_collective(fabric_instance(p.fabric), p.spec, p.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       };
-      if (!whole || (others.empty() && kind != CommKind::none && inside_unit(self))) return alone();
+      if (!whole || (other_kinds.empty() && kind != CommKind::none && inside_unit(self))) return alone();
       const Topology& all = fabric_instance(cluster_.scaled(cluster_.units(), cluster_.per_unit()));
       const Planned mine = plan_alone(self, true);
       const auto apart = [&] {
@@ -220,7 +225,32 @@ class CommCost {
         const CollectiveResult r = run_collective(all, mine.spec, mine.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       };
-      if (others.empty() || planned_transfers(mine.spec) > kMixTransfers) return apart();
+      if (other_kinds.empty()) return apart();
+      // Too large to simulate together: each kind alone with all its groups on the whole
+      // fabric, and the streams the others put on its links.
+      const auto by_loads = [&] {
+        std::vector<Member> members{self};
+        for (const std::size_t k : other_kinds) members.push_back(*mix_[k]);
+        std::vector<std::shared_ptr<const LinkLoad>> loads;
+        std::vector<const LinkLoad*> views;
+        std::vector<double> scale;
+        std::vector<sim::Duration> alone_ends;
+        CollectiveMemo::Entry out;
+        for (std::size_t j = 0; j < members.size(); ++j) {
+          const Planned p = j == 0 ? mine : plan_alone(members[j], true);
+          const CollectiveMemo::Entry a = whole_alone(members[j], p);
+          loads.push_back(load_of(p.spec, p.efficiency));
+          if (!loads.back()) return apart();  // even one step's plan too large
+          views.push_back(loads.back().get());
+          scale.push_back(p.spec.size.value() / loads.back()->size);
+          alone_ends.push_back(sim::ceil_duration_ns(a.seconds * 1e9));
+          out.flows += a.flows;
+        }
+        out.seconds = ends_by_link_loads(all, views, scale, alone_ends, mine.efficiency).front().to_seconds();
+        out.mix = 2;
+        return out;
+      };
+      if (left_out || planned_transfers(mine.spec) > mix_transfers_) return by_loads();
       // The mix shares the links at this collective's efficiencies (NCCL's protocol and NIC
       // shares of the collective costed); the others are its load.
       std::vector<CollectiveSpec> specs{mine.spec};
@@ -228,28 +258,26 @@ class CommCost {
         s.link_latency = mine.spec.link_latency, s.quantum = mine.spec.quantum;
         specs.push_back(std::move(s));
       }
-      for (CollectiveSpec& s : specs) s.max_transfers = kMixTransfers;
+      for (CollectiveSpec& s : specs) s.max_transfers = mix_transfers_;
       try {
         const CollectiveResult r = run_concurrent(all, specs, mine.efficiency, 0);
         return CollectiveMemo::Entry{r.ends.front().to_seconds(), r.flows, 1};
-      } catch (const sim::InputError&) {  // a plan past kMixTransfers that planned_transfers did not foresee
-        for (std::size_t j = 0; j < others.size(); ++j) {  // which: left out of later mixes
+      } catch (const sim::InputError&) {  // a plan past mix_transfers_ that planned_transfers did not foresee
+        for (std::size_t j = 0; j < others.size(); ++j) {  // which: costed by loads in later mixes
           try {
             plan_collective(all, specs[j + 1]);
           } catch (const sim::InputError&) {
             too_large_[other_kinds[j]] = true;
           }
         }
-        CollectiveMemo::Entry a = apart();
-        a.mix = -1;
-        return a;
+        return by_loads();
       }
     });
     flows_ += e.flows;
     if (fabric && kind != CommKind::none) {
-      // Beside every other kind on its links, beside some (one too large), apart (its mix too
-      // large), with none on its links.
-      ++mixes_[e.mix > 0 ? (left_out ? 1 : 0) : e.mix < 0 || left_out || !others.empty() ? 2 : 3];
+      // Beside every other kind on its links (simulated together, or by link loads), apart (even
+      // one step of a kind's plan too large for its loads), with none on its links.
+      ++mixes_[e.mix == 1 ? 0 : e.mix == 2 ? 1 : !other_kinds.empty() ? 2 : 3];
     }
     return cache_[key] = e.seconds;
   }
@@ -266,14 +294,16 @@ class CommCost {
   }
   std::size_t flows() const { return flows_; }
   // contention=fabric: how many of the plan's collectives (DP, EP, CP, PP; each size once) were
-  // costed beside every other kind that shares their links, beside some (a kind's plan past
-  // kMixTransfers left out), apart (its own plan past it, or every other kind's), and with no
-  // other kind on their links.
+  // costed beside every other kind that shares their links, simulated together or (a plan past
+  // kMixTransfers) by link loads, apart (even a kind's one-step plan too large for its loads),
+  // and with no other kind on their links.
   std::array<int, 4> mixes() const { return mixes_; }
 
  private:
   static constexpr int kTray = 4;
   static constexpr std::size_t kMixTransfers = std::size_t{1} << 21;  // ~2M per kind: ~0.3 GB of plan and routes
+  // A kind's plan for its link loads (one step of a ring): ~16M transfers, ~0.8 GB while it is read.
+  static constexpr std::size_t kLoadTransfers = std::size_t{1} << 24;
   struct Member {
     CollectiveOp op;
     double bytes;
@@ -310,6 +340,44 @@ class CommCost {
     const auto steps = static_cast<std::size_t>(ring > 0 ? ring : s.ranks - 1);
     return groups * n * steps * ch * chunks;
   }
+  // A kind alone with all its groups on the whole fabric (`p`: plan_alone(m, true)), as a mix
+  // by link loads needs it: a kind inside servers or NVLink domains as one group alone (its
+  // groups share no link), pipeline sends as their stage pairs' exchanges.
+  CollectiveMemo::Entry whole_alone(const Member& m, const Planned& p) {
+    const std::string home = home_fabric(m), whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
+    const bool own = inside_unit(m) && m.op != CollectiveOp::send_recv;
+    const std::string key = fmt::format("alone|{}|{}|{}|{}|{:a}|{}|{}", own ? home : whole, static_cast<int>(model_), static_cast<int>(m.op), m.n, m.bytes,
+                                        own ? 0 : m.stride, symmetry_ ? 1 : 0);
+    return CollectiveMemo::process().get(key, [&] {
+      if (own) {
+        const Planned one = plan_alone(m, false);
+        const CollectiveResult r = run_collective(fabric_instance(one.fabric), one.spec, one.efficiency);
+        return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+      }
+      const CollectiveResult r = run_collective(fabric_instance(whole), p.spec, p.efficiency);
+      return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
+    });
+  }
+  // What a kind with all its groups puts on the whole fabric's links (link_load), for its plan's
+  // shape at any size; none where even one step of its plan passes kLoadTransfers.
+  std::shared_ptr<const LinkLoad> load_of(const CollectiveSpec& spec, const LinkEfficiency& e) {
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{:a}|{:a}|{:a}", static_cast<int>(spec.op), static_cast<int>(spec.algo), spec.ranks,
+                                        spec.groups, spec.stride, spec.channels, spec.chunks, spec.peer, spec.pair_bytes.size(), e.nvlink,
+                                        e.pcie, e.network);
+    if (const auto it = loads_.find(key); it != loads_.end()) return it->second;
+    CollectiveSpec one = spec;
+    one.ring_steps = 1;
+    if (planned_transfers(one) > kLoadTransfers) return loads_[key] = nullptr;
+    const Topology& all = fabric_instance(cluster_.scaled(cluster_.units(), cluster_.per_unit()));
+    one.max_transfers = kLoadTransfers;
+    one.ring_steps = 0;
+    try {
+      return loads_[key] = std::make_shared<const LinkLoad>(link_load(all, one, e));
+    } catch (const sim::InputError&) {  // a plan past kLoadTransfers that planned_transfers did not foresee
+      return loads_[key] = nullptr;
+    }
+  }
+
   // The builder spec of the smallest instance of the fabric that holds one group of `m`: for a
   // pipeline send between NVLink domains, one GPU of the pair in each, two domains of one tray,
   // rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
@@ -393,6 +461,8 @@ class CommCost {
   bool symmetry_ = true;
   std::array<int, 4> mixes_{};
   std::array<bool, kMixKinds> too_large_{};  // kinds whose plan on the whole fabric passed kMixTransfers
+  std::map<std::string, std::shared_ptr<const LinkLoad>> loads_;  // load_of, by plan shape
+  std::size_t mix_transfers_ = kMixTransfers;
   std::map<std::string, std::unique_ptr<Topology>> topologies_;  // built for the collectives the memo lacked
   std::size_t flows_ = 0;
 };
@@ -1784,6 +1854,7 @@ StepResult run_step_unchecked(const StepScenario& sc, const CostModel& cost, con
   check_scenario(sc, cluster);
   CommCost comm(cluster, options.comm);
   comm.set_symmetry(options.symmetry);
+  comm.set_mix_transfers(options.mix_transfers);
   const Ctx ctx = make_ctx(sc.model, sc.plan, cost, comm, sc.gpu);
   if (cluster.contention == Contention::fabric) set_step_mix(comm, ctx);
   ChunkCosts costs(ctx, options.reuse);

@@ -120,6 +120,10 @@ struct StepOptions {
   // Collectives by symmetry classes where exact (CollectiveSpec::symmetry); false: every flow
   // (to check the classes against).
   bool symmetry = true;
+  // contention=fabric: the most transfers a kind's plan may hold in a mix of kinds simulated
+  // together; past it the mix is costed by link loads (0: Orrery's limit, about 2M). Tests lower
+  // it to compare the two on the same step.
+  std::size_t mix_transfers = 0;
 };
 
 struct LinkSample {
@@ -172,10 +176,10 @@ struct StepResult {
   std::size_t tasks = 0;
   std::size_t flows = 0;       // flows simulated to cost the communication
   // contention=fabric: of the plan's data-, expert-, context-parallel and pipeline collectives
-  // (each size once), how many ran beside every other kind that shares their links, beside
-  // some (a kind whose plan passes 2M transfers left out), apart (each kind's groups together
-  // but without the others: its own plan, or every other kind's, too large), and with no other
-  // kind on their links.
+  // (each size once), how many ran beside every other kind that shares their links, simulated
+  // together or by link loads (a kind's plan past 2M transfers: models/network/collectives.hpp,
+  // ends_by_link_loads), apart (each kind's groups together but without the others: even one
+  // step of a kind's plan too large for its link loads), and with no other kind on their links.
   std::array<int, 4> comm_mixes{};
   std::size_t ranks_simulated = 0;
   sim::TaskGraph graph;        // when keep_graph
