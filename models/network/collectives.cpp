@@ -1526,13 +1526,39 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
     repeat = ring_steps(s.op, ranks_of(t, s));
     s.ring_steps = 1;
   }
-  const CollectivePlan plan = plan_collective(t, s);
   FabricLinks links(t, e, false);
   const std::span<const double> capacity = links.capacity();
   LinkLoad out;
   out.bytes.assign(capacity.size(), 0.0);
   out.connections.assign(capacity.size(), 0);
   out.size = spec.size.value();
+  const auto finish = [&] {
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+      out.wire = std::max(out.wire, out.bytes[l] / capacity[l]);
+      if (out.bytes[l] > 0) out.used.push_back(static_cast<std::uint32_t>(l));
+    }
+    return out;
+  };
+  if (s.algo == CollectiveAlgo::direct && s.op == CollectiveOp::all_to_all && s.pair_bytes.empty()) {
+    // A uniform all-to-all's transfers as plan_direct makes them, each a connection of its own,
+    // read without holding the plan (at frontier scale, millions of them).
+    const int n = checked_ranks(t, s);
+    for (int g = 0; g < s.groups; ++g) {
+      const std::vector<NodeIndex> gpus = s.groups == 1 && s.stride == 1 ? layout_of(t, n).ranks : group_gpus(t, s, n, g);
+      for (int x = 0; x < n; ++x) {
+        for (int d = 1; d < n; ++d) {
+          const NodeIndex src = gpus[static_cast<std::size_t>(x)], dst = gpus[static_cast<std::size_t>((x + d) % n)];
+          const Transfer tr{src, dst, s.size.value() / n, mix(9, src, dst), false, false, 0, 0};
+          for (const std::uint32_t l : links.route_once(tr)) {
+            out.bytes[l] += tr.bytes;
+            ++out.connections[l];
+          }
+        }
+      }
+    }
+    return finish();
+  }
+  const CollectivePlan plan = plan_collective(t, s);
   // A transfer after an earlier one of its own connection (a chunk after the one before) is no
   // new flow beside it.
   const auto again = [&](std::size_t i) {
@@ -1549,10 +1575,6 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
       out.bytes[l] += plan.transfers[i].bytes * repeat;
       out.connections[l] += repeated ? 0 : 1;
     }
-  };
-  const auto finish = [&] {
-    for (std::size_t l = 0; l < capacity.size(); ++l) out.wire = std::max(out.wire, out.bytes[l] / capacity[l]);
-    return out;
   };
   // A ring of one step (two ranks) is sends on their own, as direct ones are.
   if (s.algo == CollectiveAlgo::direct || (ring && repeat == 1)) {
@@ -1618,9 +1640,10 @@ double first_stream_end(std::vector<Stream> s, double c) {
 }  // namespace
 
 std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const LinkLoad* const> loads, std::span<const double> scale,
-                                              std::span<const sim::Duration> alone, const LinkEfficiency& e) {
+                                              std::span<const sim::Duration> alone, const LinkEfficiency& e, std::optional<std::size_t> only) {
   const std::size_t m = loads.size();
   ORRERY_CHECK(scale.size() == m && alone.size() == m, "{} loads, {} scales and {} times", m, scale.size(), alone.size());
+  ORRERY_CHECK(!only || *only < m, "collective {} of {}", only.value_or(0), m);
   const FabricLinks links(t, e, false);
   const std::span<const double> capacity = links.capacity();
   std::vector<double> wire(m);
@@ -1631,7 +1654,13 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
   std::vector<double> late(m, 0.0);
   std::vector<Stream> streams;
   std::vector<std::size_t> who;
-  for (std::size_t l = 0; l < capacity.size(); ++l) {
+  // With `only`, the links it loads (no other link can delay it); else all of them.
+  std::vector<std::uint32_t> every;
+  if (!only) {
+    every.resize(capacity.size());
+    for (std::size_t l = 0; l < every.size(); ++l) every[l] = static_cast<std::uint32_t>(l);
+  }
+  for (const std::uint32_t l : only ? std::span<const std::uint32_t>(loads[*only]->used) : std::span<const std::uint32_t>(every)) {
     streams.clear(), who.clear();
     double total = 0;
     for (std::size_t k = 0; k < m; ++k) {
@@ -1645,6 +1674,7 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
     }
     if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9)) continue;  // nobody waits here
     for (std::size_t j = 0; j < streams.size(); ++j) {
+      if (only && who[j] != *only) continue;
       std::swap(streams[0], streams[j]);
       const double end = first_stream_end(streams, capacity[l]);
       std::swap(streams[0], streams[j]);
@@ -1657,7 +1687,7 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
     }
   }
   std::vector<sim::Duration> ends(m);
-  for (std::size_t k = 0; k < m; ++k) ends[k] = alone[k] + sim::ceil_duration_ns(late[k] * 1e9);
+  for (std::size_t k = 0; k < m; ++k) ends[k] = only && k != *only ? sim::Duration::zero() : alone[k] + sim::ceil_duration_ns(late[k] * 1e9);
   return ends;
 }
 

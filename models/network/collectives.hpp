@@ -190,6 +190,7 @@ struct LinkLoad {
   std::vector<double> rate;
   std::vector<double> chain_wire;
   double wire = 0;  // seconds: the collective's busiest link at full capacity
+  std::vector<std::uint32_t> used;  // the links it loads, in order
   double size = 0;  // the spec's size (CollectiveSpec::size); the same plan at another size scales bytes and wires
   bool lockstep() const { return !rate.empty(); }
 };
@@ -205,10 +206,11 @@ LinkLoad link_load(const Topology& topology, const CollectiveSpec& spec, const L
 // link ends late by what the link adds to the stream's time; direct sends take what the link
 // gives and end when their most delayed link has moved its bytes. Exact where no link is loaded
 // past its capacity (each ends as alone); tests/models/network/symmetry_test.cpp measures it
-// against run_concurrent on mixes small enough to run both. Returns each collective's end.
+// against run_concurrent on mixes small enough to run both. Returns each collective's end (with
+// `only`, that one's, the others' zero).
 std::vector<sim::Duration> ends_by_link_loads(const Topology& topology, std::span<const LinkLoad* const> loads,
                                               std::span<const double> scale, std::span<const sim::Duration> alone,
-                                              const LinkEfficiency& efficiency = {});
+                                              const LinkEfficiency& efficiency = {}, std::optional<std::size_t> only = std::nullopt);
 
 // Closed form for an uncontended run: steps x (alpha + bytes per step / bandwidth), with
 // alpha the latency of one hop and the bandwidth that of the busiest link kind on the path.

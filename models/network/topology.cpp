@@ -358,7 +358,54 @@ int Topology::distance(NodeIndex src, NodeIndex dst) const {
   return meet(from, to, src, dst);
 }
 
+namespace {
+// The choice at hop j of a flow: splitmix64 of its hash and the hop, independent at each hop.
+std::uint64_t hop_choice(std::uint64_t flow_hash, int j) {
+  constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15;
+  std::uint64_t z = flow_hash + static_cast<std::uint64_t>(j) * kGolden;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
 std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const {
+  if (src == dst) return {};
+  {
+    // Paths of one or two hops (a GPU to its NVLink peers through their switch, to its NIC's
+    // leaf): the same choices as the searches make (route_by_search), from the links at both
+    // ends: the links that reach dst, or the links to a node (never a GPU) with a link to dst,
+    // in link order, the flow's hash picking at each hop.
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (cache_->in.size() != nodes_.size()) {
+      cache_->in.assign(nodes_.size(), {});
+      for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
+    }
+    const std::span<const LinkIndex> into = cache_->in[dst];
+    std::vector<LinkIndex>& candidates = cache_->candidates;
+    const auto reaching = [&](NodeIndex from) {  // the links from `from` to dst, in link order
+      candidates.clear();
+      for (const LinkIndex l : into) {
+        if (links_[l].from == from) candidates.push_back(l);
+      }
+    };
+    reaching(src);
+    if (!candidates.empty()) return {candidates[static_cast<std::size_t>(hop_choice(flow_hash, 1) % candidates.size())]};
+    for (const LinkIndex l : out_[src]) {
+      const NodeIndex v = links_[l].to;
+      if (nodes_[v].kind == NodeKind::gpu) continue;
+      if (std::any_of(into.begin(), into.end(), [&](LinkIndex k) { return links_[k].from == v; })) candidates.push_back(l);
+    }
+    if (!candidates.empty()) {
+      const LinkIndex first = candidates[static_cast<std::size_t>(hop_choice(flow_hash, 1) % candidates.size())];
+      reaching(links_[first].to);
+      return {first, candidates[static_cast<std::size_t>(hop_choice(flow_hash, 2) % candidates.size())]};
+    }
+  }
+  return route_by_search(src, dst, flow_hash);
+}
+
+std::vector<LinkIndex> Topology::route_by_search(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const {
   std::vector<LinkIndex> path;
   if (src == dst) return path;
   // One lock for the whole route: the searches may grow while they are read.
@@ -371,14 +418,8 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
   path.reserve(static_cast<std::size_t>(length));
   std::vector<LinkIndex>& candidates = cache_->candidates;
   NodeIndex at = src;
-  std::uint64_t h = flow_hash;
   for (int j = 1; at != dst; ++j) {
-    // splitmix64 of the flow hash and the hop: independent choices at each hop.
-    h += 0x9e3779b97f4a7c15ull;
-    std::uint64_t z = h;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const std::uint64_t z = hop_choice(flow_hash, j);
     // The out-links to nodes one hop closer, in link order.
     candidates.clear();
     const int remaining = length - j;

@@ -78,6 +78,9 @@ class Topology {
   // (topology.cpp). Empty when src == dst; an InternalError when dst cannot be reached (validate()
   // rules that out).
   std::vector<LinkIndex> route(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const;
+  // The same route found by the searches alone, without route()'s shortcut for paths of one or
+  // two hops (tests compare the two).
+  std::vector<LinkIndex> route_by_search(NodeIndex src, NodeIndex dst, std::uint64_t flow_hash) const;
   // Hops on a shortest path, or -1 when unreachable.
   int distance(NodeIndex src, NodeIndex dst) const;
 

@@ -8,6 +8,7 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
@@ -238,15 +239,21 @@ class CommCost {
         CollectiveMemo::Entry out;
         for (std::size_t j = 0; j < members.size(); ++j) {
           const Planned p = j == 0 ? mine : plan_alone(members[j], true);
+          auto t0 = std::chrono::steady_clock::now();
           const CollectiveMemo::Entry a = whole_alone(members[j], p);
+          auto t1 = std::chrono::steady_clock::now();
           loads.push_back(load_of(p.spec, p.efficiency));
+          auto t2 = std::chrono::steady_clock::now();
+          fmt::print(stderr, "TMP member {} op {} alone {:.3f} s load {:.3f} s\n", j, static_cast<int>(members[j].op), std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
           if (!loads.back()) return apart();  // even one step's plan too large
           views.push_back(loads.back().get());
           scale.push_back(p.spec.size.value() / loads.back()->size);
           alone_ends.push_back(sim::ceil_duration_ns(a.seconds * 1e9));
           out.flows += a.flows;
         }
-        out.seconds = ends_by_link_loads(all, views, scale, alone_ends, mine.efficiency).front().to_seconds();
+        auto t3 = std::chrono::steady_clock::now();
+        out.seconds = ends_by_link_loads(all, views, scale, alone_ends, mine.efficiency, 0).front().to_seconds();
+        fmt::print(stderr, "TMP ends {:.3f} s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t3).count());
         out.mix = 2;
         return out;
       };
@@ -355,13 +362,15 @@ class CommCost {
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
       const CollectiveResult r = run_collective(fabric_instance(whole), p.spec, p.efficiency);
+      fmt::print(stderr, "TMP whole alone op {} n {} groups {} ch {} quantum {} flows {} solves {} work {} events {} units {}\n", static_cast<int>(p.spec.op), p.spec.ranks, p.spec.groups, p.spec.channels, p.spec.quantum.ns(), r.flows, r.solves, r.solve_work, r.events, r.units);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
     });
   }
   // What a kind with all its groups puts on the whole fabric's links (link_load), for its plan's
   // shape at any size; none where even one step of its plan passes kLoadTransfers.
   std::shared_ptr<const LinkLoad> load_of(const CollectiveSpec& spec, const LinkEfficiency& e) {
-    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{:a}|{:a}|{:a}", static_cast<int>(spec.op), static_cast<int>(spec.algo), spec.ranks,
+    // Efficiencies that differ in their last digits (NCCL's shares computed per size) share one.
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{:.9g}|{:.9g}|{:.9g}", static_cast<int>(spec.op), static_cast<int>(spec.algo), spec.ranks,
                                         spec.groups, spec.stride, spec.channels, spec.chunks, spec.peer, spec.pair_bytes.size(), e.nvlink,
                                         e.pcie, e.network);
     if (const auto it = loads_.find(key); it != loads_.end()) return it->second;

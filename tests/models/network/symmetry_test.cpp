@@ -388,6 +388,7 @@ TEST_CASE("mixes by link loads: against the simulated mix") {
     const std::vector<sim::Duration> ends = ends_by_link_loads(t, views, scale, alone);
     REQUIRE(ends.size() == m.specs.size());
     for (std::size_t k = 0; k < ends.size(); ++k) {
+      CHECK(ends_by_link_loads(t, views, scale, alone, {}, k)[k] == ends[k]);  // its own links alone decide its end
       INFO(std::string(m.what), " #", k, ": alone ", alone[k].ns(), " ns, together ", together.ends[k].ns(), " ns, by loads ", ends[k].ns(), " ns");
       CHECK(ends[k] >= alone[k]);
       const double error = ends[k].to_seconds() / together.ends[k].to_seconds() - 1;
@@ -398,5 +399,15 @@ TEST_CASE("mixes by link loads: against the simulated mix") {
     }
   }
   CHECK(slowed >= 12);  // most of them meet real contention
+  // A uniform all-to-all's loads are read without its plan: as its plan gives them (the same
+  // all-to-all written as an all-to-allv of equal pairs).
+  const Topology t = build_topology("dgx-h100:nodes=8,fabric=fat-tree,leaf_ports=16,oversubscription=2");
+  CollectiveSpec a2a = make(CollectiveOp::all_to_all, CollectiveAlgo::direct, 64e6, 16, 4, 1), pairs = a2a;
+  pairs.pair_bytes.assign(16 * 16, 64e6 / 16);
+  const LinkLoad streamed = link_load(t, a2a), planned = link_load(t, pairs);
+  CHECK(streamed.bytes == planned.bytes);
+  CHECK(streamed.connections == planned.connections);
+  CHECK(streamed.used == planned.used);
+  CHECK(streamed.wire == planned.wire);
   MESSAGE(compared, " ends by link loads against the simulated mixes, ", slowed, " of them slowed by more than 5%: worst error ", 100 * worst, "%");
 }

@@ -270,3 +270,31 @@ TEST_CASE("a topology forgets its memo and its route searches when it changes") 
   t.add_node("extra", NodeKind::leaf);
   CHECK(t.memo("ring") == nullptr);
 }
+
+// route() takes paths of one or two hops from the links at both ends, without the searches: the
+// same path as the searches give (route_by_search), for every pair of GPUs and NICs of several
+// fabrics and several hashes (GPUs never relay, parallel links and planes pick by hash).
+TEST_CASE("routes of one or two hops: as the searches find them") {
+  std::size_t short_paths = 0, compared = 0;
+  for (const char* spec : {"dgx-h100:nodes=4,fabric=fat-tree,leaf_ports=16,oversubscription=2", "dgx-h100:nodes=4,planes=2",
+                           "nvl72:domains=4,gpus_per_domain=16,leaf_ports=2", "dgx-a100:nodes=2", "dgx-h100:nodes=8,routing=spray"}) {
+    const Topology t = build_topology(spec);
+    std::vector<NodeIndex> ends;
+    for (NodeIndex v = 0; v < t.nodes().size(); ++v) {
+      if (t.node(v).kind == NodeKind::gpu || t.node(v).kind == NodeKind::nic) ends.push_back(v);
+    }
+    for (const NodeIndex a : ends) {
+      for (const NodeIndex b : ends) {
+        for (const std::uint64_t hash : {std::uint64_t{1}, std::uint64_t{0x9e3779b97f4a7c15}, std::uint64_t{12345}}) {
+          const std::vector<LinkIndex> fast = t.route(a, b, hash);
+          INFO(spec, ": ", t.node(a).name, " -> ", t.node(b).name, " hash ", hash);
+          REQUIRE(fast == t.route_by_search(a, b, hash));
+          short_paths += !fast.empty() && fast.size() <= 2;
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(short_paths > 1000);
+  MESSAGE(compared, " routes compared, ", short_paths, " of one or two hops");
+}
