@@ -1543,6 +1543,7 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
     // A uniform all-to-all's transfers as plan_direct makes them, each a connection of its own,
     // read without holding the plan (at frontier scale, millions of them).
     const int n = checked_ranks(t, s);
+    std::map<std::uint32_t, double> first;  // group 0's bytes by link
     for (int g = 0; g < s.groups; ++g) {
       const std::vector<NodeIndex> gpus = s.groups == 1 && s.stride == 1 ? layout_of(t, n).ranks : group_gpus(t, s, n, g);
       for (int x = 0; x < n; ++x) {
@@ -1552,10 +1553,12 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
           for (const std::uint32_t l : links.route_once(tr)) {
             out.bytes[l] += tr.bytes;
             ++out.connections[l];
+            if (g == 0) first[l] += tr.bytes;
           }
         }
       }
     }
+    for (const auto& [l, bytes] : first) out.group_wire = std::max(out.group_wire, bytes / capacity[l]);
     return finish();
   }
   const CollectivePlan plan = plan_collective(t, s);
@@ -1578,7 +1581,14 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
   };
   // A ring of one step (two ranks) is sends on their own, as direct ones are.
   if (s.algo == CollectiveAlgo::direct || (ring && repeat == 1)) {
-    for (std::size_t i = 0; i < plan.transfers.size(); ++i) add(i, links.route_once(plan.transfers[i]));
+    std::map<std::uint32_t, double> first;  // group 0's bytes by link
+    const std::size_t group0 = plan.group_begin.size() > 1 ? plan.group_begin[1] : plan.transfers.size();
+    for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+      const std::span<const std::uint32_t> route = links.route_once(plan.transfers[i]);
+      add(i, route);
+      for (const std::uint32_t l : route) first[l] += i < group0 ? plan.transfers[i].bytes * repeat : 0;
+    }
+    for (const auto& [l, bytes] : first) out.group_wire = std::max(out.group_wire, bytes / capacity[l]);
     return finish();
   }
   links.resolve(plan);
@@ -1649,7 +1659,7 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
   std::vector<double> wire(m);
   for (std::size_t k = 0; k < m; ++k) {
     ORRERY_CHECK(loads[k]->bytes.size() == capacity.size(), "a link load of another fabric");
-    wire[k] = std::min(loads[k]->wire * scale[k], alone[k].to_seconds());
+    wire[k] = std::min((loads[k]->lockstep() ? loads[k]->wire : loads[k]->group_wire) * scale[k], alone[k].to_seconds());
   }
   std::vector<double> late(m, 0.0);
   std::vector<Stream> streams;

@@ -190,6 +190,7 @@ struct LinkLoad {
   std::vector<double> rate;
   std::vector<double> chain_wire;
   double wire = 0;  // seconds: the collective's busiest link at full capacity
+  double group_wire = 0;  // direct sends: the busiest link of its first group alone, at full capacity
   std::vector<std::uint32_t> used;  // the links it loads, in order
   double size = 0;  // the spec's size (CollectiveSpec::size); the same plan at another size scales bytes and wires
   bool lockstep() const { return !rate.empty(); }
@@ -197,9 +198,12 @@ struct LinkLoad {
 LinkLoad link_load(const Topology& topology, const CollectiveSpec& spec, const LinkEfficiency& efficiency = {});
 
 // Several collectives at once, each with all its groups, approximately, where their mix is too
-// large to simulate flow by flow (run_concurrent): collective k ran alone on the whole fabric in
-// alone[k] and loaded the links with loads[k], its bytes and wire times times scale[k]. Its time
-// beyond its wire time is latency, which contention leaves alone. On each link they share, every
+// large to simulate flow by flow (run_concurrent): collective k ran alone in alone[k] and loaded
+// the links with loads[k], its bytes and wire times times scale[k]. A lockstep collective ran
+// with all its groups on the whole fabric; direct sends, one group alone (its other groups'
+// flows are streams on its links as another collective's are: what a hashed spine that two of
+// its groups share costs it comes from their loads). Its time beyond its wire time (its busiest
+// link at full capacity, alone) is latency, which contention leaves alone. On each link they share, every
 // collective is a stream of its bytes there and the link divides its capacity among the streams
 // max-min fairly, each weighted by its connections through it, until each has moved its bytes:
 // a lockstep collective's stream never passes its chains' rate there, and a chain through the

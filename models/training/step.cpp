@@ -8,7 +8,6 @@
 #include "sim/error.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
@@ -239,21 +238,15 @@ class CommCost {
         CollectiveMemo::Entry out;
         for (std::size_t j = 0; j < members.size(); ++j) {
           const Planned p = j == 0 ? mine : plan_alone(members[j], true);
-          auto t0 = std::chrono::steady_clock::now();
           const CollectiveMemo::Entry a = whole_alone(members[j], p);
-          auto t1 = std::chrono::steady_clock::now();
           loads.push_back(load_of(p.spec, p.efficiency));
-          auto t2 = std::chrono::steady_clock::now();
-          fmt::print(stderr, "TMP member {} op {} alone {:.3f} s load {:.3f} s\n", j, static_cast<int>(members[j].op), std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
           if (!loads.back()) return apart();  // even one step's plan too large
           views.push_back(loads.back().get());
           scale.push_back(p.spec.size.value() / loads.back()->size);
           alone_ends.push_back(sim::ceil_duration_ns(a.seconds * 1e9));
           out.flows += a.flows;
         }
-        auto t3 = std::chrono::steady_clock::now();
         out.seconds = ends_by_link_loads(all, views, scale, alone_ends, mine.efficiency, 0).front().to_seconds();
-        fmt::print(stderr, "TMP ends {:.3f} s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t3).count());
         out.mix = 2;
         return out;
       };
@@ -347,22 +340,23 @@ class CommCost {
     const auto steps = static_cast<std::size_t>(ring > 0 ? ring : s.ranks - 1);
     return groups * n * steps * ch * chunks;
   }
-  // A kind alone with all its groups on the whole fabric (`p`: plan_alone(m, true)), as a mix
-  // by link loads needs it: a kind inside servers or NVLink domains as one group alone (its
-  // groups share no link), pipeline sends as their stage pairs' exchanges.
+  // A kind alone, as a mix by link loads needs it (ends_by_link_loads): a lockstep collective
+  // (a ring, a tree) with all its groups on the whole fabric (`p`: plan_alone(m, true)); direct
+  // sends (expert all-to-alls, pipeline sends) and kinds inside servers or NVLink domains as one
+  // group alone on the smallest fabric that holds it (for direct sends, what their other groups
+  // cost them on shared links comes from the loads).
   CollectiveMemo::Entry whole_alone(const Member& m, const Planned& p) {
-    const std::string home = home_fabric(m), whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
-    const bool own = inside_unit(m) && m.op != CollectiveOp::send_recv;
-    const std::string key = fmt::format("alone|{}|{}|{}|{}|{:a}|{}|{}", own ? home : whole, static_cast<int>(model_), static_cast<int>(m.op), m.n, m.bytes,
-                                        own ? 0 : m.stride, symmetry_ ? 1 : 0);
+    const std::string whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
+    const bool one = (inside_unit(m) && m.op != CollectiveOp::send_recv) || p.spec.algo == CollectiveAlgo::direct;
+    const std::string key = fmt::format("alone|{}|{}|{}|{}|{:a}|{}|{}", one ? home_fabric(m) : whole, static_cast<int>(model_), static_cast<int>(m.op), m.n,
+                                        m.bytes, one ? 0 : m.stride, symmetry_ ? 1 : 0);
     return CollectiveMemo::process().get(key, [&] {
-      if (own) {
-        const Planned one = plan_alone(m, false);
-        const CollectiveResult r = run_collective(fabric_instance(one.fabric), one.spec, one.efficiency);
+      if (one) {
+        const Planned group = plan_alone(m, false);
+        const CollectiveResult r = run_collective(fabric_instance(group.fabric), group.spec, group.efficiency);
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       }
       const CollectiveResult r = run_collective(fabric_instance(whole), p.spec, p.efficiency);
-      fmt::print(stderr, "TMP whole alone op {} n {} groups {} ch {} quantum {} flows {} solves {} work {} events {} units {}\n", static_cast<int>(p.spec.op), p.spec.ranks, p.spec.groups, p.spec.channels, p.spec.quantum.ns(), r.flows, r.solves, r.solve_work, r.events, r.units);
       return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
     });
   }

@@ -382,7 +382,10 @@ TEST_CASE("mixes by link loads: against the simulated mix") {
     std::vector<double> scale(m.specs.size(), 1.0);
     for (const CollectiveSpec& s : m.specs) {
       loads.push_back(link_load(t, s));
-      alone.push_back(run_collective(t, s).time);
+      // Direct sends: one group alone (its first, where it lies on the fabric).
+      CollectiveSpec one = s;
+      if (!loads.back().lockstep()) one.groups = 1;
+      alone.push_back(run_collective(t, one).time);
     }
     for (const LinkLoad& l : loads) views.push_back(&l);
     const std::vector<sim::Duration> ends = ends_by_link_loads(t, views, scale, alone);
