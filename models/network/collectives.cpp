@@ -1534,8 +1534,9 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
   out.size = spec.size.value();
   const auto finish = [&] {
     for (std::size_t l = 0; l < capacity.size(); ++l) {
+      if (out.bytes[l] <= 0 || capacity[l] <= 0) continue;
       out.wire = std::max(out.wire, out.bytes[l] / capacity[l]);
-      if (out.bytes[l] > 0) out.used.push_back(static_cast<std::uint32_t>(l));
+      out.used.push_back(static_cast<std::uint32_t>(l));
     }
     return out;
   };
@@ -1558,7 +1559,7 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
         }
       }
     }
-    for (const auto& [l, bytes] : first) out.group_wire = std::max(out.group_wire, bytes / capacity[l]);
+    for (const auto& [l, bytes] : first) out.group_wire = capacity[l] > 0 ? std::max(out.group_wire, bytes / capacity[l]) : out.group_wire;
     return finish();
   }
   const CollectivePlan plan = plan_collective(t, s);
@@ -1588,7 +1589,7 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
       add(i, route);
       for (const std::uint32_t l : route) first[l] += i < group0 ? plan.transfers[i].bytes * repeat : 0;
     }
-    for (const auto& [l, bytes] : first) out.group_wire = std::max(out.group_wire, bytes / capacity[l]);
+    for (const auto& [l, bytes] : first) out.group_wire = capacity[l] > 0 ? std::max(out.group_wire, bytes / capacity[l]) : out.group_wire;
     return finish();
   }
   links.resolve(plan);
@@ -1598,7 +1599,9 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
   const std::size_t per_chain = std::max<std::size_t>(1, plan.transfers.size() / groups / (ring ? static_cast<std::size_t>(plan.channels) : 1));
   std::vector<double> chain(plan.transfers.size() / per_chain + 1, 0.0);
   for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
-    for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) chain[i / per_chain] = std::max(chain[i / per_chain], out.bytes[l] / capacity[l]);
+    for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) {
+      if (capacity[l] > 0) chain[i / per_chain] = std::max(chain[i / per_chain], out.bytes[l] / capacity[l]);
+    }
   }
   out.rate.assign(capacity.size(), 0.0);
   out.chain_wire.assign(capacity.size(), 0.0);
@@ -1636,11 +1639,14 @@ double first_stream_end(std::vector<Stream> s, double c) {
     double left = c, weight = 0;
     for (const std::size_t k : order) weight += s[k].weight;
     for (const std::size_t k : order) {
-      rate[k] = std::min(s[k].rate, left / weight * s[k].weight);
+      rate[k] = std::max(0.0, std::min(s[k].rate, left / weight * s[k].weight));
       left -= rate[k], weight -= s[k].weight;
     }
     double step = std::numeric_limits<double>::infinity();
-    for (const std::size_t k : order) step = std::min(step, s[k].bytes / rate[k]);
+    for (const std::size_t k : order) {
+      if (rate[k] > 0) step = std::min(step, s[k].bytes / rate[k]);
+    }
+    if (!std::isfinite(step)) return std::numeric_limits<double>::infinity();  // nothing moves (no capacity)
     now += step;
     for (const std::size_t k : order) s[k].bytes = s[k].bytes <= rate[k] * step * (1 + 1e-12) ? 0 : s[k].bytes - rate[k] * step;
     if (s[0].bytes == 0) return now;
@@ -1682,7 +1688,7 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
       who.push_back(k);
       total += rate;
     }
-    if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9)) continue;  // nobody waits here
+    if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9) || capacity[l] <= 0) continue;  // nobody waits here
     for (std::size_t j = 0; j < streams.size(); ++j) {
       if (only && who[j] != *only) continue;
       std::swap(streams[0], streams[j]);
