@@ -1481,4 +1481,20 @@ TEST_CASE("fabric contention: mixes by link loads give the simulated mixes' step
     MESSAGE(std::string(fabric), ": ", together.step_time.to_seconds(), " s simulated together, ", by_loads.step_time.to_seconds(),
             " s by link loads, ", apart.step_time.to_seconds(), " s each collective alone");
   }
+  // A frontier plan in small (DeepSeek-V3's at 8,192 GPUs: experts inside each NVLink domain,
+  // data-parallel rings across domains of one scalable unit, pipeline sends between units over
+  // nvl72's default rails and hashed spines at 2:1), on GB200.
+  StepScenario frontier = on_h100("qwen3-30b-a3b", 32, 16, 64, 4096, "nvl72:domains=8,gpus_per_domain=16,leaf_ports=4,oversubscription=2");
+  frontier.gpu = HardwareCatalog::builtin().gpu("GB200");
+  frontier.model.layers = 4;
+  frontier.plan.pp = 4;
+  frontier.plan.zero = 1;
+  const StepResult together = run(frontier, 0), by_loads = run(frontier, 1);
+  CHECK(together.comm_mixes[0] > 0);
+  CHECK(by_loads.comm_mixes[1] == together.comm_mixes[0]);
+  CHECK(by_loads.step_time.to_seconds() == orrery::testing::Approx(together.step_time.to_seconds()).epsilon(0.02));
+  frontier.contention = Contention::isolated;
+  const StepResult apart = step(frontier);
+  MESSAGE("frontier plan in small: ", together.step_time.to_seconds(), " s simulated together, ", by_loads.step_time.to_seconds(),
+          " s by link loads, ", apart.step_time.to_seconds(), " s each collective alone");
 }
