@@ -166,8 +166,8 @@ class CommCost {
     // run, not the plan; a long ring plans 2k of its steps, run_concurrent). Where a kind's
     // plan passes kMixTransfers, as at frontier scale where even 2k steps of every
     // data-parallel group's 64-channel ring are millions of transfers, the mix is costed by
-    // link loads instead (ends_by_link_loads: each kind alone with all its groups on the whole
-    // fabric, and the streams the others put on its links).
+    // link loads instead (ends_by_link_loads: each kind alone, whole_alone, and the streams the
+    // kinds put on its links).
     // Pipeline sends take the whole fabric only beside another kind (alone, a stage pair's
     // send as before).
     const Member self{op, bytes, n, stride};
@@ -226,8 +226,8 @@ class CommCost {
         return CollectiveMemo::Entry{r.time.to_seconds(), r.flows};
       };
       if (other_kinds.empty()) return apart();
-      // Too large to simulate together: each kind alone with all its groups on the whole
-      // fabric, and the streams the others put on its links.
+      // Too large to simulate together: each kind alone (whole_alone) and the streams the kinds
+      // put on its links.
       const auto by_loads = [&] {
         std::vector<Member> members{self};
         for (const std::size_t k : other_kinds) members.push_back(*mix_[k]);
