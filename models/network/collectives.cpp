@@ -1563,21 +1563,43 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
     return finish();
   }
   const CollectivePlan plan = plan_collective(t, s);
-  // A transfer after an earlier one of its own connection (a chunk after the one before) is no
-  // new flow beside it.
-  const auto again = [&](std::size_t i) {
-    const Transfer& tr = plan.transfers[i];
-    const std::uint32_t* dep = plan.deps.data() + tr.deps_begin;
-    return std::any_of(dep, dep + tr.deps_count, [&](std::uint32_t d) {
-      const Transfer& o = plan.transfers[d];
-      return d < i && o.src == tr.src && o.dst == tr.dst && o.flow_hash == tr.flow_hash && o.nvls == tr.nvls;
-    });
-  };
+  // Each connection (source, destination, flow hash, NVLS) is one flow beside the others, however
+  // many transfers it carries one after another (a ring's chunks, a tree's pipeline): counted at
+  // its first transfer.
+  std::vector<char> first_of_connection(plan.transfers.size(), 0);
+  if (ring) {
+    // A ring's chunk waits on the chunk before it of its own connection (add_ring).
+    for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
+      const Transfer& tr = plan.transfers[i];
+      const std::uint32_t* dep = plan.deps.data() + tr.deps_begin;
+      first_of_connection[i] = std::none_of(dep, dep + tr.deps_count, [&](std::uint32_t d) {
+        const Transfer& o = plan.transfers[d];
+        return o.src == tr.src && o.dst == tr.dst && o.flow_hash == tr.flow_hash && o.nvls == tr.nvls;
+      });
+    }
+  } else {
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keys(plan.transfers.size());
+    for (std::uint32_t i = 0; i < keys.size(); ++i) {
+      const Transfer& tr = plan.transfers[i];
+      keys[i] = {mix(tr.flow_hash ^ (std::uint64_t{tr.nvls} << 63), tr.src, tr.dst), i};
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      // Equal keys are one connection unless the transfers differ (a collision of the mix).
+      const Transfer& tr = plan.transfers[keys[k].second];
+      bool seen = false;
+      for (std::size_t j = k; j-- > 0 && keys[j].first == keys[k].first;) {
+        const Transfer& o = plan.transfers[keys[j].second];
+        seen = seen || (o.src == tr.src && o.dst == tr.dst && o.flow_hash == tr.flow_hash && o.nvls == tr.nvls);
+        if (seen) break;
+      }
+      first_of_connection[keys[k].second] = seen ? 0 : 1;
+    }
+  }
   const auto add = [&](std::size_t i, std::span<const std::uint32_t> route) {
-    const bool repeated = again(i);
     for (const std::uint32_t l : route) {
       out.bytes[l] += plan.transfers[i].bytes * repeat;
-      out.connections[l] += repeated ? 0 : 1;
+      out.connections[l] += static_cast<std::uint32_t>(first_of_connection[i]);
     }
   };
   // A ring of one step (two ranks) is sends on their own, as direct ones are.
@@ -1587,26 +1609,37 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
     for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
       const std::span<const std::uint32_t> route = links.route_once(plan.transfers[i]);
       add(i, route);
-      for (const std::uint32_t l : route) first[l] += i < group0 ? plan.transfers[i].bytes * repeat : 0;
+      if (i >= group0) continue;
+      for (const std::uint32_t l : route) first[l] += plan.transfers[i].bytes * repeat;
     }
     for (const auto& [l, bytes] : first) out.group_wire = capacity[l] > 0 ? std::max(out.group_wire, bytes / capacity[l]) : out.group_wire;
     return finish();
   }
   links.resolve(plan);
   for (std::size_t i = 0; i < plan.transfers.size(); ++i) add(i, links.route_of(static_cast<std::uint32_t>(i)));
-  // Chains: a ring's channels in each group (plan_ring adds them one after another), else the groups.
-  const std::size_t groups = std::max<std::size_t>(1, plan.group_begin.size());
-  const std::size_t per_chain = std::max<std::size_t>(1, plan.transfers.size() / groups / (ring ? static_cast<std::size_t>(plan.channels) : 1));
-  std::vector<double> chain(plan.transfers.size() / per_chain + 1, 0.0);
+  // Chains: each channel of a ring's one step (plan_ring adds a channel's n x chunks transfers one
+  // after another, in every group), else each group.
+  std::vector<std::uint32_t> chain_of(plan.transfers.size());
+  if (ring) {
+    const std::size_t per_chain = static_cast<std::size_t>(ranks_of(t, s)) * static_cast<std::size_t>(default_chunks(s));
+    for (std::size_t i = 0; i < chain_of.size(); ++i) chain_of[i] = static_cast<std::uint32_t>(i / per_chain);
+  } else {
+    std::uint32_t g = 0;
+    for (std::size_t i = 0; i < chain_of.size(); ++i) {
+      while (g + 1 < plan.group_begin.size() && plan.group_begin[g + 1] <= i) ++g;
+      chain_of[i] = g;
+    }
+  }
+  std::vector<double> chain(chain_of.empty() ? 0 : chain_of.back() + 1, 0.0);
   for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
     for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) {
-      if (capacity[l] > 0) chain[i / per_chain] = std::max(chain[i / per_chain], out.bytes[l] / capacity[l]);
+      if (capacity[l] > 0) chain[chain_of[i]] = std::max(chain[chain_of[i]], out.bytes[l] / capacity[l]);
     }
   }
   out.rate.assign(capacity.size(), 0.0);
   out.chain_wire.assign(capacity.size(), 0.0);
   for (std::size_t i = 0; i < plan.transfers.size(); ++i) {
-    const double wire = chain[i / per_chain];
+    const double wire = chain[chain_of[i]];
     if (wire <= 0) continue;
     for (const std::uint32_t l : links.route_of(static_cast<std::uint32_t>(i))) {
       out.rate[l] += plan.transfers[i].bytes * repeat / wire;
@@ -1688,7 +1721,14 @@ std::vector<sim::Duration> ends_by_link_loads(const Topology& t, std::span<const
       who.push_back(k);
       total += rate;
     }
-    if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9) || capacity[l] <= 0) continue;  // nobody waits here
+    if (capacity[l] <= 0) continue;
+    if (streams.size() == 1 && !loads[who[0]]->lockstep()) {
+      // Direct sends alone on a link: their one group's time was measured alone, so their own
+      // groups' flows that meet here (a hashed spine) delay them as another kind's would.
+      late[who[0]] = std::max(late[who[0]], streams[0].bytes / capacity[l] - wire[who[0]]);
+      continue;
+    }
+    if (streams.size() < 2 || total <= capacity[l] * (1 + 1e-9)) continue;  // nobody waits here
     for (std::size_t j = 0; j < streams.size(); ++j) {
       if (only && who[j] != *only) continue;
       std::swap(streams[0], streams[j]);

@@ -238,14 +238,22 @@ class CommCost {
         CollectiveMemo::Entry out;
         for (std::size_t j = 0; j < members.size(); ++j) {
           const Planned p = j == 0 ? mine : plan_alone(members[j], true);
-          const CollectiveMemo::Entry a = whole_alone(members[j], p);
-          loads.push_back(load_of(p.spec, p.efficiency));
-          if (!loads.back()) return apart();  // even one step's plan too large
-          views.push_back(loads.back().get());
-          scale.push_back(p.spec.size.value() / loads.back()->size);
-          alone_ends.push_back(sim::ceil_duration_ns(a.seconds * 1e9));
-          out.flows += a.flows;
+          std::shared_ptr<const LinkLoad> load = load_of(p.spec, p.efficiency);
+          if (!load && j == 0) return apart();  // even one step of its plan too large for its loads
+          if (!load) continue;                   // that kind's, likewise: the mix without it
+          // Only this collective's end is wanted: the others' alone times do not enter it.
+          sim::Duration end = sim::Duration::max();
+          if (j == 0) {
+            const CollectiveMemo::Entry a = whole_alone(members[j], p, !load->lockstep());
+            end = sim::ceil_duration_ns(a.seconds * 1e9);
+            out.flows += a.flows;
+          }
+          views.push_back(load.get());
+          scale.push_back(p.spec.size.value() / load->size);
+          alone_ends.push_back(end);
+          loads.push_back(std::move(load));
         }
+        if (views.size() < 2) return apart();
         out.seconds = ends_by_link_loads(all, views, scale, alone_ends, mine.efficiency, 0).front().to_seconds();
         out.mix = 2;
         return out;
@@ -342,12 +350,12 @@ class CommCost {
   }
   // A kind alone, as a mix by link loads needs it (ends_by_link_loads): a lockstep collective
   // (a ring, a tree) with all its groups on the whole fabric (`p`: plan_alone(m, true)); direct
-  // sends (expert all-to-alls, pipeline sends) and kinds inside servers or NVLink domains as one
-  // group alone on the smallest fabric that holds it (for direct sends, what their other groups
-  // cost them on shared links comes from the loads).
-  CollectiveMemo::Entry whole_alone(const Member& m, const Planned& p) {
+  // sends (`direct`: expert all-to-alls, pipeline sends, rings of one step) and kinds inside
+  // servers or NVLink domains as one group alone on the smallest fabric that holds it (for direct
+  // sends, what their other groups cost them on shared links comes from the loads).
+  CollectiveMemo::Entry whole_alone(const Member& m, const Planned& p, bool direct) {
     const std::string whole = cluster_.scaled(cluster_.units(), cluster_.per_unit());
-    const bool one = (inside_unit(m) && m.op != CollectiveOp::send_recv) || p.spec.algo == CollectiveAlgo::direct;
+    const bool one = (inside_unit(m) && m.op != CollectiveOp::send_recv) || direct;
     const std::string key = fmt::format("alone|{}|{}|{}|{}|{:a}|{}|{}", one ? home_fabric(m) : whole, static_cast<int>(model_), static_cast<int>(m.op), m.n,
                                         m.bytes, one ? 0 : m.stride, symmetry_ ? 1 : 0);
     return CollectiveMemo::process().get(key, [&] {
@@ -368,6 +376,10 @@ class CommCost {
                                         spec.groups, spec.stride, spec.channels, spec.chunks, spec.peer, spec.pair_bytes.size(), e.nvlink,
                                         e.pcie, e.network);
     if (const auto it = loads_.find(key); it != loads_.end()) return it->second;
+    // At the efficiencies the key names, whichever size asked first (a load that does not depend
+    // on the order of the calls).
+    const auto rounded = [](double x) { return std::stod(fmt::format("{:.9g}", x)); };
+    const LinkEfficiency at{rounded(e.nvlink), rounded(e.pcie), rounded(e.network)};
     CollectiveSpec one = spec;
     one.ring_steps = 1;
     if (planned_transfers(one) > kLoadTransfers) return loads_[key] = nullptr;
@@ -375,7 +387,7 @@ class CommCost {
     one.max_transfers = kLoadTransfers;
     one.ring_steps = 0;
     try {
-      return loads_[key] = std::make_shared<const LinkLoad>(link_load(all, one, e));
+      return loads_[key] = std::make_shared<const LinkLoad>(link_load(all, one, at));
     } catch (const sim::InputError&) {  // a plan past kLoadTransfers that planned_transfers did not foresee
       return loads_[key] = nullptr;
     }
