@@ -328,7 +328,13 @@ TEST_CASE("sweep: a variable axis writes its value wherever ${name} stands in th
 }
 
 TEST_CASE("every example sweep plan runs, with points that ran, deterministically") {
-  for (const auto& entry : fs::directory_iterator(fs::path(ORRERY_SOURCE_DIR) / "examples" / "sweeps")) {
+  std::vector<fs::path> plans;
+  for (const char* folder : {"sweeps", "frontier"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(ORRERY_SOURCE_DIR) / "examples" / folder)) plans.push_back(entry.path());
+  }
+  std::sort(plans.begin(), plans.end());
+  for (const fs::path& path : plans) {
+    const fs::directory_entry entry(path);
     const std::string plan = entry.path().string(), name = entry.path().stem().string();
     CAPTURE(plan);
     const Result first = run({"sweep", plan, "-o", name + "-1.json", "--html", name + ".html"});
