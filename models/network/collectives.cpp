@@ -722,6 +722,21 @@ void plan_pat(PlanBuilder& b, const PlanArgs& a) {
 }
 
 // Direct transfers: all-to-all(v) between every pair, send-recv from rank 0 to the peer.
+// An all-to-all's sends among `ranks` (GPUs by rank) in plan order: each rank's peers in rotated
+// order (x+1, x+2, ...), rank x's j-th send rank 0's shifted by x, the order in which symmetry
+// classes (symmetry.hpp) match units; `send(x, z, src, dst, flow_hash)`.
+template <class Send>
+void all_to_all_sends(std::span<const NodeIndex> ranks, Send&& send) {
+  const int n = static_cast<int>(ranks.size());
+  for (int x = 0; x < n; ++x) {
+    for (int d = 1; d < n; ++d) {
+      const int z = (x + d) % n;
+      const NodeIndex src = ranks[static_cast<std::size_t>(x)], dst = ranks[static_cast<std::size_t>(z)];
+      send(x, z, src, dst, mix(9, src, dst));
+    }
+  }
+}
+
 void plan_direct(PlanBuilder& b, const PlanArgs& a) {
   const auto& [s, l, n, size, chunks, channels] = a;
   if (s.op == CollectiveOp::all_to_all) {
@@ -731,20 +746,13 @@ void plan_direct(PlanBuilder& b, const PlanArgs& a) {
     if (!s.pair_bytes.empty() && s.pair_bytes.size() != nn * nn) {
       throw InputError("<command line>", "alltoallv", fmt::format("found {} pair sizes, expected {} x {} = {}", s.pair_bytes.size(), n, n, nn * nn));
     }
-    // Each rank's peers in rotated order (x+1, x+2, ...): rank x's j-th send is rank 0's
-    // shifted by x, the order in which symmetry classes (symmetry.hpp) match units.
-    for (int x = 0; x < n; ++x) {
-      for (int d = 1; d < n; ++d) {
-        const int z = (x + d) % n;
-        const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(x) * nn + static_cast<std::size_t>(z)];
-        if (!(piece >= 0) || !std::isfinite(piece)) {
-          throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", x, z, piece));
-        }
-        if (piece == 0) continue;
-        const NodeIndex src = l.ranks[static_cast<std::size_t>(x)], dst = l.ranks[static_cast<std::size_t>(z)];
-        b.add(src, dst, piece, mix(9, src, dst), {});
+    all_to_all_sends(std::span(l.ranks).first(static_cast<std::size_t>(n)), [&](int x, int z, NodeIndex src, NodeIndex dst, std::uint64_t hash) {
+      const double piece = s.pair_bytes.empty() ? size / n : s.pair_bytes[static_cast<std::size_t>(x) * nn + static_cast<std::size_t>(z)];
+      if (!(piece >= 0) || !std::isfinite(piece)) {
+        throw InputError("<command line>", "alltoallv", fmt::format("bytes from rank {} to rank {} are {}, expected a size >= 0", x, z, piece));
       }
-    }
+      if (piece > 0) b.add(src, dst, piece, hash, {});
+    });
   } else if (s.op == CollectiveOp::send_recv) {
     const NodeIndex src = l.ranks[0], dst = l.ranks[static_cast<std::size_t>(s.peer)];
     for (int c = 0; c < channels; ++c) b.add(src, dst, size / channels, mix(static_cast<std::uint64_t>(c), src, dst), {});
@@ -1541,23 +1549,20 @@ LinkLoad link_load(const Topology& t, const CollectiveSpec& spec, const LinkEffi
     return out;
   };
   if (s.algo == CollectiveAlgo::direct && s.op == CollectiveOp::all_to_all && s.pair_bytes.empty()) {
-    // A uniform all-to-all's transfers as plan_direct makes them, each a connection of its own,
-    // read without holding the plan (at frontier scale, millions of them).
+    // A uniform all-to-all's transfers as plan_direct makes them (all_to_all_sends), each a
+    // connection of its own, read without holding the plan (at frontier scale, millions of them).
     const int n = checked_ranks(t, s);
     std::map<std::uint32_t, double> first;  // group 0's bytes by link
     for (int g = 0; g < s.groups; ++g) {
       const std::vector<NodeIndex> gpus = s.groups == 1 && s.stride == 1 ? layout_of(t, n).ranks : group_gpus(t, s, n, g);
-      for (int x = 0; x < n; ++x) {
-        for (int d = 1; d < n; ++d) {
-          const NodeIndex src = gpus[static_cast<std::size_t>(x)], dst = gpus[static_cast<std::size_t>((x + d) % n)];
-          const Transfer tr{src, dst, s.size.value() / n, mix(9, src, dst), false, false, 0, 0};
-          for (const std::uint32_t l : links.route_once(tr)) {
-            out.bytes[l] += tr.bytes;
-            ++out.connections[l];
-            if (g == 0) first[l] += tr.bytes;
-          }
+      all_to_all_sends(gpus, [&](int, int, NodeIndex src, NodeIndex dst, std::uint64_t hash) {
+        const Transfer tr{src, dst, s.size.value() / n, hash, false, false, 0, 0};
+        for (const std::uint32_t l : links.route_once(tr)) {
+          out.bytes[l] += tr.bytes;
+          ++out.connections[l];
+          if (g == 0) first[l] += tr.bytes;
         }
-      }
+      });
     }
     for (const auto& [l, bytes] : first) out.group_wire = capacity[l] > 0 ? std::max(out.group_wire, bytes / capacity[l]) : out.group_wire;
     return finish();

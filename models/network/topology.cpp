@@ -247,14 +247,19 @@ std::int64_t Topology::find(std::string_view name) const {
   return -1;
 }
 
+const std::vector<std::vector<LinkIndex>>& Topology::in_links() const {
+  if (cache_->in.size() != nodes_.size()) {
+    cache_->in.assign(nodes_.size(), {});
+    for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
+  }
+  return cache_->in;
+}
+
 Topology::Search& Topology::search(NodeIndex origin, bool forward) const {
   // Called with the cache's mutex held.
   std::vector<std::unique_ptr<Search>>& cached = forward ? cache_->from : cache_->to;
   if (cached.size() != nodes_.size()) cached.resize(nodes_.size());
-  if (!forward && cache_->in.size() != nodes_.size()) {
-    cache_->in.assign(nodes_.size(), {});
-    for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
-  }
+  if (!forward) (void)in_links();
   std::unique_ptr<Search>& slot = cached[origin];
   if (!slot) {
     slot = std::make_unique<Search>(nodes_.size(), origin);
@@ -377,11 +382,7 @@ std::vector<LinkIndex> Topology::route(NodeIndex src, NodeIndex dst, std::uint64
     // ends: the links that reach dst, or the links to a node (never a GPU) with a link to dst,
     // in link order, the flow's hash picking at each hop.
     std::lock_guard<std::mutex> lock(cache_->mutex);
-    if (cache_->in.size() != nodes_.size()) {
-      cache_->in.assign(nodes_.size(), {});
-      for (LinkIndex l = 0; l < links_.size(); ++l) cache_->in[links_[l].to].push_back(l);
-    }
-    const std::span<const LinkIndex> into = cache_->in[dst];
+    const std::span<const LinkIndex> into = in_links()[dst];
     std::vector<LinkIndex>& candidates = cache_->candidates;
     const auto reaching = [&](NodeIndex from) {  // the links from `from` to dst, in link order
       candidates.clear();

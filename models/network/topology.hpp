@@ -112,6 +112,8 @@ class Topology {
   int meet(Search& from, Search& to, NodeIndex src, NodeIndex dst) const;
   bool on_route(NodeIndex v, int j, int length, const Search& from, const Search& to, NodeIndex dst) const;
   void forget_searches() const;
+  // Every node's in-links, built on first use (called with the cache's mutex held).
+  const std::vector<std::vector<LinkIndex>>& in_links() const;
 
   std::vector<TopoNode> nodes_;
   std::vector<TopoLink> links_;
