@@ -216,6 +216,22 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("precision")) p.precision = v->as_string();
   if (auto v = plan.optional("fp8_param_gather")) p.fp8_param_gather = v->as_bool();
   if (auto v = plan.optional("fp8_attention")) p.fp8_attention = v->as_bool();
+  if (auto v = plan.optional("bf16_layers")) {
+    // {"first": 1, "last": 1, "mtp": false}: Megatron's first_last_layers_bf16.
+    JsonObject o = v->as_object();
+    if (auto x = o.optional("first")) p.bf16_layers_first = count(*x, 0, 1 << 20);
+    if (auto x = o.optional("last")) p.bf16_layers_last = count(*x, 0, 1 << 20);
+    if (auto x = o.optional("mtp")) p.bf16_mtp = x->as_bool();
+    o.finish();
+  }
+  if (auto v = plan.optional("module_precision")) {
+    // {"linear_qkv": "bf16", "mamba_out_proj": "mxfp8"}: names checked here, precisions by validate_plan.
+    JsonObject o = v->as_object();
+    for (const std::string_view module : models::kLinearModules) {
+      if (auto x = o.optional(module)) p.module_precision[std::string(module)] = x->as_string();
+    }
+    o.finish();
+  }
   if (auto v = plan.optional("overlap_ep_comm")) p.overlap_ep_comm = v->as_bool();
   if (auto v = plan.optional("experts_per_token")) p.experts_per_token = v->as_number();
   if (auto v = plan.optional("ep_comm")) {

@@ -103,6 +103,24 @@ void apply_june_2026_moe_recipe(models::ParallelPlan& p, const std::string& mode
   p.fp8_attention = model.rfind("deepseek-v3", 0) != 0;
 }
 
+// Nemotron 3 Super's NVFP4 recipe, from the 26.04 container on (v0.4.0 to v0.6.0 of
+// NVIDIA-NeMo/Megatron-Bridge: set_nemotron_3_super_common_configs in
+// scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py, from v0.6.0
+// src/megatron/bridge/perf_recipes/nemotronh/common.py; nemotron_3_super_bf16_with_nvfp4_mixed in
+// src/megatron/bridge/training/mixed_precision.py): the last 14 of its 88 layers in bf16
+// (first_last_layers_bf16, num_layers_at_end_in_bf16 = 14), and the quantization recipe te_quant.cfg
+// beside it: QKV and output projections, LatentMoE's latent projections and the MTP modules in
+// bf16, the Mamba mixers' out_proj in MXFP8. Its weights are gathered in bf16 from 26.04.01 on
+// (fp4_param_gather = False, "Disabled until MCore PR 4358 lands"; v0.4.0 keeps
+// bf16_with_nvfp4_mixed's True).
+void apply_nemotron_3_super_nvfp4_recipe(models::ParallelPlan& p, const std::string& model, const std::string& container) {
+  if (model != "nemotron-3-super" || p.precision != "nvfp4" || !release_at_least(container, 26, 4)) return;
+  p.bf16_layers_last = 14;
+  p.bf16_mtp = true;
+  p.module_precision = {{"linear_qkv", "bf16"}, {"linear_proj", "bf16"}, {"latent_proj", "bf16"}, {"mamba_out_proj", "mxfp8"}};
+  p.fp8_param_gather = container == "26.04";
+}
+
 // How each row's performance recipe ran, as its release's code sets it: the MoE token dispatcher
 // (Megatron-Core's all-to-all over NCCL, or the flex dispatcher with DeepEP or HybridEP, both
 // `deepep` here: a token crosses the network once per node and is forwarded over NVLink), the
@@ -288,6 +306,10 @@ std::string plan_settings(const models::ParallelPlan& p) {
   else if (p.cuda_graphs != "none") out += fmt::format(" graphs {}", p.cuda_graphs);
   if (p.overlap_ep_comm) out += out.empty() ? " EP overlap" : ", EP overlap";
   if (p.fused_moe_mlp) out += out.empty() ? " fused MLP" : ", fused MLP";
+  if (p.bf16_layers_first + p.bf16_layers_last > 0 || !p.module_precision.empty()) {
+    out += fmt::format("{} {} layers in bf16, {} modules in their own precision", out.empty() ? "" : ",", p.bf16_layers_first + p.bf16_layers_last,
+                       p.module_precision.size());
+  }
   return out;
 }
 
@@ -427,6 +449,7 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.fp8_param_gather = precision != "bf16";
     p.framework = "megatron";
     apply_june_2026_moe_recipe(p, model, system, t.at(r, "container"));
+    apply_nemotron_3_super_nvfp4_recipe(p, model, t.at(r, "container"));
     const RecipeRun* recipe = recipe_run(t, r);
     if (recipe == nullptr) {
       skip("no performance recipe of its release is listed for it (kRecipeRuns in validation/validate_bridge.cpp)");

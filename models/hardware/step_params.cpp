@@ -105,6 +105,9 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   const std::string_view fam = family(ctx.framework);
   std::vector<std::string> kinds = {"gemm.bf16"};
   if (ctx.precision != "bf16") kinds.push_back(gemm_kind(ctx.precision));
+  for (const std::string& q : ctx.module_precisions) {
+    if (q != "bf16" && q != ctx.precision) kinds.push_back(gemm_kind(q));
+  }
   kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
                                   "grouped_gemm"});
   if (!ctx.cuda_graphs) kinds.emplace_back("host");  // a graph's kernels are issued by no one

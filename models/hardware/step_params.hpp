@@ -27,6 +27,9 @@ struct StepContext {
   std::string framework = "megatron";
   std::string precision = "bf16";
   bool cuda_graphs = false;  // a full-iteration CUDA graph: kernels pay overhead.graph, not overhead and host
+  // Low precisions some linear layers run in besides `precision` (ParallelPlan::module_precision),
+  // each on another tensor-core type than it: their GEMM efficiencies too.
+  std::vector<std::string> module_precisions = {};
 };
 
 // The framework names StepContext takes, in order.

@@ -54,7 +54,10 @@ struct LayerKind {
   Mixer mixer = Mixer::attention;
   Ffn ffn = Ffn::dense;
   bool windowed = false;
-  int key() const { return static_cast<int>(mixer) * 8 + static_cast<int>(ffn) * 2 + (windowed ? 1 : 0); }
+  // As a step costs it: kept out of the low precision (ParallelPlan's bf16_layers), every linear
+  // layer in bf16. The model's own kinds leave it false.
+  bool bf16 = false;
+  int key() const { return (static_cast<int>(mixer) * 8 + static_cast<int>(ffn) * 2 + (windowed ? 1 : 0)) * 2 + (bf16 ? 1 : 0); }
   int sublayers() const { return (mixer != Mixer::none ? 1 : 0) + (ffn != Ffn::none ? 1 : 0); }
   friend bool operator==(const LayerKind&, const LayerKind&) = default;
 };

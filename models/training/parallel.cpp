@@ -57,6 +57,10 @@ std::string_view to_string(Recompute r) {
 
 std::string_view to_string(CpKind k) { return k == CpKind::ring ? "ring" : "ulysses"; }
 
+namespace {
+PrecisionSpec known_precision(std::string_view name, std::string_view source, const std::string& pointer);
+}  // namespace
+
 void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, std::string_view source, std::string_view where) {
   const auto bad = [&](std::string_view field, const std::string& message) {
     throw sim::InputError(std::string(source), fmt::format("{}/{}", where, field), message);
@@ -170,6 +174,37 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
   if (!precision_spec(p.precision, source, where).low() && p.fp8_attention) {
     bad("fp8_attention", fmt::format("fp8_attention needs a low precision (Transformer Engine's FP8 recipe); the plan's is {}", p.precision));
   }
+  const bool low = precision_spec(p.precision, source, where).low();
+  if (p.bf16_layers_first < 0 || p.bf16_layers_last < 0 || p.bf16_layers_first + p.bf16_layers_last > m.layers) {
+    bad("bf16_layers", fmt::format("found first {} and last {}, expected counts from 0 that add up to at most {}'s {} layers", p.bf16_layers_first,
+                                   p.bf16_layers_last, m.name, m.layers));
+  }
+  if (p.bf16_mtp && m.mtp_layers == 0) bad("bf16_layers/mtp", fmt::format("{} has no multi-token prediction modules", m.name));
+  if (!low && (p.bf16_layers_first > 0 || p.bf16_layers_last > 0 || p.bf16_mtp)) {
+    bad("bf16_layers", fmt::format("bf16_layers keeps layers out of a low precision; the plan's is {}", p.precision));
+  }
+  if (!low && !p.module_precision.empty()) {
+    bad("module_precision", fmt::format("module_precision sets some linear layers' low precision; the plan's is {}: expected a low precision", p.precision));
+  }
+  for (const auto& [module, name] : p.module_precision) {
+    const std::string at = fmt::format("module_precision/{}", module);
+    if (std::find(kLinearModules.begin(), kLinearModules.end(), module) == kLinearModules.end()) {
+      const std::vector<std::string> names(kLinearModules.begin(), kLinearModules.end());
+      bad("module_precision", fmt::format("found module {}{}, expected one of {}", sim::quote(module), sim::did_you_mean(module, names), fmt::join(names, ", ")));
+    }
+    const PrecisionSpec q = known_precision(name, source, fmt::format("{}/{}", where, at));
+    const PrecisionSpec plan_q = precision_spec(p.precision);
+    if (q.name != plan_q.name && q.low() && q.gemm == plan_q.gemm) {
+      bad(at, fmt::format("found {}, which runs on the {} tensor cores as the plan's {} does: expected bf16, {} or a precision of another type (one per type)",
+                          name, to_string(q.gemm), p.precision, p.precision));
+    }
+    for (const auto& [other, other_name] : p.module_precision) {
+      const PrecisionSpec o = known_precision(other_name, source, fmt::format("{}/module_precision/{}", where, other));
+      if (other < module && o.low() && q.low() && o.gemm == q.gemm && o.name != q.name) {
+        bad(at, fmt::format("found {} beside {}'s {}, both on the {} tensor cores: expected one precision per type", name, other, other_name, to_string(q.gemm)));
+      }
+    }
+  }
   if (const std::string why = check_cuda_graphs(p.cuda_graphs); !why.empty()) bad("cuda_graphs", why);
   if (const std::string why = check_grad_reduce(p.grad_reduce); !why.empty()) bad("grad_reduce", why);
   if (p.sharding != "megatron" && p.sharding != "fsdp2") bad("sharding", fmt::format("found {}, expected megatron or fsdp2", sim::quote(p.sharding)));
@@ -219,17 +254,26 @@ std::vector<std::string> precision_names() {
   return out;
 }
 
-PrecisionSpec precision_spec(std::string_view name, std::string_view source, std::string_view where) {
+namespace {
+// The precision called `name`, or an input error at `pointer`.
+PrecisionSpec known_precision(std::string_view name, std::string_view source, const std::string& pointer) {
   for (const PrecisionSpec& s : precisions()) {
     if (s.name == name) return s;
   }
-  throw sim::InputError(std::string(source), fmt::format("{}/precision", where),
+  throw sim::InputError(std::string(source), pointer,
                         fmt::format("found {}{}, expected one of {}", sim::quote(name), sim::did_you_mean(name, precision_names()),
                                     fmt::join(precision_names(), ", ")));
 }
+}  // namespace
 
-void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_view source, std::string_view where) {
-  const PrecisionSpec s = precision_spec(p.precision, source, where);
+PrecisionSpec precision_spec(std::string_view name, std::string_view source, std::string_view where) {
+  return known_precision(name, source, fmt::format("{}/precision", where));
+}
+
+namespace {
+// Throws, at `pointer`, when the GPU cannot run precision `name`.
+void check_gpu_precision(std::string_view name, const GpuSpec& gpu, std::string_view source, const std::string& pointer) {
+  const PrecisionSpec s = known_precision(name, source, pointer);
   const bool block_scaled = gpu.supports(DType::fp4);  // Blackwell's fifth-generation tensor cores
   std::string missing;
   if (s.blackwell && !block_scaled) {
@@ -242,8 +286,24 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
   for (const PrecisionSpec& q : precisions()) {
     if ((!q.blackwell || block_scaled) && (!q.low() || gpu.supports(q.gemm))) ok.emplace_back(q.name);
   }
-  throw sim::InputError(std::string(source), fmt::format("{}/precision", where),
+  throw sim::InputError(std::string(source), pointer,
                         fmt::format("{} needs {}, which the {} lacks; on the {}: {}", s.name, missing, gpu.name, gpu.name, fmt::join(ok, ", ")));
+}
+}  // namespace
+
+void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_view source, std::string_view where) {
+  check_gpu_precision(p.precision, gpu, source, fmt::format("{}/precision", where));
+  for (const auto& [module, name] : p.module_precision) check_gpu_precision(name, gpu, source, fmt::format("{}/module_precision/{}", where, module));
+}
+
+StepContext step_context(const ParallelPlan& plan) {
+  StepContext ctx{plan.framework, plan.precision, plan.cuda_graphs == "full", {}};
+  for (const auto& [module, name] : plan.module_precision) {
+    if (name != "bf16" && name != plan.precision && std::find(ctx.module_precisions.begin(), ctx.module_precisions.end(), name) == ctx.module_precisions.end()) {
+      ctx.module_precisions.push_back(name);
+    }
+  }
+  return ctx;
 }
 
 bool ep_folded(const ParallelPlan& p) { return p.ep > 1 && (p.dp * p.cp) % p.ep != 0; }

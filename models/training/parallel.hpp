@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,6 +154,19 @@ struct ParallelPlan {
   // Transformer Engine's fp8_dot_product_attention: core attention in FP8 (cuDNN's FP8 fused
   // attention), at kFp8AttentionSpeedup (cost.hpp) of its bf16 speed. Needs a low precision.
   bool fp8_attention = false;
+  // Megatron-Core's first_last_layers_bf16 (num_layers_at_start_in_bf16, num_layers_at_end_in_bf16:
+  // megatron/core/fp8_utils.py and fp4_utils.py): the first and the last decoder layers of the
+  // whole model (a hybrid stack counts each of its layers) run outside the low-precision autocast,
+  // every linear layer of theirs in bf16 without casts; `bf16_mtp` keeps the multi-token
+  // prediction modules so too. Needs a low precision.
+  int bf16_layers_first = 0;
+  int bf16_layers_last = 0;
+  bool bf16_mtp = false;
+  // Per-module precision (Megatron-Core's quant_recipe: Transformer Engine quantization params
+  // matched to module names), by kLinearModules name: e.g. {"linear_qkv": "bf16", "mamba_out_proj":
+  // "mxfp8"} in an nvfp4 plan. The modules not named run in `precision`. At most one precision per
+  // tensor-core type in a plan (each has one fitted GEMM efficiency). Needs a low precision.
+  std::map<std::string, std::string, std::less<>> module_precision;
   // LoRA fine-tuning (Hu et al., arXiv 2106.09685): the base model frozen (no weight gradients,
   // no gradients or optimizer states for it), low-rank adapters A (k x rank) and B (rank x n) on
   // the targeted linear layers, trained in bf16. Defaults as Megatron-Bridge's LoRA
@@ -186,9 +200,16 @@ inline constexpr std::array<std::string_view, 6> kGraphScopes = {"attn", "mlp", 
 // Why `cuda_graphs` is not none, full or '+'-joined kGraphScopes (each once); empty when it is.
 std::string check_cuda_graphs(std::string_view cuda_graphs);
 
-// The plan's framework, precision and CUDA graphs, which select its fitted step parameters
+// The linear layers plan.module_precision can name, as Megatron-Core names their modules:
+// attention's QKV projection (MLA's query and key-value projections too) and output projection,
+// the dense MLP's two layers, the routed experts, the shared experts, LatentMoE's projections to
+// and from the latent width, and a Mamba mixer's input and output projections.
+inline constexpr std::array<std::string_view, 9> kLinearModules = {"linear_qkv", "linear_proj",    "linear_fc1",    "linear_fc2",    "experts",
+                                                                    "shared_experts", "latent_proj", "mamba_in_proj", "mamba_out_proj"};
+
+// The plan's framework, precision(s) and CUDA graphs, which select its fitted step parameters
 // (per-layer graphs keep the host-launched kernels' parameters: most kernels stay outside).
-inline StepContext step_context(const ParallelPlan& plan) { return {plan.framework, plan.precision, plan.cuda_graphs == "full"}; }
+StepContext step_context(const ParallelPlan& plan);
 
 // The ZeRO stage whose data-parallel traffic the plan runs: its zero, except PyTorch FSDP2 under
 // pipeline parallelism, which torchtitan runs without resharding between micro-batches

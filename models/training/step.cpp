@@ -521,6 +521,26 @@ struct LayerCost {
   OpCost f, b, w;  // forward, input grads (B), weight grads (W)
 };
 
+// Which linear layer a GEMM is, for its precision and LoRA: the kLinearModules (Megatron's
+// module names, ParallelPlan::module_precision), the multi-token prediction modules' projection,
+// and the layers that stay in bf16 whatever the plan's precision (the router, the LM head).
+enum class Linear : std::uint8_t { qkv, proj, fc1, fc2, experts, shared_experts, latent, mamba_in, mamba_out, mtp_proj, bf16 };
+
+std::string_view module_name(Linear l) {
+  switch (l) {
+    case Linear::qkv: return "linear_qkv";
+    case Linear::proj: return "linear_proj";
+    case Linear::fc1: return "linear_fc1";
+    case Linear::fc2: return "linear_fc2";
+    case Linear::experts: return "experts";
+    case Linear::shared_experts: return "shared_experts";
+    case Linear::latent: return "latent_proj";
+    case Linear::mamba_in: return "mamba_in_proj";
+    case Linear::mamba_out: return "mamba_out_proj";
+    default: return "";
+  }
+}
+
 struct Ctx {
   const ModelSpec& m;
   const ParallelPlan& p;
@@ -533,6 +553,7 @@ struct Ctx {
   double overlap;      // the cost model's overlap efficiency
   double host_link;    // the GPU's host link per direction, bytes/s (activation offload)
   double host_issue;   // the host's time to issue one kernel, seconds
+  bool bf16_layer;     // a layer kept in bf16 (plan.bf16_layers): every linear layer so
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
@@ -541,7 +562,18 @@ struct Ctx {
   }
   static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
   Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
+  // The precision a linear layer's GEMMs run in.
+  PrecisionSpec precision_of(Linear l) const;
 };
+
+// bf16 in a layer kept so (plan.bf16_layers) and for the router and the LM head; else its
+// module's precision (plan.module_precision) or the plan's.
+PrecisionSpec Ctx::precision_of(Linear l) const {
+  if (bf16_layer || l == Linear::bf16) return precision_spec("bf16");
+  if (l == Linear::mtp_proj && p.bf16_mtp) return precision_spec("bf16");
+  if (const auto it = p.module_precision.find(module_name(l)); it != p.module_precision.end()) return precision_spec(it->second);
+  return prec;
+}
 
 // The exposed part of `comm` seconds of communication overlapped with `compute` seconds of
 // kernels: what the compute does not cover, and at least the share (1 - overlap) that does not
@@ -559,34 +591,31 @@ struct Gemm {
 // gradient the same; per-tensor current scaling reads each tensor once more for its amax first.
 // The weights' cast (k x n, once per step: the copy is reused by every micro-batch) is charged
 // to each micro-batch as its share.
-void add_casts(const Ctx& c, LayerCost& lc, double m, double n, double k, double weight_share) {
-  const PrecisionSpec& q = c.prec;
+void add_casts(const Ctx& c, const PrecisionSpec& q, LayerCost& lc, double m, double n, double k, double weight_share) {
   const auto cast = [&](double elements) { return elements * (2 + 2 * q.bytes + (q.amax_pass ? 2 : 0)); };
   c.add(lc.f, c.mem(KernelKind::quantize, cast(m * k) + weight_share * cast(k * n)));
   c.add(lc.b, c.mem(KernelKind::quantize, cast(m * n)));
 }
 
-// Which LoRA target a linear layer is (Megatron's module names).
-enum class LoraTarget : std::uint8_t { none, qkv, proj, fc1, fc2 };
-
-bool lora_targets(const ParallelPlan& p, LoraTarget t) {
+bool lora_targets(const ParallelPlan& p, Linear t) {
   if (!p.lora.enabled) return false;
   switch (t) {
-    case LoraTarget::qkv: return p.lora.qkv;
-    case LoraTarget::proj: return p.lora.proj;
-    case LoraTarget::fc1: return p.lora.fc1;
-    case LoraTarget::fc2: return p.lora.fc2;
+    case Linear::qkv: return p.lora.qkv;
+    case Linear::proj: return p.lora.proj;
+    case Linear::fc1: return p.lora.fc1;
+    case Linear::fc2: return p.lora.fc2;
     default: return false;
   }
 }
 
-// A forward GEMM, and its backward: dgrad (B) and wgrad (W); a linear layer's runs in the plan's
-// precision (with its casts), the router's and the LM head's in bf16 (`quantized` false). With
-// LoRA the base weights are frozen (no wgrad) and a targeted layer adds its adapter in bf16: x A
-// (k -> rank) then B (rank -> n) forward; backward both dgrads (B) and both wgrads (W).
-void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw, bool quantized = true,
-              LoraTarget target = LoraTarget::none) {
-  const DType t = quantized ? c.prec.gemm : DType::bf16;
+// A forward GEMM, and its backward: dgrad (B) and wgrad (W); a linear layer's runs in its
+// precision (Ctx::precision_of: the plan's unless the plan says otherwise) with its casts, the
+// router's and the LM head's in bf16. With LoRA the base weights are frozen (no wgrad) and a
+// targeted layer adds its adapter in bf16: x A (k -> rank) then B (rank -> n) forward; backward
+// both dgrads (B) and both wgrads (W).
+void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double* gemm_bw, Linear target) {
+  const PrecisionSpec q = c.precision_of(target);
+  const DType t = q.gemm;
   const Kernel f = Kernel::gemm(Ctx::n(g.m), g.n, g.k, t);
   const Kernel b = Kernel::gemm(Ctx::n(g.m), g.k, g.n, t);
   const Kernel w = Kernel::gemm(g.k, g.n, Ctx::n(g.m), t);
@@ -604,8 +633,8 @@ void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double
     for (const Kernel& k : {Kernel::gemm(m, r, g.n, DType::bf16), Kernel::gemm(m, g.k, r, DType::bf16)}) c.add(lc.b, k);
     for (const Kernel& k : {Kernel::gemm(r, g.n, m, DType::bf16), Kernel::gemm(g.k, r, m, DType::bf16)}) c.add(lc.w, k);
   }
-  if (quantized && c.prec.low()) {
-    add_casts(c, lc, g.m, static_cast<double>(g.n), static_cast<double>(g.k), 1.0 / std::max(1, c.p.micro_batches()));
+  if (q.low()) {
+    add_casts(c, q, lc, g.m, static_cast<double>(g.n), static_cast<double>(g.k), 1.0 / std::max(1, c.p.micro_batches()));
   }
 }
 
@@ -622,7 +651,7 @@ void add_mamba(const Ctx& c, LayerCost& lc, double* gemm_f, double* gemm_bw) {
   const std::int64_t H = std::max(1, s.heads / c.p.tp), G = std::max(1, s.groups / c.p.tp);
   const std::int64_t P = s.head_dim, N = s.state_dim, Q = s.chunk;
   const std::int64_t inner = H * P, conv = inner + 2 * G * N;
-  add_gemm(c, lc, {T, 2 * inner + 2 * G * N + H, m.hidden}, gemm_f, gemm_bw);
+  add_gemm(c, lc, {T, 2 * inner + 2 * G * N + H, m.hidden}, gemm_f, gemm_bw, Linear::mamba_in);
   c.add(lc.f, c.mem(KernelKind::elementwise, T * static_cast<double>(conv) * 2 * 2));
   c.add(lc.b, c.mem(KernelKind::elementwise, T * static_cast<double>(conv) * 2 * 3));
   const std::int64_t chunks = Ctx::n(T / static_cast<double>(Q));
@@ -640,7 +669,7 @@ void add_mamba(const Ctx& c, LayerCost& lc, double* gemm_f, double* gemm_bw) {
   c.add(lc.b, c.mem(KernelKind::elementwise, 2 * state_bytes));
   c.add(lc.f, c.mem(KernelKind::norm, T * static_cast<double>(inner) * 2 * 3));
   c.add(lc.b, c.mem(KernelKind::norm, T * static_cast<double>(inner) * 2 * 5));
-  add_gemm(c, lc, {T, m.hidden, inner}, gemm_f, gemm_bw);
+  add_gemm(c, lc, {T, m.hidden, inner}, gemm_f, gemm_bw, Linear::mamba_out);
 }
 
 // Per-layer CUDA graphs (plan.cuda_graphs naming parts of a layer): the kernels a graphed part
@@ -657,7 +686,9 @@ void graph_since(const Ctx& c, LayerCost& lc, const HostMark& mark, std::string_
   }
 }
 
-LayerCost layer_cost(const Ctx& c, LayerKind kind) {
+LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
+  Ctx c = outer;
+  c.bf16_layer = outer.bf16_layer || kind.bf16;
   const ModelSpec& m = c.m;
   const ParallelPlan& p = c.p;
   const double T = c.tokens, Ts = c.seq_tokens, h = static_cast<double>(m.hidden);
@@ -676,17 +707,17 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   if (!attention) {
   } else if (m.mla.enabled()) {
     if (m.mla.q_lora_rank > 0) {
-      add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw);
-      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
+      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw, Linear::qkv);
     } else {
-      add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
     }
-    add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw);
-    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw);
+    add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
+    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw, Linear::qkv);
   } else {
-    add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw, true, LoraTarget::qkv);
+    add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
   }
-  if (attention) add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw, true, LoraTarget::proj);
+  if (attention) add_gemm(c, lc, {T, m.hidden, c.heads_l * hv}, &gemm_f, &gemm_bw, Linear::proj);
   // Core attention: the micro-batch's sequences (one document each), this GPU's heads; ring
   // context parallelism gives each rank 1/cp of the pairs, Ulysses 1/cp of the heads.
   const bool ulysses = p.cp > 1 && p.cp_kind == CpKind::ulysses;
@@ -742,15 +773,15 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
   } else if (kind.ffn == Ffn::dense) {
     const HostMark mark(lc);
     const std::int64_t f = m.ffn_hidden / p.tp;
-    add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, true, LoraTarget::fc1);
-    add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, true, LoraTarget::fc2);
+    add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, Linear::fc1);
+    add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, Linear::fc2);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
     graph_since(c, lc, mark, "mlp");
   } else {
     const auto& e = m.moe;
     const HostMark moe_mark(lc);
-    add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw, false);  // router (replicated, bf16)
+    add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw, Linear::bf16);  // router (replicated, bf16)
     // The router's score function and top-k, one fused kernel each way over the fp32 logits
     // (moe_router_fusion, as the performance recipes set it).
     const double logits = Ts * static_cast<double>(e.experts) * 4;
@@ -765,14 +796,14 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     graph_since(c, lc, preprocess_mark, "moe_preprocess");
     if (e.shared_experts > 0) {
       const std::int64_t fs = e.expert_ffn * e.shared_experts / p.tp;
-      add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw);
-      add_gemm(c, lc, {T, m.hidden, fs}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * fs, m.hidden}, &gemm_f, &gemm_bw, Linear::shared_experts);
+      add_gemm(c, lc, {T, m.hidden, fs}, &gemm_f, &gemm_bw, Linear::shared_experts);
     }
     // LatentMoE: each token projected down to the latent width before dispatch, up after combine.
     const std::int64_t width = e.latent > 0 ? e.latent : m.hidden;
     if (e.latent > 0) {
-      add_gemm(c, lc, {Ts, e.latent, m.hidden}, &gemm_f, &gemm_bw);
-      add_gemm(c, lc, {Ts, m.hidden, e.latent}, &gemm_f, &gemm_bw);
+      add_gemm(c, lc, {Ts, e.latent, m.hidden}, &gemm_f, &gemm_bw, Linear::latent);
+      add_gemm(c, lc, {Ts, m.hidden, e.latent}, &gemm_f, &gemm_bw, Linear::latent);
     }
     // Routed experts: this rank's experts get top_k copies of the EP group's tokens, the busiest
     // rank `expert_imbalance` times the mean.
@@ -782,7 +813,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
     const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
     for (const auto& [nn, kk] : {std::pair{up, width}, std::pair{width, e.expert_ffn}}) {
-      const DType t = c.prec.gemm;
+      const PrecisionSpec eq = c.precision_of(Linear::experts);
+      const DType t = eq.gemm;
       // Transformer Engine's grouped linear layer runs one GEMM per local expert, each issued by
       // the host (te_general_grouped_gemm, "For now, we only have multi-stream cublas backend":
       // nvte_multi_stream_cublas_gemm loops over them), forward, dgrad and wgrad alike; the fused
@@ -791,8 +823,8 @@ LayerCost layer_cost(const Ctx& c, LayerKind kind) {
       Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
       Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
       f.launch_per_product = b.launch_per_product = w.launch_per_product = !p.fused_moe_mlp;
-      if (c.prec.low() && !p.fused_moe_mlp) {
-        add_casts(c, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
+      if (eq.low() && !p.fused_moe_mlp) {
+        add_casts(c, eq, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
       }
       c.add(lc.f, f);
       c.add(lc.b, b);
@@ -926,7 +958,7 @@ LayerCost loss_cost(const Ctx& c) {
   const std::int64_t v = (c.m.vocab + c.p.tp - 1) / c.p.tp;
   c.add(lc.f, c.mem(KernelKind::norm, 2 * c.seq_tokens * h * 2));
   c.add(lc.b, c.mem(KernelKind::norm, 3 * c.seq_tokens * h * 2));
-  add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw, false);  // the LM head stays in bf16
+  add_gemm(c, lc, {c.tokens, v, c.m.hidden}, &gemm_f, &gemm_bw, Linear::bf16);  // the LM head stays in bf16
   const double logits = c.tokens * static_cast<double>(v);
   if (c.p.cross_entropy == "unfused") {
     // Megatron-Core's vocab-parallel cross entropy op by op (tensor_parallel/cross_entropy.py at
@@ -962,8 +994,9 @@ LayerCost mtp_cost(const Ctx& c, const LayerFn& layer) {
     c.add(lc.f, c.mem(KernelKind::embedding, 2 * c.seq_tokens * h * 2));
     c.add(lc.f, c.mem(KernelKind::norm, 2 * 2 * c.seq_tokens * h * 2));
     c.add(lc.b, c.mem(KernelKind::norm, 2 * 3 * c.seq_tokens * h * 2));
-    add_gemm(c, lc, {c.tokens, c.m.hidden / c.p.tp, 2 * c.m.hidden}, &gemm_f, &gemm_bw);
-    for (const LayerKind kind : c.m.mtp_block()) {
+    add_gemm(c, lc, {c.tokens, c.m.hidden / c.p.tp, 2 * c.m.hidden}, &gemm_f, &gemm_bw, Linear::mtp_proj);
+    for (LayerKind kind : c.m.mtp_block()) {
+      kind.bf16 = c.p.bf16_mtp;
       const LayerCost l = layer(kind);
       lc.f += l.f, lc.b += l.b, lc.w += l.w;
     }
@@ -982,7 +1015,8 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              precision_spec(p.precision),
              cost.overlap_efficiency(),
              gpu.host_link_bandwidth,
-             cost.host_issue_s()};
+             cost.host_issue_s(),
+             false};
 }
 
 // Under contention=fabric, what each kind of the step's communication meets on the fabric
@@ -1015,7 +1049,9 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
   LayerCost total;
   const int first = first_layer_of(p, m, vs);
   for (int l = first; l < first + layers_of(p, m, vs); ++l) {
-    const LayerCost lc = layer(m.layer_kind(l));
+    LayerKind kind = m.layer_kind(l);
+    kind.bf16 = l < p.bf16_layers_first || l >= m.layers - p.bf16_layers_last;
+    const LayerCost lc = layer(kind);
     total.f += lc.f;
     total.b += lc.b;
     total.w += lc.w;
@@ -1112,7 +1148,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue, false};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }

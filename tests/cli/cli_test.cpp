@@ -733,6 +733,22 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
   CHECK(fails(R"({"model": {"name": "w", "base": "gpt-oss-20b", "sliding_window": 8192}, )" + cluster +
               R"(, "plan": {"ep": 16, "global_batch": 16, "seq_len": 4096}})")
             .find("bad-step.json:/plan/seq_len: w's sliding window of 8192 tokens is longer than seq_len 4096") != std::string::npos);
+  // Layers and modules out of the plan's precision (Megatron's first_last_layers_bf16 and quant_recipe).
+  const std::string b200 = R"("cluster": {"gpu": "B200", "topology": "dgx-b200:nodes=2"})";
+  CHECK(fails(R"({"model": "llama3-8b", )" + b200 + R"(, "plan": {"global_batch": 16, "precision": "nvfp4", "module_precision": {"linear_qk": "bf16"}}})")
+            .find("bad-step.json:/plan/module_precision/linear_qk: unknown key \"linear_qk\"; did you mean \"linear_qkv\"?") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + b200 + R"(, "plan": {"global_batch": 16, "precision": "nvfp4", "bf16_layers": {"last": 40}}})")
+            .find("bad-step.json:/plan/bf16_layers: found first 0 and last 40, expected counts from 0 that add up to at most llama3-8b's 32 layers") !=
+        std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "precision": "fp8", "module_precision": {"experts": "mxfp8"}}})")
+            .find("bad-step.json:/plan/module_precision/experts: found mxfp8, which runs on the fp8 tensor cores as the plan's fp8 does") !=
+        std::string::npos);
+  {
+    std::ofstream f("mixed-precision-step.json");
+    f << R"({"model": "llama3-8b", )" << b200
+      << R"(, "plan": {"global_batch": 16, "precision": "nvfp4", "bf16_layers": {"first": 1, "last": 2}, "module_precision": {"linear_qkv": "bf16", "linear_fc2": "mxfp8"}}})";
+  }
+  CHECK(run({"step", "mixed-precision-step.json"}).code == 0);
   // A LoRA scenario runs.
   {
     std::ofstream f("lora-step.json");

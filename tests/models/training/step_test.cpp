@@ -1145,6 +1145,78 @@ TEST_CASE("precision: FP8 and NVFP4 GEMMs, their casts, their memory; bad pairs 
   CHECK(error(sc).find("/plan/fp8_param_gather: fp8_param_gather needs a low precision; the plan's is bf16") != std::string::npos);
 }
 
+// bf16_layers and module_precision: Megatron's first_last_layers_bf16 and quant_recipe, as
+// Megatron-Bridge's Nemotron 3 Super NVFP4 recipe sets them. A layer kept in bf16 costs what a
+// bf16 plan's layer does; a module in another precision lands between the two.
+TEST_CASE("bf16_layers and module_precision: layers and modules out of the plan's precision; bad ones refused") {
+  StepScenario bw = small(8, 1, 1, 4);
+  bw.model.layers = 4;
+  bw.gpu = HardwareCatalog::builtin().gpu("B200");
+  bw.topology = "dgx-b200:nodes=1";
+  bw.plan.precision = "bf16";
+  const double bf16 = step(bw).step_time.to_seconds();
+  bw.plan.precision = "nvfp4";
+  const double fp4 = step(bw).step_time.to_seconds();
+  const auto with = [&](int first, int last, std::map<std::string, std::string, std::less<>> modules) {
+    StepScenario s = bw;
+    s.plan.bf16_layers_first = first;
+    s.plan.bf16_layers_last = last;
+    s.plan.module_precision = std::move(modules);
+    return step(s).step_time.to_seconds();
+  };
+  const double last1 = with(0, 1, {}), last2 = with(0, 2, {}), all = with(1, 3, {});
+  CHECK(fp4 < last1);
+  CHECK(last1 < last2);
+  CHECK(last2 < all);
+  CHECK(all == orrery::testing::Approx(bf16).epsilon(1e-9));  // every layer in bf16: the bf16 plan's step
+  CHECK(with(2, 0, {}) == orrery::testing::Approx(last2).epsilon(1e-9));  // which two layers does not matter here
+  const double qkv = with(0, 0, {{"linear_qkv", "bf16"}});
+  CHECK(fp4 < qkv);
+  CHECK(qkv < all);
+  const double fc1_mx = with(0, 0, {{"linear_fc1", "mxfp8"}}), fc1_bf16 = with(0, 0, {{"linear_fc1", "bf16"}});
+  CHECK(fp4 < fc1_mx);
+  CHECK(fc1_mx < fc1_bf16);
+  // A kept layer ignores the module's precision: all four kept is the bf16 step, whatever the modules.
+  CHECK(with(0, 4, {{"linear_fc1", "mxfp8"}}) == orrery::testing::Approx(bf16).epsilon(1e-9));
+  // The parameters a plan's step uses: an MXFP8 module in an NVFP4 plan adds MXFP8's GEMM efficiency.
+  ParallelPlan mixed = bw.plan;
+  mixed.module_precision = {{"mamba_out_proj", "mxfp8"}, {"linear_qkv", "bf16"}};
+  CHECK(step_context(mixed).module_precisions == std::vector<std::string>{"mxfp8"});
+  bool uses_mxfp8 = false;
+  for (const StepParameterUse& u : step_parameter_uses(bw.gpu, step_context(mixed), builtin_step_parameters())) uses_mxfp8 |= u.kind == "gemm.mxfp8";
+  CHECK(uses_mxfp8);
+
+  const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { step(s); }); };
+  StepScenario bad = bw;
+  bad.plan.bf16_layers_first = 3;
+  bad.plan.bf16_layers_last = 2;
+  CHECK(error(bad).find("/plan/bf16_layers: found first 3 and last 2, expected counts from 0 that add up to at most llama3-8b's 4 layers") !=
+        std::string::npos);
+  bad = bw;
+  bad.plan.bf16_mtp = true;
+  CHECK(error(bad).find("/plan/bf16_layers/mtp: llama3-8b has no multi-token prediction modules") != std::string::npos);
+  bad = bw;
+  bad.plan.precision = "bf16";
+  bad.plan.bf16_layers_last = 1;
+  CHECK(error(bad).find("/plan/bf16_layers: bf16_layers keeps layers out of a low precision; the plan's is bf16") != std::string::npos);
+  bad = bw;
+  bad.plan.module_precision = {{"linear_qk", "bf16"}};
+  CHECK(error(bad).find("/plan/module_precision: found module \"linear_qk\"; did you mean \"linear_qkv\"?, expected one of linear_qkv, ") !=
+        std::string::npos);
+  bad.plan.module_precision = {{"linear_qkv", "fp4"}};
+  CHECK(error(bad).find("/plan/module_precision/linear_qkv: found \"fp4\"") != std::string::npos);
+  bad.plan.module_precision = {{"linear_qkv", "fp8"}};
+  bad.plan.precision = "mxfp8";
+  CHECK(error(bad).find("/plan/module_precision/linear_qkv: found fp8, which runs on the fp8 tensor cores as the plan's mxfp8 does") != std::string::npos);
+  bad.plan.precision = "nvfp4";
+  bad.plan.module_precision = {{"linear_qkv", "fp8"}, {"linear_proj", "mxfp8"}};
+  CHECK(error(bad).find("/plan/module_precision/linear_qkv: found fp8 beside linear_proj's mxfp8, both on the fp8 tensor cores") != std::string::npos);
+  StepScenario h100 = small(8, 1, 1, 4);
+  h100.plan.precision = "fp8";
+  h100.plan.module_precision = {{"experts", "nvfp4"}};
+  CHECK(error(h100).find("/plan/module_precision/experts: nvfp4 needs block-scaled tensor cores") != std::string::npos);
+}
+
 // pipeline_layout: Megatron's explicit layout, as Megatron-Bridge's DeepSeek-V3 recipe sets it for
 // pp 4 x vp 4 (the embedding and 4 layers first, 4 on each middle stage, 1 with the MTP module and
 // the loss last); bad layouts named.
