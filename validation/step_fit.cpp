@@ -29,10 +29,6 @@ namespace {
 //    models::step_parameter_prior) weighted as a Gaussian of its stated spread against rows
 //    spread 10%: weight (0.1 / ln spread)^2, so a parameter the rows do not determine stays near
 //    what is known of it without them;
-//  - each row's residual costs Huber's loss with its corner at that same 10%: r^2 within it,
-//    2 x 0.1 |r| - 0.1^2 beyond (Huber 1964; solved by reweighting each row's normal equations
-//    by min(1, 0.1 / |r|)), so a row no parameter can explain (a plan measured with settings
-//    the tables do not print) pulls the fit as its error, not as its square;
 //  - derivatives are forward differences of 5% in the parameter (the emulator rounds kernel
 //    times to whole nanoseconds and takes maxima, so smaller steps see its steps, not its slope).
 constexpr double kRowSpread = 0.1;
@@ -161,19 +157,11 @@ Eigen::VectorXd residuals(const Problem& pb, const Linearisation& lin) {
   return r;
 }
 
-// A row's share of the cost: Huber's loss of its residual, and the weight its normal equations
-// take (the loss's slope over the residual's: 1 inside the corner).
-double row_loss(double r) { return std::fabs(r) <= kRowSpread ? r * r : 2 * kRowSpread * std::fabs(r) - kRowSpread * kRowSpread; }
-double row_weight(double r) { return std::fabs(r) <= kRowSpread ? 1.0 : kRowSpread / std::fabs(r); }
-
 double cost_of(const Problem& pb, const Eigen::VectorXd& r, const Eigen::VectorXd& phi) {
-  double rows = 0;
-  for (Eigen::Index i = 0; i < r.size(); ++i) rows += row_loss(r[i]);
-  return rows + (pb.weight.array() * (phi - pb.prior).array().square()).sum();
+  return r.squaredNorm() + (pb.weight.array() * (phi - pb.prior).array().square()).sum();
 }
 
-// The normal equations of rows `keep` (1 = in) at a linearisation: A = J'WJ + prior, b = J'Wr +
-// prior pull, W the rows' Huber weights at r.
+// The normal equations of rows `keep` (1 = in) at a linearisation: A = J'J + prior, b = J'r + prior pull.
 void normal_equations(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r, const Eigen::VectorXd& phi,
                       const std::vector<char>& keep, Eigen::MatrixXd& A, Eigen::VectorXd& b) {
   A = Eigen::MatrixXd(pb.weight.asDiagonal());
@@ -182,9 +170,8 @@ void normal_equations(const Problem& pb, const Linearisation& lin, const Eigen::
     if (!keep[i]) continue;
     // d residual / d phi = - d ln(step) / d phi
     const Eigen::RowVectorXd g = -lin.d.row(static_cast<Eigen::Index>(pb.config_of[i]));
-    const double ri = r[static_cast<Eigen::Index>(i)], w = row_weight(ri);
-    A.noalias() += w * (g.transpose() * g);
-    b.noalias() += (w * ri) * g.transpose();
+    A.noalias() += g.transpose() * g;
+    b.noalias() += g.transpose() * r[static_cast<Eigen::Index>(i)];
   }
 }
 
@@ -303,7 +290,7 @@ Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const
   const auto restricted_cost = [&](const Eigen::VectorXd& x, const Eigen::VectorXd& rx) {
     double cost = 0;
     for (std::size_t i = 0; i < pb.rows.size(); ++i) {
-      if (keep[i]) cost += row_loss(rx[static_cast<Eigen::Index>(i)]);
+      if (keep[i]) cost += rx[static_cast<Eigen::Index>(i)] * rx[static_cast<Eigen::Index>(i)];
     }
     for (std::size_t j = 0; j < pb.names.size(); ++j) {
       const auto J = static_cast<Eigen::Index>(j);

@@ -121,6 +121,26 @@ void apply_nemotron_3_super_nvfp4_recipe(models::ParallelPlan& p, const std::str
   p.fp8_param_gather = container == "26.04";
 }
 
+// The recipes that run without Transformer Engine's TP communication overlap (the userbuffers
+// all-gathers and reduce-scatters beside the GEMMs), or without overlapping the parameter
+// all-gathers, against the overlap every other recipe sets:
+//  - Llama 3 and 3.1 in NVFP4: `tp_comm_overlap = False if precision == "nvfp4"` in every
+//    llama3/llama31 pretrain config of scripts/performance/configs (v0.2.0 to v0.5.1);
+//  - Llama 3.1 405B's NVFP4 V2 recipe also turns the parameter-gather overlap off from v0.4.2
+//    (26.04.01) on (disable_param_gather_overlap, "to reduce training peak memory and avoid OOM",
+//    NVIDIA-NeMo/Megatron-Bridge issue 3714);
+//  - Qwen3 235B-A22B on H100: CommOverlapConfig(tp_comm_overlap=False) in its pretrain config at
+//    every release (qwen3_235b_a22b_h100_config at v0.2.0, qwen3_235b_a22b_pretrain_config_h100
+//    from v0.3.0);
+//  - Nemotron 3 Super: its recipe sets no comm_overlap (nemotron_3_super.py, _pretrain_common's
+//    comm_overlap=None, v0.4.0 to v0.5.1), nor do its performance configs (v0.6.0's
+//    nemotron_3_super_pretrain_64gpu_gb200_*_config, where Nano's set tp_comm_overlap = True).
+void apply_overlap_recipe(models::ParallelPlan& p, const std::string& model, const std::string& system, const std::string& container) {
+  const bool llama = model.rfind("llama3", 0) == 0;
+  if ((llama && p.precision == "nvfp4") || (model == "qwen3-235b-a22b" && system == "DGX-H100") || model == "nemotron-3-super") p.overlap_tp_comm = false;
+  if (model == "llama3-405b" && p.precision == "nvfp4" && release_at_least(container, 26, 4) && container != "26.04") p.overlap_param_gather = false;
+}
+
 // How each row's performance recipe ran, as its release's code sets it: the MoE token dispatcher
 // (Megatron-Core's all-to-all over NCCL, or the flex dispatcher with DeepEP or HybridEP, both
 // `deepep` here: a token crosses the network once per node and is forwarded over NVLink), the
@@ -306,6 +326,8 @@ std::string plan_settings(const models::ParallelPlan& p) {
   else if (p.cuda_graphs != "none") out += fmt::format(" graphs {}", p.cuda_graphs);
   if (p.overlap_ep_comm) out += out.empty() ? " EP overlap" : ", EP overlap";
   if (p.fused_moe_mlp) out += out.empty() ? " fused MLP" : ", fused MLP";
+  if (p.tp > 1 && !p.overlap_tp_comm) out += out.empty() ? " TP comm exposed" : ", TP comm exposed";
+  if (!p.overlap_param_gather) out += out.empty() ? " param gathers exposed" : ", param gathers exposed";
   if (p.bf16_layers_first + p.bf16_layers_last > 0 || !p.module_precision.empty()) {
     out += fmt::format("{} {} layers in bf16, {} modules in their own precision", out.empty() ? "" : ",", p.bf16_layers_first + p.bf16_layers_last,
                        p.module_precision.size());
@@ -450,6 +472,7 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.framework = "megatron";
     apply_june_2026_moe_recipe(p, model, system, t.at(r, "container"));
     apply_nemotron_3_super_nvfp4_recipe(p, model, t.at(r, "container"));
+    apply_overlap_recipe(p, model, system, t.at(r, "container"));
     const RecipeRun* recipe = recipe_run(t, r);
     if (recipe == nullptr) {
       skip("no performance recipe of its release is listed for it (kRecipeRuns in validation/validate_bridge.cpp)");
@@ -540,7 +563,9 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "GPUs, precision (FP8 and FP8-CS: per-tensor current scaling; FP8-MX and MXFP8; NVFP4) and parallel sizes on the DGX\n"
       "system's fabric (H100 and B200 servers of 8; GB200 NVL72 racks used 64 GPUs at a time), with the performance\n"
       "recipes' settings as validation/validate_bridge.cpp states them (distributed optimizer, Megatron-FSDP taken as\n"
-      "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped; each\n"
+      "ZeRO-3, gradients reduced in bf16, low-precision weights kept and gathered as such, TP communication overlapped but\n"
+      "where a recipe says not (Llama in NVFP4, Qwen3 235B on H100, Nemotron 3 Super); layers and modules kept out of the\n"
+      "low precision as Nemotron 3 Super's NVFP4 recipe keeps them; each\n"
       "release's own recipe for the MoE dispatcher (NCCL's all-to-all or HybridEP/DeepEP), the expert all-to-all overlapped\n"
       "with the other micro-batch, and CUDA graphs (none, the whole iteration, or parts of each layer), as its release's\n"
       "code applies them; the recipes' selective recompute and partial activation offload are not modelled; LoRA as the\n"

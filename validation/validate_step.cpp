@@ -166,9 +166,8 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
         "times its spread squared (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
   md += fmt::format(
       "**Leave one out.** The parameters are fitted on every row of the Megatron-LM, Megatron-Bridge and torchtitan tables\n"
-      "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): robust least squares on\n"
-      "ln(simulated / measured), Huber's loss with its corner at 0.1 (an error beyond it weighs as itself, not as its\n"
-      "square), derivatives by simulation. Each row's *prediction* is simulated with the parameters fitted\n"
+      "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): least squares on\n"
+      "ln(simulated / measured), derivatives by simulation. Each row's *prediction* is simulated with the parameters fitted\n"
       "without its configuration (a configuration's repeated rows, such as two releases printing the same run, are left out\n"
       "together). The refit makes each of those fits: Levenberg-Marquardt from the all-rows fit on every other row that\n"
       "shares a parameter with it, each trial simulated, the all-rows Jacobian kept (a chord method; `orrery validate --only\n"
