@@ -402,7 +402,11 @@ TEST_CASE("validation: multiplexing, Mosaic's and MuxTune's claims") {
   std::string md;
   const auto mx = orrery::validation::validate_multiplexing(md, out);
   CHECK(mx.checks > 0);
-  CHECK(mx.held == mx.checks);
+  // All but one: under step parameters v9 (a per-kernel gap of 11.9 us on Hopper, 7.0 us in v8)
+  // MuxTune's throughput gain over per-task is flat from 2 to 4 tasks (1.2712x, 1.2696x), so
+  // "both gains grow with the number of tasks" is stated as not holding; check_committed pins
+  // which claim and its figures.
+  CHECK(mx.held == mx.checks - 1);
   check_committed(md);
 }
 
