@@ -733,7 +733,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   }
   const double share = p.cp > 1 && !ulysses ? 1.0 / p.cp : 1.0;
   const std::int64_t window = kind.windowed ? m.sliding_window : 0;
-  const DType att_t = p.fp8_attention ? DType::fp8 : DType::bf16;
+  const DType att_t = p.fp8_attention && !c.bf16_layer ? DType::fp8 : DType::bf16;  // a kept layer runs outside the FP8 autocast
   const Kernel af = Kernel::attention(Pass::forward, docs, att_heads, std::min(att_kv, att_heads), qk, true, att_t, hv, window);
   const Kernel ab = Kernel::attention(Pass::backward, docs, att_heads, std::min(att_kv, att_heads), qk, true, att_t, hv, window);
   OpCost att_fwd, att_bwd;  // core attention, forward and backward
