@@ -1178,6 +1178,12 @@ TEST_CASE("bf16_layers and module_precision: layers and modules out of the plan'
   CHECK(fc1_mx < fc1_bf16);
   // A kept layer ignores the module's precision: all four kept is the bf16 step, whatever the modules.
   CHECK(with(0, 4, {{"linear_fc1", "mxfp8"}}) == orrery::testing::Approx(bf16).epsilon(1e-9));
+  // ... and runs its core attention outside the FP8 autocast: fp8_attention changes nothing there,
+  // while it speeds up a layer in the low precision.
+  bw.plan.fp8_attention = true;
+  CHECK(with(0, 4, {}) == orrery::testing::Approx(bf16).epsilon(1e-9));
+  CHECK(with(0, 0, {}) < fp4);
+  bw.plan.fp8_attention = false;
   // The parameters a plan's step uses: an MXFP8 module in an NVFP4 plan adds MXFP8's GEMM efficiency.
   ParallelPlan mixed = bw.plan;
   mixed.module_precision = {{"mamba_out_proj", "mxfp8"}, {"linear_qkv", "bf16"}};
