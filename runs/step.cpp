@@ -77,6 +77,10 @@ std::string plan_line(const models::ParallelPlan& p) {
   if (p.fp8_param_gather) line += " fp8_param_gather";
   if (p.grad_reduce != "fp32") line += fmt::format(" grad_reduce={}", p.grad_reduce);
   if (p.fp8_attention) line += " fp8_attention";
+  if (p.bf16_layers_first + p.bf16_layers_last > 0 || p.bf16_mtp) {
+    line += fmt::format(" bf16_layers={}+{}{}", p.bf16_layers_first, p.bf16_layers_last, p.bf16_mtp ? "+mtp" : "");
+  }
+  for (const auto& [module, name] : p.module_precision) line += fmt::format(" {}={}", module, name);
   if (p.cuda_graphs != "none") line += fmt::format(" cuda_graphs={}", p.cuda_graphs);
   if (p.overlap_ep_comm) line += " overlap_ep_comm";
   if (p.ep_comm != "inline") line += " ep_comm=" + p.ep_comm;

@@ -192,6 +192,17 @@ void validate_plan(const ParallelPlan& p, const ModelSpec& m, int cluster_gpus, 
       const std::vector<std::string> names(kLinearModules.begin(), kLinearModules.end());
       bad("module_precision", fmt::format("found module {}{}, expected one of {}", sim::quote(module), sim::did_you_mean(module, names), fmt::join(names, ", ")));
     }
+    bool has = false;  // the model has such a linear layer
+    for (int l = 0; l < m.layers && !has; ++l) {
+      const LayerKind k = m.layer_kind(l);
+      if (module == "linear_qkv" || module == "linear_proj") has = k.mixer == Mixer::attention;
+      else if (module == "linear_fc1" || module == "linear_fc2") has = k.ffn == Ffn::dense;
+      else if (module == "experts") has = k.ffn == Ffn::moe;
+      else if (module == "shared_experts") has = k.ffn == Ffn::moe && m.moe.shared_experts > 0;
+      else if (module == "latent_proj") has = k.ffn == Ffn::moe && m.moe.latent > 0;
+      else has = k.mixer == Mixer::mamba;  // mamba_in_proj, mamba_out_proj
+    }
+    if (!has) bad(at, fmt::format("{} has no {} layer: expected a module it has", m.name, module));
     const PrecisionSpec q = known_precision(name, source, fmt::format("{}/{}", where, at));
     const PrecisionSpec plan_q = precision_spec(p.precision);
     if (q.name != plan_q.name && q.low() && q.gemm == plan_q.gemm) {

@@ -524,11 +524,15 @@ struct LayerCost {
 // Which linear layer a GEMM is, for its precision and LoRA: the kLinearModules (Megatron's
 // module names, ParallelPlan::module_precision), the multi-token prediction modules' projection,
 // and the layers that stay in bf16 whatever the plan's precision (the router, the LM head).
-enum class Linear : std::uint8_t { qkv, proj, fc1, fc2, experts, shared_experts, latent, mamba_in, mamba_out, mtp_proj, bf16 };
+// MLA's query and key-value projections take linear_qkv's precision but no LoRA adapter (their
+// modules are linear_q_proj, linear_kv_down_proj and the like, which a linear_qkv target does not
+// match).
+enum class Linear : std::uint8_t { qkv, mla_qkv, proj, fc1, fc2, experts, shared_experts, latent, mamba_in, mamba_out, mtp_proj, bf16 };
 
 std::string_view module_name(Linear l) {
   switch (l) {
-    case Linear::qkv: return "linear_qkv";
+    case Linear::qkv:
+    case Linear::mla_qkv: return "linear_qkv";
     case Linear::proj: return "linear_proj";
     case Linear::fc1: return "linear_fc1";
     case Linear::fc2: return "linear_fc2";
@@ -707,13 +711,13 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   if (!attention) {
   } else if (m.mla.enabled()) {
     if (m.mla.q_lora_rank > 0) {
-      add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
-      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw, Linear::qkv);
+      add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
+      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw, Linear::mla_qkv);
     } else {
-      add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
+      add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
     }
-    add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
-    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw, Linear::qkv);
+    add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
+    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw, Linear::mla_qkv);
   } else {
     add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
   }

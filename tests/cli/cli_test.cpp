@@ -744,8 +744,8 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
   CHECK(fails(R"({"model": "llama3-8b", )" + b200 + R"(, "plan": {"global_batch": 16, "precision": "nvfp4", "bf16_layers": {"last": 40}}})")
             .find("bad-step.json:/plan/bf16_layers: found first 0 and last 40, expected counts from 0 that add up to at most llama3-8b's 32 layers") !=
         std::string::npos);
-  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "precision": "fp8", "module_precision": {"experts": "mxfp8"}}})")
-            .find("bad-step.json:/plan/module_precision/experts: found mxfp8, which runs on the fp8 tensor cores as the plan's fp8 does") !=
+  CHECK(fails(R"({"model": "llama3-8b", )" + cluster + R"(, "plan": {"global_batch": 16, "precision": "fp8", "module_precision": {"linear_fc1": "mxfp8"}}})")
+            .find("bad-step.json:/plan/module_precision/linear_fc1: found mxfp8, which runs on the fp8 tensor cores as the plan's fp8 does") !=
         std::string::npos);
   {
     std::ofstream f("mixed-precision-step.json");

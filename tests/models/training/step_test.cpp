@@ -1217,7 +1217,9 @@ TEST_CASE("bf16_layers and module_precision: layers and modules out of the plan'
   bad.plan.precision = "nvfp4";
   bad.plan.module_precision = {{"linear_qkv", "fp8"}, {"linear_proj", "mxfp8"}};
   CHECK(error(bad).find("/plan/module_precision/linear_qkv: found fp8 beside linear_proj's mxfp8, both on the fp8 tensor cores") != std::string::npos);
-  StepScenario h100 = small(8, 1, 1, 4);
+  bad.plan.module_precision = {{"experts", "mxfp8"}};
+  CHECK(error(bad).find("/plan/module_precision/experts: llama3-8b has no experts layer: expected a module it has") != std::string::npos);
+  StepScenario h100 = moe_on_one_h100(2);
   h100.plan.precision = "fp8";
   h100.plan.module_precision = {{"experts", "nvfp4"}};
   CHECK(error(h100).find("/plan/module_precision/experts: nvfp4 needs block-scaled tensor cores") != std::string::npos);
