@@ -21,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <ostream>
+#include <tuple>
 #include <vector>
 
 namespace orrery::validation {
@@ -82,11 +83,12 @@ std::vector<int> deepseek_v3_layout(int pp, int vp) {
   return {};
 }
 
-// True when the NeMo container release (yy.mm or yy.mm.patch) is at least yy.mm.
-bool release_at_least(const std::string& container, int yy, int mm) {
-  int y = 0, m = 0;
-  if (std::sscanf(container.c_str(), "%d.%d", &y, &m) != 2) return false;
-  return y > yy || (y == yy && m >= mm);
+// True when the NeMo container release (yy.mm or yy.mm.patch, no patch counting as 0) is at least
+// yy.mm.patch.
+bool release_at_least(const std::string& container, int yy, int mm, int patch = 0) {
+  int y = 0, m = 0, q = 0;
+  if (std::sscanf(container.c_str(), "%d.%d.%d", &y, &m, &q) < 2) return false;
+  return std::tie(y, m, q) >= std::tie(yy, mm, patch);
 }
 
 // The recipe changes of June 2026, first measured in the 26.06 container, for the GB200 MXFP8
@@ -118,7 +120,7 @@ void apply_nemotron_3_super_nvfp4_recipe(models::ParallelPlan& p, const std::str
   p.bf16_layers_last = 14;
   p.bf16_mtp = true;
   p.module_precision = {{"linear_qkv", "bf16"}, {"linear_proj", "bf16"}, {"latent_proj", "bf16"}, {"mamba_out_proj", "mxfp8"}};
-  p.fp8_param_gather = container == "26.04";
+  p.fp8_param_gather = !release_at_least(container, 26, 4, 1);
 }
 
 // The recipes that run without Transformer Engine's TP communication overlap (the userbuffers
@@ -138,7 +140,7 @@ void apply_nemotron_3_super_nvfp4_recipe(models::ParallelPlan& p, const std::str
 void apply_overlap_recipe(models::ParallelPlan& p, const std::string& model, const std::string& system, const std::string& container) {
   const bool llama = model.rfind("llama3", 0) == 0;
   if ((llama && p.precision == "nvfp4") || (model == "qwen3-235b-a22b" && system == "DGX-H100") || model == "nemotron-3-super") p.overlap_tp_comm = false;
-  if (model == "llama3-405b" && p.precision == "nvfp4" && release_at_least(container, 26, 4) && container != "26.04") p.overlap_param_gather = false;
+  if (model == "llama3-405b" && p.precision == "nvfp4" && release_at_least(container, 26, 4, 1)) p.overlap_param_gather = false;
 }
 
 // How each row's performance recipe ran, as its release's code sets it: the MoE token dispatcher
