@@ -371,21 +371,32 @@ std::string printed_precision(const std::string& printed) {
 //    scripts/performance/configs/qwen/qwen3_workload_base_configs.py at v0.3.1), and it measures
 //    as the pp 1, ep 16 rows of 26.04 to 26.06 (9,058 against 8,826 to 8,960; 26.02's pp 2 run
 //    5,113).
+//  - Qwen3 30B-A3B in FP8-CS on 16 H100 in 25.11, printed pp 2, vp 24, micro-batch 2: its
+//    release's recipe is pp 2, vp 12, ep 8, micro-batch 1, global batch 512
+//    (QWEN3_30B_A3B_H100_FP8_CS_BASE_CONFIG on BASE_QWEN3_30B_A3B_CONFIG and WorkloadBaseConfig's
+//    micro_batch_size = 1, scripts/performance/configs/qwen3/workload_base_configs.py and
+//    scripts/performance/utils/utils.py at v0.2.0), and it measures as that plan does in 26.02
+//    (5,275 against 5,113 tokens/s per GPU), where twice the micro-batch halves every kernel
+//    launch per token of a run the H100 rows find issue-bound.
 struct PlanCorrection {
   const char* model;
   const char* system;
   const char* container;
-  int printed_pp, printed_vp, printed_ep;
-  int pp, vp, ep;
+  int printed_pp, printed_vp, printed_ep, printed_mb;
+  int pp, vp, ep, mb;
 };
-constexpr std::array<PlanCorrection, 2> kPlanAsRecipe{{
-    {"gpt-oss-120b", "DGX-B200", "25.11", 1, 1, 8, 1, 1, 64},
-    {"qwen3-30b-a3b", "DGX-H100", "26.02.01", 2, 12, 8, 1, 1, 16},
+constexpr std::array<PlanCorrection, 3> kPlanAsRecipe{{
+    {"gpt-oss-120b", "DGX-B200", "25.11", 1, 1, 8, 4, 1, 1, 64, 4},
+    {"qwen3-30b-a3b", "DGX-H100", "26.02.01", 2, 12, 8, 1, 1, 1, 16, 1},
+    {"qwen3-30b-a3b", "DGX-H100", "25.11", 2, 24, 8, 2, 2, 12, 8, 1},
 }};
 
 const PlanCorrection* plan_as_recipe(const std::string& model, const std::string& system, const std::string& container, const models::ParallelPlan& p) {
   for (const PlanCorrection& c : kPlanAsRecipe) {
-    if (model == c.model && system == c.system && container == c.container && p.pp == c.printed_pp && p.vp == c.printed_vp && p.ep == c.printed_ep) return &c;
+    if (model == c.model && system == c.system && container == c.container && p.pp == c.printed_pp && p.vp == c.printed_vp && p.ep == c.printed_ep &&
+        p.micro_batch == c.printed_mb) {
+      return &c;
+    }
   }
   return nullptr;
 }
@@ -436,12 +447,12 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.cp = count_or(t.at(r, "cp"), 1);
     p.vp = count_or(t.at(r, "vp"), 1);
     p.ep = count_or(t.at(r, "ep"), 1);
+    p.micro_batch = static_cast<int>(t.number(r, "mbs"));
     // Rows whose printed plan its release's own recipe contradicts run as the recipe ran
     // (kPlanAsRecipe says which and why); the plan column says so.
     const PlanCorrection* as_recipe = plan_as_recipe(model, system, t.at(r, "container"), p);
-    if (as_recipe != nullptr) p.pp = as_recipe->pp, p.vp = as_recipe->vp, p.ep = as_recipe->ep;
+    if (as_recipe != nullptr) p.pp = as_recipe->pp, p.vp = as_recipe->vp, p.ep = as_recipe->ep, p.micro_batch = as_recipe->mb;
     p.dp = gpus / (p.tp * p.pp * p.cp);
-    p.micro_batch = static_cast<int>(t.number(r, "mbs"));
     p.global_batch = static_cast<int>(t.number(r, "gbs"));
     p.seq_len = static_cast<std::int64_t>(t.number(r, "seq_len"));
     p.schedule = p.vp > 1 ? "interleaved-1f1b" : "1f1b";
@@ -507,7 +518,10 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     row.group = fmt::format("{}|{}|{}", system.substr(4), printed_precision(t.at(r, "precision")), t.at(r, "task"));
     row.measured = t.number(r, "tokens_per_s_per_gpu");
     row.per_second = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len) / gpus;
-    if (as_recipe != nullptr) row.plan_note = fmt::format(" (its release's recipe; printed pp{} vp{} ep{})", as_recipe->printed_pp, as_recipe->printed_vp, as_recipe->printed_ep);
+    if (as_recipe != nullptr) {
+      row.plan_note = fmt::format(" (its release's recipe; printed pp{} vp{} ep{}{})", as_recipe->printed_pp, as_recipe->printed_vp, as_recipe->printed_ep,
+                                  as_recipe->printed_mb != as_recipe->mb ? fmt::format(" mb{}", as_recipe->printed_mb) : "");
+    }
     row.plan = fmt::format("tp{} pp{} vp{} cp{} ep{} dp{} mb{}{}{}{}", p.tp, p.pp, p.vp, p.cp, p.ep, p.dp, p.micro_batch, fsdp > 0 ? " zero3" : "", p.pipeline_layout.empty() ? "" : " recipe layout",
                            plan_settings(p));
     row.model = model;
