@@ -36,6 +36,9 @@ class CostModel {
   // Seconds of CPU time the framework spends to issue one kernel (RooflineParams::host_issue):
   // hidden while the GPU has queued work, the step's pace where kernels are shorter.
   virtual double host_issue_s() const { return 0.0; }
+  // Seconds of CPU time for each further GEMM a grouped GEMM's loop launches (Kernel::
+  // launch_per_product; RooflineParams::host_launch).
+  virtual double host_launch_s() const { return 0.0; }
   // Counters for the run report, e.g. {"fallback.attention_fwd", 3}; sorted by name.
   virtual std::vector<std::pair<std::string, std::uint64_t>> counters() const { return {}; }
   // One line for the console: the model and what each kernel's time comes from, e.g.
@@ -88,6 +91,9 @@ struct RooflineParams {
   // (step.cpp). 0 for isolated kernels and inside a full-iteration CUDA graph (nothing issued).
   // Used by the step emulator, not by time().
   sim::Duration host_issue = sim::Duration::zero();
+  // CPU time for each further product of a grouped GEMM run as one GEMM per product (Transformer
+  // Engine's C++ loop, not a module of its own): the launch call and its multi-stream events.
+  sim::Duration host_launch = sim::Duration::zero();
   // The fraction of this roofline's speed a kernel reaches inside a training step (1 for the
   // isolated kernels of published benchmarks; the fitted training parameters of step_params.hpp
   // set each efficiency directly and leave it 1).
@@ -108,6 +114,7 @@ class RooflineCostModel final : public CostModel {
   std::string summary() const override;
   double overlap_efficiency() const override { return params_.overlap_efficiency; }
   double host_issue_s() const override { return params_.host_issue.to_seconds(); }
+  double host_launch_s() const override { return params_.host_launch.to_seconds(); }
 
   struct Terms {
     double executed_flops = 0;  // after tile padding
@@ -175,6 +182,7 @@ class CalibratedCostModel final : public CostModel {
   std::string summary() const override;
   double overlap_efficiency() const override { return roofline_.overlap_efficiency(); }
   double host_issue_s() const override { return roofline_.host_issue_s(); }
+  double host_launch_s() const override { return roofline_.host_launch_s(); }
   std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t calibrated(KernelKind k) const { return calibrated_[static_cast<std::size_t>(k)].load(); }
   std::uint64_t fallbacks() const;   // over all kinds

@@ -30,14 +30,17 @@ constexpr std::array<std::string_view, 3> kFrameworks = {"megatron", "pytorch", 
 // model's kernels leave out). The host's time to issue one kernel: within 4x of
 // 10 us (the CPU-side path of one eager PyTorch op, Python to cudaLaunchKernel, takes about
 // 5-25 us: J. Lin, "From PyTorch op to kernel launch", jiahuanglin.xyz/all_lessons/
-// gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost).
+// gpu_kernel_serving/18_pytorch_to_kernel.html, its table of each layer's cost). The host's time
+// for each further GEMM of a grouped GEMM's C++ loop: within 4x of 5 us (one launch through the
+// CUDA driver and runtime takes 4 to 6 us, measured with CUDA 13.0: "pegainfer (3): From Launch
+// Overhead to CUDA Graph", susun-blog.com/blog/pegainfer-3-cuda-graph).
 struct Prior {
   std::string_view kind;
   double value;
   bool bounded;
   double spread;
 };
-constexpr std::array<Prior, 13> kPriors = {{
+constexpr std::array<Prior, 14> kPriors = {{
     {"gemm.bf16", 0.8149, true, 2},
     {"gemm.fp8", 0.7162, true, 2},
     {"gemm.fp8-block", 0.7162, true, 2},
@@ -49,6 +52,7 @@ constexpr std::array<Prior, 13> kPriors = {{
     {"overhead", 2.0, false, 10},
     {"overhead.graph", 2.0, false, 4},
     {"host", 10.0, false, 4},
+    {"host.launch", 5.0, false, 4},
     {"overlap", 1.0, true, 4},
     {"grouped_gemm", 1.0, true, 4},
 }};
@@ -110,7 +114,7 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   }
   kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
                                   "grouped_gemm"});
-  if (!ctx.cuda_graphs) kinds.emplace_back("host");  // a graph's kernels are issued by no one
+  if (!ctx.cuda_graphs) kinds.insert(kinds.end(), {"host", "host.launch"});  // a graph's kernels are issued by no one
   std::vector<StepParameterUse> out;
   for (const std::string& kind : kinds) {
     StepParameterUse u;
@@ -142,6 +146,7 @@ RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& c
     else if (u.kind == "overlap") p.overlap_efficiency = u.value;
     else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
     else if (u.kind == "host") p.host_issue = sim::ceil_duration_ns(u.value * 1e3);
+    else if (u.kind == "host.launch") p.host_launch = sim::ceil_duration_ns(u.value * 1e3);
   }
   p.step_efficiency = 1;
   p.source = fmt::format("{} {} {}{}", gpu_architecture(gpu).empty() ? "hopper (no fit for this GPU)" : gpu_architecture(gpu), ctx.framework,
@@ -188,7 +193,7 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
     std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
     if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
       fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
-               "memory.eager, overhead, overhead.graph, host, overlap, grouped_gemm)");
+               "memory.eager, overhead, overhead.graph, host, host.launch, overlap, grouped_gemm)");
     }
     return kind;
   };

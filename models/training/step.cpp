@@ -557,12 +557,16 @@ struct Ctx {
   double overlap;      // the cost model's overlap efficiency
   double host_link;    // the GPU's host link per direction, bytes/s (activation offload)
   double host_issue;   // the host's time to issue one kernel, seconds
+  double host_launch;  // and each further GEMM of a grouped GEMM's loop
   bool bf16_layer;     // a layer kept in bf16 (plan.bf16_layers): every linear layer so
 
   void add(OpCost& c, const Kernel& k) const {
     c.compute += cost.time(k).to_seconds();
     c.flops += flops(k).value();
-    c.host += host_issue * static_cast<double>(launches(k));
+    // One module's issue time (its Python and the launches around it); a grouped GEMM run as a
+    // GEMM per product adds its further products, issued by a C++ loop
+    // (nvte_multi_stream_cublas_gemm), at host_launch each.
+    c.host += host_issue + host_launch * static_cast<double>(launches(k) - 1);
   }
   static std::int64_t n(double v) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(v))); }
   Kernel mem(KernelKind kind, double bytes) const { return Kernel::memory_bound(kind, sim::Bytes(bytes), DType::bf16); }
@@ -1020,6 +1024,7 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              cost.overlap_efficiency(),
              gpu.host_link_bandwidth,
              cost.host_issue_s(),
+             cost.host_launch_s(),
              false};
 }
 
@@ -1152,7 +1157,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue, false};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue, ctx.host_launch, false};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }
