@@ -63,10 +63,12 @@ StepScenario moe_on_one_h100(int layers) {
   return sc;
 }
 
-// The fitted training roofline of a scenario's plan with the host's issue time set to `host_ns`.
-RooflineCostModel with_host(const StepScenario& sc, std::int64_t host_ns) {
+// The fitted training roofline of a scenario's plan with the host's issue time set to `host_ns`,
+// and its time per further GEMM of a grouped GEMM's loop to `launch_ns` (-1: the same).
+RooflineCostModel with_host(const StepScenario& sc, std::int64_t host_ns, std::int64_t launch_ns = -1) {
   RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
   p.host_issue = sim::Duration::nanoseconds(host_ns);
+  p.host_launch = sim::Duration::nanoseconds(launch_ns < 0 ? host_ns : launch_ns);
   return RooflineCostModel(sc.gpu, p);
 }
 
@@ -1028,12 +1030,16 @@ TEST_CASE("host issue time: a MoE layer's forward waits for the device") {
 
 // Per-layer CUDA graphs issue a graphed part's kernels with one launch a pass, so a host-bound
 // MoE forward shortens with each part graphed; outside a graph the host issues one GEMM per
-// local expert (Transformer Engine's multi-stream grouped GEMM), so twice the experts cost at
-// least one more millisecond a kernel for each added expert, in both grouped GEMMs of both layers.
+// local expert (Transformer Engine's multi-stream grouped GEMM, a C++ loop inside one module), so
+// twice the experts cost at least one more millisecond of host_launch for each added expert, in
+// both grouped GEMMs of both layers; with host_launch 0 the module's issue time does not grow
+// with its experts.
 TEST_CASE("host issue time: graphed layer parts, one GEMM per local expert") {
   const StepScenario sc = moe_on_one_h100(2);
   const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
-  const auto compute = [&](const StepScenario& s) { return run_step(s, with_host(s, 1'000'000), *schedule, {}).stages[0].compute_s; };
+  const auto compute = [&](const StepScenario& s, std::int64_t launch_ns = 1'000'000) {
+    return run_step(s, with_host(s, 1'000'000, launch_ns), *schedule, {}).stages[0].compute_s;
+  };
   const auto graphed = [&](const char* scope) {
     StepScenario s = sc;
     s.plan.cuda_graphs = scope;
@@ -1048,6 +1054,7 @@ TEST_CASE("host issue time: graphed layer parts, one GEMM per local expert") {
   half.model.moe.experts /= 2;
   const double added = static_cast<double>(sc.model.moe.experts - half.model.moe.experts);
   CHECK(compute(sc) - compute(half) >= 2 * 2 * added * 1e-3);
+  CHECK(std::abs(compute(sc, 0) - compute(half, 0)) < 0.1 * 2 * 2 * added * 1e-3);
 }
 
 // plan.precision: the linear layers' GEMMs at the precision's tensor-core peak, with their casts;
