@@ -156,12 +156,15 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
         "(`models::CommModel::nccl`, the default). The step parameters are a few physical quantities per GPU architecture\n"
         "(Ampere, Hopper, Blackwell) and framework (Megatron, PyTorch): the fraction of the dtype's peak a linear layer's GEMM\n"
         "sustains per precision, a multiplier on the isolated flash-attention efficiency, the fraction of HBM bandwidth a\n"
-        "memory-bound kernel sustains, a per-kernel gap on the GPU, the share of overlapped TP/CP communication that hides,\n"
+        "memory-bound kernel sustains, a per-kernel gap on the GPU, the share of overlapped TP/CP communication that hides\n"
+        "and, apart, of the expert all-to-alls overlapped with the other micro-batch (NCCL's or DeepEP's kernels beside the\n"
+        "compute, where TP overlap is Transformer Engine's userbuffers),\n"
         "the grouped (MoE) GEMMs' efficiency relative to plain ones, and the host's time to issue one of the kernels the model\n"
         "counts (a GEMM, an attention or a fused memory-bound kernel: Transformer Engine runs a module's Python and several\n"
         "launches around each; NVIDIA/TransformerEngine issue 2053 finds steps CPU-bound on Grace), which costs a step only\n"
         "where it exceeds the GPU's queued work (a MoE layer's forward waits for the device: its token counts) and nothing\n"
-        "in a CUDA graph; each starts from its isolated-kernel value (`models::step_parameter_prior`), which also weakly\n"
+        "in a CUDA graph, and the host's time for each further GEMM a grouped GEMM launches from its C++ loop (Transformer\n"
+        "Engine runs one cuBLAS GEMM per local expert, nvte_multi_stream_cublas_gemm, inside one module); each starts from its isolated-kernel value (`models::step_parameter_prior`), which also weakly\n"
         "holds any the rows do not determine. A refit starts from the priors, and once more with the host's time at its prior\n"
         "times its spread squared (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
   md += fmt::format(

@@ -30,6 +30,9 @@ struct StepContext {
   // Low precisions some linear layers run in besides `precision` (ParallelPlan::module_precision),
   // each on another tensor-core type than it: their GEMM efficiencies too.
   std::vector<std::string> module_precisions = {};
+  // The expert all-to-alls overlapped with the other micro-batch (ParallelPlan::overlap_ep_comm):
+  // their overlap.ep too.
+  bool ep_overlap = false;
 };
 
 // The framework names StepContext takes, in order.
@@ -68,8 +71,11 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // pays on the GPU: launch latency, the gap to the next kernel; overhead.graph the same inside a
 // full-iteration CUDA graph), host (microseconds of CPU time to issue one kernel: Python, the
 // framework's dispatch, the launch call; a step pays it only where the GPU's queued work is
-// shorter, and not in a CUDA graph, where the host launches nothing), overlap (fraction of overlapped TP/CP communication that
-// hides behind compute), grouped_gemm (multiplier on GEMM efficiency for MoE grouped GEMMs).
+// shorter, and not in a CUDA graph, where the host launches nothing), host.launch (microseconds of
+// CPU time for each further GEMM a grouped GEMM's C++ loop launches, one per local expert, after
+// the module's first), overlap (fraction of overlapped TP/CP communication that
+// hides behind compute), overlap.ep (the same for the expert all-to-alls overlapped with the
+// other micro-batch, plan.overlap.ep_comm), grouped_gemm (multiplier on GEMM efficiency for MoE grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);
 // The factor within which the prior is known (the fit's pull towards it: step_fit.cpp).

@@ -555,6 +555,7 @@ struct Ctx {
   std::int64_t heads_l, kv_l;
   PrecisionSpec prec;  // the linear layers' GEMMs and their casts
   double overlap;      // the cost model's overlap efficiency
+  double overlap_ep;   // and the expert all-to-alls' beside the other micro-batch
   double host_link;    // the GPU's host link per direction, bytes/s (activation offload)
   double host_issue;   // the host's time to issue one kernel, seconds
   double host_launch;  // and each further GEMM of a grouped GEMM's loop
@@ -912,8 +913,8 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // Expert-parallel dispatch and combine: exposed, or with overlap_ep_comm beside the other
   // micro-batch's opposite pass (the forward's behind a backward, the backward's behind a forward).
   if (p.overlap_ep_comm) {
-    lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap);
-    lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap);
+    lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap_ep);
+    lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap_ep);
   } else if (p.ep_comm != "inline") {
     lc.f.comm += ep_a2a, lc.f.ep += ep_a2a;
     lc.b.comm += ep_a2a, lc.b.ep += ep_a2a;
@@ -1022,6 +1023,7 @@ Ctx make_ctx(const ModelSpec& m, const ParallelPlan& p, const CostModel& cost, C
              std::max<std::int64_t>(1, m.kv_heads / p.tp),
              precision_spec(p.precision),
              cost.overlap_efficiency(),
+             cost.overlap_ep_efficiency(),
              gpu.host_link_bandwidth,
              cost.host_issue_s(),
              cost.host_launch_s(),
@@ -1157,7 +1159,7 @@ std::vector<LayerLinearCost> layer_linear_costs(const StepScenario& sc, const Co
     ParallelPlan q = p;
     q.recompute = Recompute::none;  // recompute is added back by the caller per micro-batch
     q.flash_attention = true;       // the attention taken out is the fused kernel's, costed per document by the caller
-    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.host_link, ctx.host_issue, ctx.host_launch, false};
+    const Ctx c2{m, q, cost, comm, ctx.tokens, ctx.seq_tokens, ctx.heads_l, ctx.kv_l, ctx.prec, ctx.overlap, ctx.overlap_ep, ctx.host_link, ctx.host_issue, ctx.host_launch, false};
     const LayerCost lc = layer_cost(c2, LayerKind{Mixer::attention, moe ? Ffn::moe : Ffn::dense, false});
     out.push_back({ctx.tokens, lc.f.seconds() - att_f, lc.b.seconds() - att_b, lc.w.seconds(), moe});
   }

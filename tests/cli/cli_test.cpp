@@ -402,11 +402,14 @@ TEST_CASE("validation: multiplexing, Mosaic's and MuxTune's claims") {
   std::string md;
   const auto mx = orrery::validation::validate_multiplexing(md, out);
   CHECK(mx.checks > 0);
-  // All but one: under step parameters v9 (a per-kernel gap of 11.9 us on Hopper, 7.0 us in v8)
-  // MuxTune's throughput gain over per-task is flat from 2 to 4 tasks (1.2712x, 1.2696x), so
-  // "both gains grow with the number of tasks" is stated as not holding; check_committed pins
-  // which claim and its figures.
-  CHECK(mx.held == mx.checks - 1);
+  // All but two, each stated as not holding; check_committed pins which claims and their figures.
+  //  - Since step parameters v9 (a per-kernel gap of 11.9 us on Hopper, 7.0 us in v8) MuxTune's
+  //    throughput gain over per-task is flat from 2 to 4 tasks, so "both gains grow with the
+  //    number of tasks" does not hold.
+  //  - Since v10 (Hopper's gap 30 us) Mosaic's gain over temporal multiplexing is 1.28x at one
+  //    sample per micro-batch and 1.31x at two, so "the gain shrinks as micro-batches grow" does
+  //    not hold from one to two samples (it does from two to eight).
+  CHECK(mx.held == mx.checks - 2);
   check_committed(md);
 }
 
