@@ -100,6 +100,36 @@ TEST_CASE("step parameters: overlap efficiency exposes the share of overlapped T
   CHECK(training_roofline_params(gpu("H100"), {}, full).overlap_efficiency == 1);
 }
 
+// host.launch sets the host's time per further GEMM of a grouped GEMM's loop; overlap.ep, the
+// expert all-to-alls' share that hides, is a parameter of a step only where they overlap.
+TEST_CASE("step parameters: host.launch and overlap.ep") {
+  StepParameters p;
+  p.values["blackwell.megatron.host.launch"] = {7, {"a:1"}};
+  p.values["blackwell.megatron.overlap"] = {0.4, {"a:1"}};
+  p.values["blackwell.megatron.overlap.ep"] = {0.8, {"a:1"}};
+  StepContext ep{"megatron", "mxfp8"};
+  ep.ep_overlap = true;
+  const RooflineParams r = training_roofline_params(gpu("GB200"), ep, p);
+  CHECK(r.host_launch == sim::Duration::microseconds(7));
+  CHECK(r.overlap_efficiency == 0.4);
+  CHECK(r.overlap_ep_efficiency == 0.8);
+  const auto kinds = [&](const StepContext& ctx) {
+    std::vector<std::string> out;
+    for (const StepParameterUse& u : step_parameter_uses(gpu("GB200"), ctx, p)) out.push_back(u.kind);
+    return out;
+  };
+  const auto has = [](const std::vector<std::string>& v, const char* kind) { return std::find(v.begin(), v.end(), kind) != v.end(); };
+  CHECK(has(kinds(ep), "overlap.ep"));
+  CHECK_FALSE(has(kinds({"megatron", "mxfp8"}), "overlap.ep"));
+  CHECK(has(kinds({"megatron", "mxfp8"}), "host.launch"));
+  // In a full-iteration CUDA graph the host issues nothing: neither host kind is used.
+  CHECK_FALSE(has(kinds({"megatron", "mxfp8", true}), "host.launch"));
+  CHECK(training_roofline_params(gpu("GB200"), {"megatron", "mxfp8", true}, p).host_launch == sim::Duration::zero());
+  // No value: the priors (5 us, full overlap).
+  CHECK(training_roofline_params(gpu("H100"), {}, p).host_launch == sim::Duration::microseconds(5));
+  CHECK(training_roofline_params(gpu("H100"), {}, p).overlap_ep_efficiency == 1);
+}
+
 TEST_CASE("step parameters: a bad file gets one line naming the field") {
   const auto bad = [](const char* text, const char* expected) {
     CAPTURE(text);
@@ -114,6 +144,8 @@ TEST_CASE("step parameters: a bad file gets one line naming the field") {
       "/parameters/volta.megatron.gemm.bf16: expected a name <ampere|hopper|blackwell>");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.gemm.int4": {"value": 0.5}}})", "with a known kind");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": -3}}})", "found -3, expected a positive number");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overlap.ep": {"value": 1.2}}})", "found 1.2, expected a positive number at most 1");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.host.launches": {"value": 5}}})", "host, host.launch, overlap, overlap.ep");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {"hopper.megatron.overhead": {"value": 3, "rowz": []}}})", "/rowz: unknown key");
   bad(R"({"version": "1", "parameters": {}})", "/fitted_by: expected a string");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "extra": 1})", "/extra: unknown key");

@@ -1364,6 +1364,19 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   const StepResult base_nh = run_without_host(sc), overlapped_nh = run_without_host(o);
   CHECK(overlapped_nh.stages[0].compute_s == orrery::testing::Approx(base_nh.stages[0].compute_s).epsilon(1e-6));  // to the ns per op
   CHECK(overlapped_nh.stages[0].exposed_comm_s < base_nh.stages[0].exposed_comm_s);
+  // The overlapped all-to-alls hide by overlap_ep_efficiency, not by TP's overlap_efficiency:
+  // at 0 they are all exposed again (as without the overlap); TP's share leaves them alone.
+  const auto run_with = [&](const StepScenario& s, double overlap, double overlap_ep) {
+    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
+    p.host_issue = sim::Duration::zero();
+    p.overlap_efficiency = overlap;
+    p.overlap_ep_efficiency = overlap_ep;
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {});
+  };
+  CHECK(run_with(o, 1, 1e-9).stages[0].exposed_comm_s == orrery::testing::Approx(run_with(sc, 1, 1).stages[0].exposed_comm_s).epsilon(1e-6));
+  CHECK(run_with(o, 0.5, 1).stages[0].exposed_comm_s == orrery::testing::Approx(run_with(o, 1, 1).stages[0].exposed_comm_s).epsilon(1e-6));
+  CHECK(run_with(o, 1, 0.5).stages[0].exposed_comm_s > run_with(o, 1, 1).stages[0].exposed_comm_s);
   // The fused grouped MLP: fewer passes over the routed tokens, the same FLOPs.
   StepScenario f = sc;
   f.plan.fused_moe_mlp = true;
