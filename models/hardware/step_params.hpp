@@ -73,9 +73,10 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // framework's dispatch, the launch call; a step pays it only where the GPU's queued work is
 // shorter, and not in a CUDA graph, where the host launches nothing), host.launch (microseconds of
 // CPU time for each further GEMM a grouped GEMM's C++ loop launches, one per local expert, after
-// the module's first), overlap (fraction of overlapped TP/CP communication that
-// hides behind compute), overlap.ep (the same for the expert all-to-alls overlapped with the
-// other micro-batch, plan.overlap.ep_comm), grouped_gemm (multiplier on GEMM efficiency for MoE grouped GEMMs).
+// the module's first), overlap (fraction of overlapped TP/CP communication that hides behind
+// compute), overlap.ep (the same for the expert all-to-alls overlapped with the other
+// micro-batch, plan.overlap.ep_comm), grouped_gemm (multiplier on GEMM efficiency for MoE
+// grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);
 // The factor within which the prior is known (the fit's pull towards it: step_fit.cpp).
