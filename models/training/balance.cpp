@@ -34,16 +34,18 @@ StepBalancer::StepBalancer(const StepScenario& scenario, const CostModel& cost, 
   // (run_step). ZeRO-2's reduce-scatters never hold up compute: what they leave unfinished is in
   // the uniform step's tail already.
   const int dp_group = p.dp * p.cp;
+  FabricCosts fabric(sc_.topology, CommModel::nccl);
+  const DpGroups groups = fabric.dp_groups_of(p);
   if (p.zero >= 3 && dp_group > 1) {
-    const double layer_params = chunk_params(m, p, 0) / std::max(1, layers_of(p, m, 0));
-    layer_reduce_s_ = collective_seconds(sc_.topology, CollectiveOp::reduce_scatter, layer_params * grad_reduce_bytes(p), dp_group, p.tp);
-    layer_gather_s_ = collective_seconds(sc_.topology, CollectiveOp::all_gather, layer_params * param_gather_bytes(p), dp_group, p.tp);
+    const DpShare layer_params = chunk_params(m, p, 0) / std::max(1, layers_of(p, m, 0));
+    layer_reduce_s_ = fabric.dp_collective(CollectiveOp::reduce_scatter, layer_params, grad_reduce_bytes(p), groups);
+    layer_gather_s_ = fabric.dp_collective(CollectiveOp::all_gather, layer_params, param_gather_bytes(p), groups);
   }
   if (p.zero >= 1 && p.zero < 3 && p.overlap_param_gather && dp_group > 1) {
     for (int vs = 0; vs < p.virtual_stages(); ++vs) {
       const int n = std::max(1, layers_of(p, m, vs));
       chunk_layers_.push_back(n);
-      bucket_gather_s_.push_back(collective_seconds(sc_.topology, CollectiveOp::all_gather, chunk_params(m, p, vs) / n * param_gather_bytes(p), dp_group, p.tp));
+      bucket_gather_s_.push_back(fabric.dp_collective(CollectiveOp::all_gather, chunk_params(m, p, vs) / n, param_gather_bytes(p), groups));
     }
   }
   shape_.dp = p.dp;

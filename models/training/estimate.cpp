@@ -13,7 +13,7 @@ namespace {
 struct StageSums {
   double f = 0, b = 0, w = 0;  // one micro-batch, all chunks of the stage
   double comm = 0;             // exposed communication inside those ops
-  double params = 0;           // trained: what is reduced, gathered after the step and updated
+  DpShare params;              // trained: what is reduced, gathered after the step and updated
   double t() const { return f + b + w; }
 };
 
@@ -70,6 +70,7 @@ struct Pipeline {
   const std::string_view kind;  // the schedule's name
   const int mbs;
   const int dp_group;
+  const DpGroups groups;
   const bool split_ops;    // the plan has B and W apart
   const bool zero_per_mb;  // ZeRO-2 and -3: data-parallel collectives every micro-batch
   const bool zero3;
@@ -103,7 +104,6 @@ struct Pipeline {
 void add_zero_collectives(Pipeline& x) {
   const ParallelPlan& p = x.p;
   const bool split_ops = x.split_ops, zero3 = x.zero3;
-  const int dp_group = x.dp_group;
   x.zc.resize(x.chunks.size());
   if (!x.zero_per_mb) return;
   const CollectiveOp rs = CollectiveOp::reduce_scatter;
@@ -111,10 +111,10 @@ void add_zero_collectives(Pipeline& x) {
     ChunkOpCosts& k = x.chunks[i];
     ZeroCosts& z = x.zc[i];
     const int n = std::max(1, k.layers);
-    z.g = x.fabric.collective(CollectiveOp::all_gather, k.params / n * param_gather_bytes(p), dp_group, p.tp);
-    z.r = x.fabric.collective(rs, k.trainable / n * grad_reduce_bytes(p), dp_group, p.tp);
-    z.G = x.fabric.collective(CollectiveOp::all_gather, k.params * param_gather_bytes(p), dp_group, p.tp);
-    z.R = x.fabric.collective(rs, k.trainable * grad_reduce_bytes(p), dp_group, p.tp);
+    z.g = x.fabric.dp_collective(CollectiveOp::all_gather, k.params / n, param_gather_bytes(p), x.groups);
+    z.r = x.fabric.dp_collective(rs, k.trainable / n, grad_reduce_bytes(p), x.groups);
+    z.G = x.fabric.dp_collective(CollectiveOp::all_gather, k.params, param_gather_bytes(p), x.groups);
+    z.R = x.fabric.dp_collective(rs, k.trainable, grad_reduce_bytes(p), x.groups);
     // Per layer: the op's compute d against its collectives c, over n layers.
     const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
     OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
@@ -237,8 +237,8 @@ struct DpEdges {
   double head = 0;
 };
 
-// Data parallelism over dp x cp ranks `tp` apart, one bucket per layer (as run_step); `c` is one
-// pipeline send.
+// Data parallelism over dp x cp ranks `tp` apart (the routed experts over their own group,
+// DpGroups), one bucket per layer (as run_step); `c` is one pipeline send.
 DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) {
   const ParallelPlan& p = x.p;
   const int dp_group = x.dp_group;
@@ -256,11 +256,11 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
       if (p.overlap_grad_reduce) {
         const ChunkOpCosts& k = x.chunk(0, s);
         const int n = std::max(1, k.layers);
-        const double r = x.fabric.collective(reduce_op, k.trainable / n * grad_reduce_bytes(p), dp_group, p.tp);
+        const double r = x.fabric.dp_collective(reduce_op, k.trainable / n, grad_reduce_bytes(p), x.groups);
         const double d = (split ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
         tail[static_cast<std::size_t>(s)] = std::max(r, n * r - (n - 1) * d);
       } else if (!x.zero_per_mb) {
-        tail[static_cast<std::size_t>(s)] = x.fabric.collective(reduce_op, sum.params * grad_reduce_bytes(p), dp_group, p.tp);
+        tail[static_cast<std::size_t>(s)] = x.fabric.dp_collective(reduce_op, sum.params, grad_reduce_bytes(p), x.groups);
       }  // ZeRO-2, -3 unoverlapped: the last reduce-scatter is in the last backward's time
       // Parameters (ZeRO >= 1): overlapped, the gathers run in order from the step's start and
       // each chunk's first forward waits for its layers' buckets; else one gather after the
@@ -274,7 +274,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
           for (int cc = 0; cc < x.shape.chunks; ++cc) {
             const ChunkOpCosts& k = x.chunk(cc, s);
             const int n = std::max(1, k.layers);
-            const double g = x.fabric.collective(CollectiveOp::all_gather, k.trainable / n * param_gather_bytes(p), dp_group, p.tp);
+            const double g = x.fabric.dp_collective(CollectiveOp::all_gather, k.trainable / n, param_gather_bytes(p), x.groups);
             const double d = k.f.seconds() / n;
             // The chunk's first forward starts after the stage's ramp and, with interleaving,
             // after p forwards of each earlier chunk.
@@ -284,7 +284,7 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
           }
           head = std::max(head, wait);
         } else {
-          tail[static_cast<std::size_t>(s)] += x.fabric.collective(CollectiveOp::all_gather, sum.params * param_gather_bytes(p), dp_group, p.tp);
+          tail[static_cast<std::size_t>(s)] += x.fabric.dp_collective(CollectiveOp::all_gather, sum.params, param_gather_bytes(p), x.groups);
         }
       }
       ramp_in += x.chunk(0, s).f.seconds() + c;
@@ -309,7 +309,7 @@ StepEnd step_end(const Pipeline& x, const std::vector<StageSums>& st, const Cost
   std::vector<double> opt(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     const StageSums& sum = st[static_cast<std::size_t>(s)];
-    const double params = p.zero >= 1 ? sum.params / x.dp_group : sum.params;
+    const double params = optimizer_params(p, sum.params);
     int layers = 0;
     for (int c = 0; c < x.shape.chunks; ++c) layers += x.chunk(c, s).layers;
     opt[static_cast<std::size_t>(s)] = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, gpu, params, layers)
@@ -434,7 +434,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
 
   const int dp_group = p.dp * p.cp;
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
-  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1, dp_traffic_stage(p) >= 3 && dp_group > 1, chunks,
+  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, fabric.dp_groups_of(p), split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1, dp_traffic_stage(p) >= 3 && dp_group > 1, chunks,
             chunks, {}};
   add_zero_collectives(x);
   const std::vector<StageSums> st = stage_sums(x);

@@ -301,6 +301,14 @@ class CommCost {
     return deepep_dispatch(d, tokens, token_bytes, shape.nvlink_GBps, nic).time_s;
   }
   std::size_t flows() const { return flows_; }
+  // Whether a group of n GPUs `stride` apart has a model on this fabric: an NVL72 fabric's
+  // domains hold whole compute trays, so a group across domains needs a whole tray's GPUs in each
+  // (topology_spec_for).
+  bool placeable(int n, int stride) const {
+    const int g = cluster_.per_unit();
+    if (!cluster_.domains || n <= 1 || static_cast<long>(stride) * n <= g) return true;
+    return (stride >= g ? 1 : std::max(1, g / stride)) % kTray == 0;
+  }
   // contention=fabric: how many of the plan's collectives (DP, EP, CP, PP; each size once) were
   // costed beside every other kind that shares their links, simulated together or (a plan past
   // kMixTransfers) by link loads, apart (even a kind's one-step plan too large for its loads),
@@ -1039,7 +1047,7 @@ void set_step_mix(CommCost& comm, const Ctx& c) {
   const ModelSpec& m = c.m;
   const ParallelPlan& p = c.p;
   const CollectiveOp reduce = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
-  comm.set_mix(CommKind::dp, reduce, trainable_params(m, p, 0) * grad_reduce_bytes(p), p.dp * p.cp, p.tp);
+  comm.set_mix(CommKind::dp, reduce, trainable_params(m, p, 0).total() * grad_reduce_bytes(p), p.dp * p.cp, p.tp);
   if (m.moe.enabled() && p.ep > 1 && p.moe_dispatch != "deepep") {
     const double width = static_cast<double>(m.moe.latent > 0 ? m.moe.latent : m.hidden);
     comm.set_mix(CommKind::ep, CollectiveOp::all_to_all, c.seq_tokens * experts_per_token(p, m) * p.expert_imbalance * width * 2, p.ep, ep_stride(p));
@@ -1088,13 +1096,41 @@ LayerCost chunk_cost(const Ctx& ctx, int vs, const LayerFn& layer) {
 }  // namespace
 
 // Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
-double chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
+DpShare chunk_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
   const GpuParams g = chunk_gpu_params(m, p, vs);
-  return g.dense + g.expert;
+  return {g.dense, g.expert};
 }
 
-double trainable_params(const ModelSpec& m, const ParallelPlan& p, int vs) { return chunk_gpu_params(m, p, vs).trainable; }
+DpShare trainable_params(const ModelSpec& m, const ParallelPlan& p, int vs) {
+  const GpuParams g = chunk_gpu_params(m, p, vs);
+  return p.lora.enabled ? DpShare{g.trainable, 0.0} : DpShare{g.dense, g.expert};
+}
 
+DpGroups dp_groups(const ParallelPlan& p) {
+  DpGroups d{.dense = p.dp * p.cp, .dense_stride = p.tp};
+  if (p.ep > 1) d.expert = static_cast<int>(std::lround(expert_dp(p))), d.expert_stride = ep_stride(p) * p.ep;
+  else d.expert = d.dense, d.expert_stride = d.dense_stride;
+  return d;
+}
+
+namespace {
+// The plan's data-parallel groups as `comm` costs them: an experts' group that the fabric model
+// cannot place (fewer GPUs than a compute tray in each NVL72 domain: one per domain, as wide
+// expert parallelism inside each domain leaves them) is costed as the dense parameters' group,
+// its traffic spread over whole trays. Not modelled yet: each such GPU's NIC carrying its
+// group's traffic alone.
+DpGroups placed_dp_groups(const ParallelPlan& p, const CommCost& comm) {
+  DpGroups d = dp_groups(p);
+  if (!comm.placeable(d.expert, d.expert_stride)) d.expert = d.dense, d.expert_stride = d.dense_stride;
+  return d;
+}
+}  // namespace
+
+double optimizer_params(const ParallelPlan& p, const DpShare& share) {
+  if (p.zero < 1) return share.total();
+  const DpGroups d = dp_groups(p);
+  return share.dense / d.dense + share.expert / d.expert;
+}
 
 std::string_view to_string(Contention c) { return c == Contention::fabric ? "fabric" : "isolated"; }
 
@@ -1115,6 +1151,18 @@ FabricCosts::~FabricCosts() = default;
 double FabricCosts::collective(CollectiveOp op, double bytes, int n, int stride) { return impl_->comm.collective(op, bytes, n, stride); }
 double FabricCosts::p2p(double bytes, int stride) { return impl_->comm.p2p(bytes, stride); }
 
+DpGroups FabricCosts::dp_groups_of(const ParallelPlan& plan) const { return placed_dp_groups(plan, impl_->comm); }
+
+double FabricCosts::dp_collective(CollectiveOp op, const DpShare& share, double bytes_per_param, const DpGroups& groups) {
+  // Without expert parallelism the experts are replicated like the rest: one collective.
+  if (groups.expert == groups.dense && groups.expert_stride == groups.dense_stride) {
+    return groups.dense > 1 ? impl_->comm.collective(op, share.total() * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
+  }
+  double t = share.dense > 0 && groups.dense > 1 ? impl_->comm.collective(op, share.dense * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
+  if (share.expert > 0 && groups.expert > 1) t += impl_->comm.collective(op, share.expert * bytes_per_param, groups.expert, groups.expert_stride);
+  return t;
+}
+
 std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel& cost, FabricCosts& fabric) {
   const ModelSpec& m = sc.model;
   const ParallelPlan& p = sc.plan;
@@ -1129,8 +1177,7 @@ std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel
   std::vector<ChunkOpCosts> out;
   for (int vs = 0; vs < p.virtual_stages(); ++vs) {
     const LayerCost lc = chunk_cost(ctx, vs, layer);
-    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs),
-                   trainable_params(m, p, vs)});
+    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs), trainable_params(m, p, vs)});
   }
   return out;
 }
@@ -1333,15 +1380,18 @@ struct StepGraph {
             const PipelinePlan& plan_order, CommCost& comm_cost, ChunkCosts& chunk_costs);
 
   std::size_t idx(int vs, int mb) const { return static_cast<std::size_t>(vs * mbs + mb); }
-  // A data-parallel bucket on (stage, replica): a flow through the GPU's links that, alone,
-  // keeps them busy for exactly the collective's simulated time (a ring keeps its NICs busy
-  // throughout), so that a pipeline send on the same link shares it.
-  sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes) {
-    const double isolated = comm.collective(op, bytes, dp_group, p.tp, CommKind::dp);
-    const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes);
-    if (options.keep_graph) {  // the group: this tensor-parallel index's ranks of the stage
+  // A data-parallel bucket on (stage, replica) over the dense parameters' group or the experts'
+  // (DpGroups): a flow through the GPU's links that, alone, keeps them busy for exactly the
+  // collective's simulated time (a ring keeps its NICs busy throughout), so that a pipeline send
+  // on the same link shares it.
+  sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes, bool experts) {
+    const int n = experts ? groups.expert : groups.dense;
+    const int stride = experts ? groups.expert_stride : groups.dense_stride;
+    const double isolated = comm.collective(op, bytes, n, stride, CommKind::dp);
+    const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes, static_cast<long>(n) * stride > gpn);
+    if (options.keep_graph) {  // the group: the stage's ranks `stride` apart from this one
       result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = global_rank(stage, r), .peer = 0,
-                              .group_first = global_rank(stage, r % p.tp), .group_size = dp_group, .group_stride = p.tp});
+                              .group_first = global_rank(stage, r % stride), .group_size = n, .group_stride = stride});
     }
     return t;
   }
@@ -1355,14 +1405,14 @@ struct StepGraph {
   }
   // The global rank of replica r of a stage (replicas: tp fastest, then cp, dp).
   int global_rank(int stage, int r) const { return stage * p.tp * p.cp * p.dp + r; }
-  sim::TaskId dp_transfer_task(std::string_view name, int stage, int r, double isolated, double bytes) {
+  sim::TaskId dp_transfer_task(std::string_view name, int stage, int r, double isolated, double bytes, bool over_nic) {
     if (r == 0) {
       dp_bytes[static_cast<std::size_t>(stage)] += bytes;
       dp_busy[static_cast<std::size_t>(stage)] += isolated;
     }
     const RankLinks& l = links[static_cast<std::size_t>(stage)][static_cast<std::size_t>(r)];
-    const std::array<sim::LinkId, 2> route = dp_over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
-    return g.add_transfer(name, route, sim::Bytes(isolated * (dp_over_nic ? rails.nic : rails.nvlink)));
+    const std::array<sim::LinkId, 2> route = over_nic ? std::array{l.nic_out, l.nic_in} : std::array{l.nvl_out, l.nvl_in};
+    return g.add_transfer(name, route, sim::Bytes(isolated * (over_nic ? rails.nic : rails.nvlink)));
   }
   // One GPU's share of expert-parallel all-to-alls that take `isolated` seconds alone on the
   // fabric, as a flow on its NIC (the EP group spans servers) or NVLink; plan.ep_comm "lina"
@@ -1403,6 +1453,7 @@ struct StepGraph {
   const int pp_stride;
   const double p2p;
   const int dp_group;
+  const DpGroups groups;
   // The task graph: one rank per stage (reuse) or every rank.
   StepResult result;
   sim::TaskGraph& g;
@@ -1416,7 +1467,6 @@ struct StepGraph {
   const Rails rails;
   const int gpn;
   const bool pp_over_nic;
-  const bool dp_over_nic;
   std::vector<std::vector<RankLinks>> links;
   std::vector<double> dp_bytes, dp_busy;  // the first replica's
   const CollectiveOp reduce_op;
@@ -1442,13 +1492,13 @@ StepGraph::StepGraph(const StepScenario& scenario, const CostModel& cost_model, 
       pp_stride(p.tp * p.cp * p.dp),
       p2p(p.pp > 1 ? comm.p2p(act_bytes, pp_stride, CommKind::pp) : 0.0),
       dp_group(p.dp * p.cp),
+      groups(placed_dp_groups(p, comm_cost)),
       g(result.graph),
       replicas(options.reuse ? 1 : p.tp * p.cp * p.dp),
       network(engine),
       rails(rails_of(cluster)),
       gpn(cluster.per_unit()),
       pp_over_nic(static_cast<long>(pp_stride) >= gpn),
-      dp_over_nic(static_cast<long>(p.tp) * dp_group > gpn),
       links(static_cast<std::size_t>(p.pp)),
       dp_bytes(static_cast<std::size_t>(p.pp), 0.0),
       dp_busy(static_cast<std::size_t>(p.pp), 0.0),
@@ -1494,7 +1544,19 @@ struct RankBuilder {
     last_dp = t;
     return t;
   }
-  sim::TaskId dp_transfer(std::string_view name, CollectiveOp op, double bytes) { return s.dp_transfer(name, stage, r, op, bytes); }
+  // A data-parallel collective of `share`: the dense parameters' over their group, then, where
+  // expert parallelism gives the routed experts a group of their own, theirs over it (Megatron-
+  // Core reduces and gathers them in buckets of their own, after the dense ones).
+  struct DpTasks {
+    sim::TaskId first, last;
+  };
+  DpTasks dp_transfer(const std::string& name, CollectiveOp op, const DpShare& share, double bytes_per_param) {
+    const DpGroups& gr = s.groups;
+    const bool apart = gr.expert != gr.dense || gr.expert_stride != gr.dense_stride;
+    const sim::TaskId first = chain(s.dp_transfer(name, stage, r, op, (apart ? share.dense : share.total()) * bytes_per_param, false));
+    if (!apart || share.expert <= 0 || gr.expert <= 1) return {first, first};
+    return {first, chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true))};
+  }
   // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
   // the schedule splits B and W.
   bool completes_grads(const PipeOp& op) const { return op.kind == PipeOpKind::backward || op.kind == PipeOpKind::backward_weight; }
@@ -1606,10 +1668,10 @@ void RankBuilder::add_step_start_gathers() {
   for (int c = 0; c < s.shape.chunks; ++c) {
     const int vs = s.shape.virtual_stage(stage, c);
     const int n = std::max(1, layers_of(p, m, vs));
-    const double bytes = trainable_params(m, p, vs) / n * param_gather_bytes(p);
+    const DpShare share = trainable_params(m, p, vs) / n;
     for (int piece = 0; piece < n; ++piece) {
       gathers[static_cast<std::size_t>(c)].push_back(
-          chain(dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, bytes)));
+          dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, share, param_gather_bytes(p)).last);
     }
   }
 }
@@ -1620,11 +1682,11 @@ void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* afte
   const PipeOp& op = ops[i];
   const int vs = s.shape.virtual_stage(stage, op.chunk);
   const int n = pieces_of(i);
-  const sim::TaskId ag = chain(dp_transfer(
+  const DpTasks ag = dp_transfer(
       fmt::format("{} param all-gather {}{} vs{} bucket {}", device, op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
-      CollectiveOp::all_gather, chunk_params(m, p, vs) / n * param_gather_bytes(p)));
-  if (after != nullptr) g.add_dependency(*after, ag);
-  zero3_gathers[{i, piece}] = ag;
+      CollectiveOp::all_gather, chunk_params(m, p, vs) / n, param_gather_bytes(p));
+  if (after != nullptr) g.add_dependency(*after, ag.first);
+  zero3_gathers[{i, piece}] = ag.last;
 }
 
 // Op i of the stage: its compute pieces, the gathers they wait for and the buckets they send.
@@ -1661,7 +1723,7 @@ void RankBuilder::add_op(std::size_t i) {
   // GPU's NVLink or NIC beside the gradient buckets; the next piece waits for them.
   const double ep_s = p.ep_comm == "inline" ? 0.0 : oc.ep;
   oc.comm -= ep_s;
-  const double bucket_params = trainable_params(m, p, vs) / pieces;
+  const DpShare bucket_params = trainable_params(m, p, vs) / pieces;
   if (gathers_params(op) && !p.overlap_param_gather) add_unoverlapped_gather(op, tag, vs);
   std::optional<sim::TaskId> entry;
   sim::TaskId t{}, last{};
@@ -1681,10 +1743,9 @@ void RankBuilder::add_op(std::size_t i) {
     if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
     sim::TaskId done = t;  // what the next piece and the pipeline wait for: its compute, or its all-to-alls
     if (buckets) {
-      const sim::TaskId red =
-          chain(dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params * grad_reduce_bytes(p)));
-      g.add_dependency(t, red);
-      reduces.push_back(red);
+      const DpTasks red = dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params, grad_reduce_bytes(p));
+      g.add_dependency(t, red.first);
+      reduces.push_back(red.last);
     }
     if (ep_s > 0) {
       done = s.ep_transfer(fmt::format("{} EP all-to-all {}{} vs{} part {}", device, tag, op.micro_batch, vs, piece + 1), stage, r, ep_s / pieces);
@@ -1697,11 +1758,10 @@ void RankBuilder::add_op(std::size_t i) {
   // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
-    const sim::TaskId red =
-        chain(dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs) * grad_reduce_bytes(p)));
-    g.add_dependency(t, red);
-    reduces.push_back(red);
-    blocking = {red};
+    const DpTasks red = dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p));
+    g.add_dependency(t, red.first);
+    reduces.push_back(red.last);
+    blocking = {red.last};
   }
   record_op(op, vs, *entry, last);
 }
@@ -1709,11 +1769,10 @@ void RankBuilder::add_op(std::size_t i) {
 // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
 // the op's critical path.
 void RankBuilder::add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs) {
-  const sim::TaskId ag =
-      chain(dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs) * param_gather_bytes(p)));
-  if (prev) g.add_dependency(*prev, ag);
-  for (const sim::TaskId b : blocking) g.add_dependency(b, ag);
-  blocking = {ag};
+  const DpTasks ag = dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs), param_gather_bytes(p));
+  if (prev) g.add_dependency(*prev, ag.first);
+  for (const sim::TaskId b : blocking) g.add_dependency(b, ag.first);
+  blocking = {ag.last};
 }
 
 // ZeRO-3, overlapped, before piece `piece` of op i's `pieces`.
@@ -1749,21 +1808,21 @@ void RankBuilder::record_op(const PipeOp& op, int vs, sim::TaskId entry, sim::Ta
 void RankBuilder::add_step_end() {
   rt.last_op = *prev;
   if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
-    double params = 0;
+    DpShare params;
     for (int c = 0; c < s.shape.chunks; ++c) params += trainable_params(m, p, s.shape.virtual_stage(stage, c));
-    const sim::TaskId red = chain(dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params * grad_reduce_bytes(p)));
-    g.add_dependency(rt.last_op, red);
-    reduces.push_back(red);
+    const DpTasks red = dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params, grad_reduce_bytes(p));
+    g.add_dependency(rt.last_op, red.first);
+    reduces.push_back(red.last);
   }
-  double params = 0;
+  DpShare params;
   int layers = 0;
   for (int c = 0; c < s.shape.chunks; ++c) {
     const int vs = s.shape.virtual_stage(stage, c);
     params += trainable_params(m, p, vs), layers += layers_of(p, m, vs);
   }
-  const Kernel opt = Kernel::optimizer(Ctx::n(p.zero >= 1 ? params / dp_group : params));
-  rt.optimizer_s = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, s.sc.gpu, p.zero >= 1 ? params / dp_group : params, layers)
-                                                : s.cost.time(opt).to_seconds();
+  const double updated = optimizer_params(p, params);
+  const Kernel opt = Kernel::optimizer(Ctx::n(updated));
+  rt.optimizer_s = p.optimizer_offload == "cpu" ? offloaded_optimizer_seconds(p, s.sc.gpu, updated, layers) : s.cost.time(opt).to_seconds();
   rt.optimizer = g.add_compute("optimizer", compute, dur(rt.optimizer_s));
   s.note_work(rt.optimizer, 0, static_cast<double>(opt.params) * kAdamBytesPerParam);
   g.add_dependency(rt.last_op, rt.optimizer);
@@ -1771,8 +1830,8 @@ void RankBuilder::add_step_end() {
   // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
   // keeps its parameters sharded until the next step's first gather.
   if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
-    const sim::TaskId ag = chain(dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params * param_gather_bytes(p)));
-    g.add_dependency(rt.optimizer, ag);
+    const DpTasks ag = dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params, param_gather_bytes(p));
+    g.add_dependency(rt.optimizer, ag.first);
   }
 }
 

@@ -205,12 +205,38 @@ struct OpTime {
   double comm = 0;
   double seconds() const { return compute + comm; }
 };
+// Parameters of one GPU by the data-parallel group that holds the same ones: the routed
+// experts' are shared by the expert-data-parallel group (expert_dp ranks), the rest by the
+// data-parallel group (dp x cp ranks). Their gradients are reduced, and their shards gathered,
+// over each group apart (Megatron-Core's expert-data-parallel process group and buckets).
+struct DpShare {
+  double dense = 0;
+  double expert = 0;
+  double total() const { return dense + expert; }
+  DpShare& operator+=(const DpShare& o) {
+    dense += o.dense, expert += o.expert;
+    return *this;
+  }
+  DpShare operator/(double n) const { return {dense / n, expert / n}; }
+};
+// The two groups of a plan: dense parameters over dp x cp ranks tp apart; routed experts' over
+// the expert_dp ranks that hold the same experts, ep_stride x ep apart (one rank when the
+// experts are not replicated).
+struct DpGroups {
+  int dense = 1, dense_stride = 1;
+  int expert = 1, expert_stride = 1;
+};
+DpGroups dp_groups(const ParallelPlan& plan);
+// The parameters of `share` one GPU's optimizer updates: all of them, or under ZeRO its shard of
+// each group's.
+double optimizer_params(const ParallelPlan& plan, const DpShare& share);
+
 struct ChunkOpCosts {
   OpTime f, b, w;
   double flops = 0;  // F + B + W, executed by one GPU
   int layers = 0;
-  double params = 0;
-  double trainable = 0;  // what gets gradients (params, or with LoRA the adapters)
+  DpShare params;
+  DpShare trainable;  // what gets gradients (params, or with LoRA the adapters, all dense)
 };
 
 // Collective and point-to-point times among GPUs `stride` ranks apart (rank order: tp fastest,
@@ -224,6 +250,12 @@ class FabricCosts {
   FabricCosts& operator=(const FabricCosts&) = delete;
   double collective(CollectiveOp op, double bytes, int n, int stride);
   double p2p(double bytes, int stride);
+  // The plan's data-parallel groups (dp_groups) as this fabric costs them: an experts' group it
+  // cannot place (fewer GPUs than a compute tray in each NVL72 domain) as the dense group.
+  DpGroups dp_groups_of(const ParallelPlan& plan) const;
+  // A data-parallel collective of `share` at `bytes_per_param`: the dense part over its group,
+  // then the experts' over theirs.
+  double dp_collective(CollectiveOp op, const DpShare& share, double bytes_per_param, const DpGroups& groups);
 
  private:
   class Impl;
@@ -237,9 +269,9 @@ class FabricCosts {
 std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& scenario, const CostModel& cost, FabricCosts& fabric);  // by virtual stage
 
 // Parameters one GPU holds for virtual stage vs (dense ones split by tp, experts by ep).
-double chunk_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
-// Of those, the ones trained: all of them, or with plan.lora the adapters.
-double trainable_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
+DpShare chunk_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
+// Of those, the ones trained: all of them, or with plan.lora the adapters (dense).
+DpShare trainable_params(const ModelSpec& model, const ParallelPlan& plan, int vs);
 
 // Bytes of one micro-batch's activations (or their gradients) sent between pipeline stages.
 double pipeline_send_bytes(const ModelSpec& model, const ParallelPlan& plan);

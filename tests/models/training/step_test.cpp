@@ -335,8 +335,8 @@ TEST_CASE("layer kinds: Mamba-2 hybrids, sliding-window attention, MTP modules, 
   const StepResult mtp = step(ds);
   CHECK(mtp.step_time > plain.step_time);
   CHECK(mtp.model_flops > plain.model_flops);
-  CHECK(chunk_params(ds.model, ds.plan, 1) > chunk_params(no_mtp, ds.plan, 1) * 1.1);
-  CHECK(chunk_params(ds.model, ds.plan, 0) == chunk_params(no_mtp, ds.plan, 0));
+  CHECK(chunk_params(ds.model, ds.plan, 1).total() > chunk_params(no_mtp, ds.plan, 1).total() * 1.1);
+  CHECK(chunk_params(ds.model, ds.plan, 0).total() == chunk_params(no_mtp, ds.plan, 0).total());
 
   // Expert parallelism folded over tensor-parallel ranks (Megatron's MoE parallel folding):
   // ep 16 over tp 2 x dp 8.
@@ -366,7 +366,7 @@ TEST_CASE("LoRA: frozen base, adapters' GEMMs, gradients and optimizer states of
   // Rank 32 on q/k/v, o, gate/up and down of 4 layers per stage at tp 2: r (in + out) each.
   const double h = 4096, qkv = (32 + 16) * 128 / 2.0, o = 32 * 128 / 2.0, f = 14336 / 2.0;
   const double per_layer = 32 * ((h + qkv) + (o + h) + (h + 2 * f) + (f + h));
-  CHECK(trainable_params(sc.model, sc.plan, 0) == orrery::testing::Approx(4 * per_layer));
+  CHECK(trainable_params(sc.model, sc.plan, 0).total() == orrery::testing::Approx(4 * per_layer));
   CHECK(lora.memory.optimizer_bytes == orrery::testing::Approx(12 * 4 * per_layer / 2));  // ZeRO-1 over dp 2
   CHECK(lora.memory.grads_bytes < full.memory.grads_bytes / 50);
   CHECK(lora.stages[0].dp_bytes < full.stages[0].dp_bytes / 50);
@@ -446,7 +446,7 @@ TEST_CASE("optimizer offload to the CPU: memory and time; hosts the catalog lack
   CHECK(cpu.memory.total() == orrery::testing::Approx(gpu.memory.total() - gpu.memory.optimizer_bytes));
   // The 8-layer model's 2.1B parameters: 4 B gradients down and 2 B weights up over PCIe 5.0
   // (64 GB/s), 30 B of Adam traffic at 70% of the host's 76.8 GB/s share: the host is the bottleneck.
-  const double n = chunk_params(sc.model, sc.plan, 0);
+  const double n = chunk_params(sc.model, sc.plan, 0).total();
   const double down = n * 4 / 64e9, host = n * 30 / (0.7 * 614.4e9 / 8), up = n * 2 / 64e9;
   CHECK(offloaded_optimizer_seconds(sc.plan, sc.gpu, n, 8) == orrery::testing::Approx(host + (down + up) / 8));
   CHECK(cpu.stages[0].optimizer_s == orrery::testing::Approx(host + (down + up) / 8).epsilon(1e-6));
@@ -785,7 +785,7 @@ TEST_CASE("ZeRO-2 and -3 move their data-parallel bytes every micro-batch") {
     }
     for (int stage = 0; stage < pp; ++stage) {
       CAPTURE(stage);
-      const double params = chunk_params(base.model, base.plan, stage);
+      const double params = chunk_params(base.model, base.plan, stage).total();
       const auto bytes = [&](int zero) { return r[static_cast<std::size_t>(zero)].stages[static_cast<std::size_t>(stage)].dp_bytes; };
       CHECK(bytes(0) == orrery::testing::Approx(params * 4).epsilon(1e-12));  // one all-reduce
       CHECK(bytes(1) == orrery::testing::Approx(params * 2 + params * 4).epsilon(1e-12));
@@ -805,6 +805,64 @@ TEST_CASE("ZeRO-2 and -3 move their data-parallel bytes every micro-batch") {
     // Unoverlapped, every collective sits on the critical path.
     CHECK(plain.step_time > r[3].step_time);
   }
+}
+
+// Routed experts are replicated over the expert-data-parallel group only (dp x cp / ep ranks,
+// ep_stride x ep apart), and their gradients reduced and shards gathered over it, after the
+// dense parameters' over the data-parallel group. EP 8 on 64 H100 (8 servers): each expert's 8
+// copies are one per server, so their ring runs NIC to NIC, where the dense parameters' ring over
+// all 64 GPUs spreads over every NIC of a server.
+TEST_CASE("expert gradients reduce over the expert-data-parallel group") {
+  StepScenario sc = on_h100("qwen3-30b-a3b", 64, 8, 64, 4096, "dgx-h100:nodes=8");
+  sc.model.layers = 4;
+  sc.plan.zero = 1;
+  const DpGroups g = dp_groups(sc.plan);
+  CHECK(g.dense == 64);
+  CHECK(g.dense_stride == 1);
+  CHECK(g.expert == 8);
+  CHECK(g.expert_stride == 8);
+  ParallelPlan folded = sc.plan;  // ep 8 over tp 2 x dp 4: each expert once
+  folded.tp = 2, folded.dp = 4, folded.sequence_parallel = true;
+  CHECK(dp_groups(folded).expert == 1);
+  ParallelPlan wide = sc.plan;  // tp 2, dp 32: EP groups 2 apart, experts' copies 16 apart
+  wide.tp = 2, wide.dp = 32;
+  CHECK(dp_groups(wide).expert == 4);
+  CHECK(dp_groups(wide).expert_stride == 16);
+  // The same bytes one per server take several times longer than over all 64 GPUs.
+  FabricCosts fabric(sc.topology, CommModel::nccl);
+  const double bytes = 512e6;
+  CHECK(fabric.collective(CollectiveOp::reduce_scatter, bytes, 8, 8) > 3 * fabric.collective(CollectiveOp::reduce_scatter, bytes, 64, 1));
+  const DpShare share = chunk_params(sc.model, sc.plan, 0);
+  CHECK(share.expert > 0);
+  CHECK(fabric.dp_collective(CollectiveOp::reduce_scatter, share, 2, g) ==
+        orrery::testing::Approx(fabric.collective(CollectiveOp::reduce_scatter, share.dense * 2, 64, 1) +
+                                fabric.collective(CollectiveOp::reduce_scatter, share.expert * 2, 8, 8))
+            .epsilon(1e-12));
+  // In the step: every bucket is two collectives, the experts' over their group, with the same
+  // bytes as one over all GPUs; and the step waits longer for them.
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  StepOptions o;
+  o.keep_graph = true;
+  const StepResult r = run_step(sc, RooflineCostModel(sc.gpu), *schedule, o);
+  int dense = 0, experts = 0;
+  for (const StepComm& c : r.comms) {
+    if (c.p2p) continue;
+    const bool mine = r.graph.name(c.task).find("(experts)") != std::string_view::npos;
+    (mine ? experts : dense) += 1;
+    CHECK(c.group_size == (mine ? 8 : 64));
+    CHECK(c.group_stride == (mine ? 8 : 1));
+  }
+  CHECK(experts == dense);
+  CHECK(experts > 0);
+  CHECK(r.stages[0].dp_bytes == orrery::testing::Approx((share.dense + share.expert) * (2 + 4)).epsilon(1e-12));
+  // EP 64: one copy of each expert, nothing of theirs to reduce.
+  StepScenario unique = sc;
+  unique.plan.ep = 64;
+  CHECK(dp_groups(unique.plan).expert == 1);
+  const StepResult u = run_step(unique, RooflineCostModel(unique.gpu), *schedule, o);
+  for (const StepComm& c : u.comms) CHECK(u.graph.name(c.task).find("(experts)") == std::string_view::npos);
+  const DpShare unique_share = chunk_params(unique.model, unique.plan, 0);
+  CHECK(u.stages[0].dp_bytes == orrery::testing::Approx(unique_share.dense * (2 + 4)).epsilon(1e-12));
 }
 
 // A slow network (25 Gb/s NICs), short sequences and many micro-batches: the step is bound by
@@ -1410,15 +1468,17 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
 }
 
 // Lina (plan.ep_comm): the expert all-to-alls as flows on each GPU's links beside the
-// data-parallel buckets. EP 16 over servers of 8 puts both on the NIC: sharing fairly, the
+// data-parallel buckets. EP 16 over two servers of 8 puts both on the NIC: sharing fairly, the
 // all-to-alls slow down and the step with them; with Lina's priority they run as if alone (the
 // step of the all-to-alls inside the ops, within 0.1%). EP 8 keeps them on NVLink, where no
 // bucket runs: fair and Lina agree, and match the all-to-alls inside the ops within 0.5% (the
 // flows split each op into layer pieces, which meet ZeRO-1's parameter gathers a little
-// differently).
+// differently). DP 16 leaves EP 16's experts unreplicated: only the dense parameters' buckets
+// share the NIC, and EP 8's experts' buckets run over NVLink with the all-to-alls. One
+// micro-batch: its backward's buckets run beside all of its all-to-alls.
 TEST_CASE("Lina: expert all-to-alls before the buckets on a shared NIC") {
   const auto run = [](int ep, const char* mode) {
-    StepScenario sc = on_h100("qwen3-30b-a3b", 64, ep, 64, 4096, "dgx-h100:nodes=8");
+    StepScenario sc = on_h100("qwen3-30b-a3b", 16, ep, 16, 4096, "dgx-h100:nodes=2");
     sc.plan.zero = 1;
     sc.plan.expert_imbalance = 1.2;
     sc.plan.ep_comm = mode;
