@@ -1764,7 +1764,7 @@ std::string fabric_link_name(const Topology& t, sim::LinkId link) {
 sim::Duration alpha_beta(const Topology& t, const CollectiveSpec& s, const LinkEfficiency& e) {
   const int n = ranks_of(t, s);
   if (n < 2) throw InputError("<command line>", "--ranks", "expected at least 2 ranks");
-  const Layout l = layout_of(t, n);
+  const Layout l = s.groups == 1 && s.stride == 1 ? layout_of(t, n) : layout_of(t, group_gpus(t, s, n, 0));
   const int channels = default_channels(t, l, s);
   const int chunks = default_chunks(s);
   const double size = s.size.value();

@@ -153,12 +153,13 @@ GpuArch gpu_arch(std::string_view gpu, std::string_view source, std::string_view
   return GpuArch::hopper;  // h100, h200, h800, h20
 }
 
-CommShape comm_shape(const Topology& t, CollectiveOp op, int ranks, std::string_view source, std::string_view where) {
+CommShape comm_shape(const Topology& t, CollectiveOp op, int ranks, std::string_view source, std::string_view where, int stride) {
   const auto gpus = static_cast<int>(t.gpus().size());
   const int n = ranks > 0 ? ranks : gpus;
-  if (n < 2 || n > gpus) {
-    throw InputError(std::string(source), std::string(where), fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, gpus));
+  if (n < 2 || static_cast<long>(n - 1) * stride >= gpus) {
+    throw InputError(std::string(source), std::string(where), fmt::format("found {} ranks, expected 2 to {} (the GPUs of the topology)", n, gpus / stride));
   }
+  const auto gpu = [&](int r) { return t.gpus()[static_cast<std::size_t>(r) * static_cast<std::size_t>(stride)]; };
   CommShape s;
   s.op = op;
   s.ranks = n;
@@ -174,7 +175,7 @@ CommShape comm_shape(const Topology& t, CollectiveOp op, int ranks, std::string_
     return -1 - t.node(g).server;
   };
   std::map<std::int64_t, int> members;
-  for (int r = 0; r < n; ++r) ++members[domain_of(t.gpus()[static_cast<std::size_t>(r)])];
+  for (int r = 0; r < n; ++r) ++members[domain_of(gpu(r))];
   s.nodes = static_cast<int>(members.size());
   const NodeIndex first = t.gpus().front();
   const std::int64_t home = domain_of(first);
@@ -187,7 +188,7 @@ CommShape comm_shape(const Topology& t, CollectiveOp op, int ranks, std::string_
   }
   // The NICs of the first node's ranks, each at the lesser of its PCIe link and its ports.
   for (int r = 0; r < n; ++r) {
-    const NodeIndex g = t.gpus()[static_cast<std::size_t>(r)];
+    const NodeIndex g = gpu(r);
     if (domain_of(g) != home) continue;
     double direct = 0;  // a hand-written topology may wire a GPU to the network itself
     for (const LinkIndex l : t.out_links(g)) {
@@ -401,7 +402,7 @@ CollectiveAlgo flow_algo(NcclAlgo algo, CollectiveOp op) {
 }
 
 NcclFlows nccl_flows(const Topology& topology, CollectiveSpec spec, const NcclRequest& request, const CommParams& params) {
-  const CommShape shape = comm_shape(topology, spec.op, spec.ranks);
+  const CommShape shape = comm_shape(topology, spec.op, spec.ranks, "<command line>", "--ranks", spec.stride);
   NcclFlows f;
   f.nccl = nccl_cost(shape, spec.size.value(), params, request);
   spec.algo = flow_algo(f.nccl.algo, spec.op);

@@ -55,10 +55,11 @@ struct CommShape {
   double ppn() const { return static_cast<double>(ranks) / nodes; }  // NCCL's ppn: a mean when uneven
 };
 
-// The shape of the first `ranks` GPUs of a topology (0: all) for an op (the NICs: those of the
-// first node's ranks); InputError naming `where` in `source` on fewer than 2 ranks.
+// The shape of the first `ranks` GPUs of a topology (0: all), or of `ranks` GPUs `stride` apart
+// from the first, for an op (the NICs: those of the first node's ranks); InputError naming `where`
+// in `source` on fewer than 2 ranks.
 CommShape comm_shape(const Topology& topology, CollectiveOp op, int ranks = 0, std::string_view source = "<command line>",
-                     std::string_view where = "--ranks");
+                     std::string_view where = "--ranks", int stride = 1);
 
 // The physical parameters of the model. NCCL's own (nccl()) are those it chooses by; the fitted
 // ones (fitted()) are those Orrery predicts times with.

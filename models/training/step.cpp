@@ -152,13 +152,15 @@ class CommCost {
   // past it the mix is costed by link loads.
   void set_mix_transfers(std::size_t most) { mix_transfers_ = most > 0 ? most : kMixTransfers; }
 
-  double collective(CollectiveOp op, double bytes, int n, int stride, CommKind kind = CommKind::none) {
+  // `unmixed`: one group's collective on the smallest fabric that holds it, even under
+  // contention=fabric (a kind of collective kept out of the mixes).
+  double collective(CollectiveOp op, double bytes, int n, int stride, CommKind kind = CommKind::none, bool unmixed = false) {
     if (n <= 1 || bytes <= 0) return 0;
-    const bool fabric = cluster_.contention == Contention::fabric;
+    const bool fabric = cluster_.contention == Contention::fabric && !unmixed;
     // Alone, a group's cost depends on its stride only up to a unit's size; under fabric
     // contention its groups' placement depends on all of it.
     const int stride_key = fabric ? stride : std::min(stride, cluster_.per_unit());
-    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, stride_key, static_cast<int>(kind));
+    const auto key = std::make_tuple(static_cast<int>(op), bytes, n, stride_key, static_cast<int>(kind) + (unmixed ? 100 : 0));
     if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
     // contention=fabric: the group's collective with all its copies on the whole fabric, and
     // one of each other kind of the plan beside it, all starting together (set_mix). Its
@@ -203,8 +205,11 @@ class CommCost {
       if (model_ == CommModel::nccl_closed || model_ == CommModel::alpha_beta) {  // one group, uncontended, closed form
         CollectiveSpec spec;
         spec.op = op, spec.size = sim::Bytes(bytes), spec.ranks = n;
+        place_split_tray(spec, self);
         const Topology& t = fabric_instance(home_fabric(self));
-        if (model_ == CommModel::nccl_closed) return CollectiveMemo::Entry{nccl_cost(comm_shape(t, op, pair_ranks(self)), bytes).time_s, 0};
+        if (model_ == CommModel::nccl_closed) {
+          return CollectiveMemo::Entry{nccl_cost(comm_shape(t, op, pair_ranks(self), "<plan>", "", spec.stride), bytes).time_s, 0};
+        }
         spec.algo = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? CollectiveAlgo::direct : CollectiveAlgo::ring;
         if (op == CollectiveOp::send_recv) spec.ranks = pair_ranks(self), spec.peer = spec.ranks - 1;
         return CollectiveMemo::Entry{alpha_beta(t, spec).to_seconds(), 0};
@@ -303,10 +308,10 @@ class CommCost {
   std::size_t flows() const { return flows_; }
   // Whether a group of n GPUs `stride` apart has a model on this fabric: an NVL72 fabric's
   // domains hold whole compute trays, so a group across domains needs a whole tray's GPUs in each
-  // (topology_spec_for).
+  // (topology_spec_for) or a share of one that divides it (split_tray_share).
   bool placeable(int n, int stride) const {
     const int g = cluster_.per_unit();
-    if (!cluster_.domains || n <= 1 || static_cast<long>(stride) * n <= g) return true;
+    if (!cluster_.domains || n <= 1 || static_cast<long>(stride) * n <= g || split_tray_share(n, stride) > 0) return true;
     return (stride >= g ? 1 : std::max(1, g / stride)) % kTray == 0;
   }
   // contention=fabric: how many of the plan's collectives (DP, EP, CP, PP; each size once) were
@@ -405,7 +410,24 @@ class CommCost {
   // pipeline send between NVLink domains, one GPU of the pair in each, two domains of one tray,
   // rank 0 sending to the other domain's first GPU (rank `tray`), NIC to NIC.
   std::string home_fabric(const Member& m) const {
-    return m.op == CollectiveOp::send_recv && split_tray_pair(m.stride) ? cluster_.scaled(2, kTray) : topology_spec_for(m.n, m.stride);
+    if (m.op == CollectiveOp::send_recv) return split_tray_pair(m.stride) ? cluster_.scaled(2, kTray) : topology_spec_for(m.n, m.stride);
+    if (const int per = split_tray_share(m.n, m.stride); per > 0) return cluster_.scaled(m.n / per, kTray);
+    return topology_spec_for(m.n, m.stride);
+  }
+  // A collective's group with fewer GPUs than a compute tray in each NVLink domain: the GPUs of it
+  // each domain holds (one where the group's stride spans a domain), when they divide the tray and
+  // the group; else 0. Such a group runs on one tray per domain, its ranks kTray / per apart
+  // beside the tray's other GPUs in groups of their own, as the plan lays them out (an
+  // expert-data-parallel group under wide expert parallelism inside each domain).
+  int split_tray_share(int n, int stride) const {
+    const int g = cluster_.per_unit();
+    if (!cluster_.domains || g % kTray != 0 || static_cast<long>(stride) * n <= g) return 0;
+    const int per = stride >= g ? 1 : std::max(1, g / stride);
+    return per < kTray && kTray % per == 0 && n % per == 0 ? per : 0;
+  }
+  // Its ranks' stride (and the number of such groups at once) on that fabric.
+  void place_split_tray(CollectiveSpec& spec, const Member& m) const {
+    if (const int per = m.op == CollectiveOp::send_recv ? 0 : split_tray_share(m.n, m.stride); per > 0) spec.groups = spec.stride = kTray / per;
   }
   int pair_ranks(const Member& m) const { return m.op == CollectiveOp::send_recv && split_tray_pair(m.stride) ? kTray + 1 : m.n; }
   // Whether the groups of `m` tile the whole fabric (a pipeline send's stage pairs: an even
@@ -427,6 +449,7 @@ class CommCost {
     out.fabric = home_fabric(m);
     spec.ranks = pair_ranks(m);
     spec.peer = spec.ranks - 1;
+    place_split_tray(spec, m);  // NCCL's choice for its shape (the whole fabric's layout replaces it below)
     if (model_ == CommModel::nccl) {
       NcclFlows f = nccl_flows(fabric_instance(out.fabric), spec);
       spec = f.spec;
@@ -1115,10 +1138,8 @@ DpGroups dp_groups(const ParallelPlan& p) {
 
 namespace {
 // The plan's data-parallel groups as `comm` costs them: an experts' group that the fabric model
-// cannot place (fewer GPUs than a compute tray in each NVL72 domain: one per domain, as wide
-// expert parallelism inside each domain leaves them) is costed as the dense parameters' group,
-// its traffic spread over whole trays. Not modelled yet: each such GPU's NIC carrying its
-// group's traffic alone.
+// cannot place (in each NVL72 domain a share of a compute tray that does not divide it, such as 3
+// of its 4 GPUs) is costed as the dense parameters' group, its traffic spread over whole trays.
 DpGroups placed_dp_groups(const ParallelPlan& p, const CommCost& comm) {
   DpGroups d = dp_groups(p);
   if (!comm.placeable(d.expert, d.expert_stride)) d.expert = d.dense, d.expert_stride = d.dense_stride;
@@ -1159,7 +1180,9 @@ double FabricCosts::dp_collective(CollectiveOp op, const DpShare& share, double 
     return groups.dense > 1 ? impl_->comm.collective(op, share.total() * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
   }
   double t = share.dense > 0 && groups.dense > 1 ? impl_->comm.collective(op, share.dense * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
-  if (share.expert > 0 && groups.expert > 1) t += impl_->comm.collective(op, share.expert * bytes_per_param, groups.expert, groups.expert_stride);
+  if (share.expert > 0 && groups.expert > 1) {
+    t += impl_->comm.collective(op, share.expert * bytes_per_param, groups.expert, groups.expert_stride, CommKind::none, true);
+  }
   return t;
 }
 
@@ -1387,7 +1410,9 @@ struct StepGraph {
   sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes, bool experts) {
     const int n = experts ? groups.expert : groups.dense;
     const int stride = experts ? groups.expert_stride : groups.dense_stride;
-    const double isolated = comm.collective(op, bytes, n, stride, CommKind::dp);
+    // The experts' rings are costed alone (with their own tray's other groups): under
+    // contention=fabric, only the dense parameters' meet the other kinds on the fabric.
+    const double isolated = comm.collective(op, bytes, n, stride, CommKind::dp, experts);
     const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes, static_cast<long>(n) * stride > gpn);
     if (options.keep_graph) {  // the group: the stage's ranks `stride` apart from this one
       result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = global_rank(stage, r), .peer = 0,

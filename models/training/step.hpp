@@ -251,7 +251,8 @@ class FabricCosts {
   double collective(CollectiveOp op, double bytes, int n, int stride);
   double p2p(double bytes, int stride);
   // The plan's data-parallel groups (dp_groups) as this fabric costs them: an experts' group it
-  // cannot place (fewer GPUs than a compute tray in each NVL72 domain) as the dense group.
+  // cannot place (in each NVL72 domain a share of a compute tray that does not divide it) as the
+  // dense group.
   DpGroups dp_groups_of(const ParallelPlan& plan) const;
   // A data-parallel collective of `share` at `bytes_per_param`: the dense part over its group,
   // then the experts' over theirs.

@@ -865,6 +865,45 @@ TEST_CASE("expert gradients reduce over the expert-data-parallel group") {
   CHECK(u.stages[0].dp_bytes == orrery::testing::Approx(unique_share.dense * (2 + 4)).epsilon(1e-12));
 }
 
+// Wide expert parallelism inside each NVL72 domain leaves one GPU of each expert-data-parallel
+// group in a domain: the group runs on one compute tray per domain, NIC to NIC, beside the tray's
+// other GPUs' groups. It costs as the same group of one GPU per DGX server at GB200's NIC rate
+// (each GPU's own 400 Gb/s NIC), within 10%, and far more than the same bytes over whole trays.
+TEST_CASE("expert-data-parallel groups of one GPU per NVL72 domain") {
+  FabricCosts nvl72("nvl72:domains=8,gpus_per_domain=16", CommModel::nccl);
+  FabricCosts dgx("dgx-b200:nodes=8", CommModel::nccl);
+  const double bytes = 256e6;
+  const double one_per_domain = nvl72.collective(CollectiveOp::reduce_scatter, bytes, 8, 16);
+  CHECK(one_per_domain > 0);
+  CHECK(one_per_domain == orrery::testing::Approx(dgx.collective(CollectiveOp::reduce_scatter, bytes, 8, 8)).epsilon(0.1));
+  CHECK(one_per_domain > 3 * nvl72.collective(CollectiveOp::reduce_scatter, bytes, 32, 4));
+  // Two per domain (8 apart in domains of 16), as the closed form costs them too.
+  FabricCosts closed("nvl72:domains=8,gpus_per_domain=16", CommModel::nccl_closed);
+  CHECK(nvl72.collective(CollectiveOp::all_gather, bytes, 16, 8) > 0);
+  CHECK(closed.collective(CollectiveOp::all_gather, bytes, 16, 8) == orrery::testing::Approx(nvl72.collective(CollectiveOp::all_gather, bytes, 16, 8)).epsilon(0.15));
+  // In a step: EP 16 inside each domain of 16, DP 32 over two domains' worth of replicas.
+  StepScenario sc = on_h100("qwen3-30b-a3b", 32, 16, 64, 4096, "nvl72:domains=8,gpus_per_domain=16");
+  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
+  sc.model.layers = 4;
+  sc.plan.pp = 4;
+  sc.plan.zero = 1;
+  const DpGroups g = nvl72.dp_groups_of(sc.plan);
+  CHECK(g.expert == 2);
+  CHECK(g.expert_stride == 16);
+  const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+  StepOptions o;
+  o.keep_graph = true;
+  const StepResult r = run_step(sc, RooflineCostModel(sc.gpu), *schedule, o);
+  int experts = 0;
+  for (const StepComm& c : r.comms) {
+    if (c.p2p || r.graph.name(c.task).find("(experts)") == std::string_view::npos) continue;
+    ++experts;
+    CHECK(c.group_size == 2);
+    CHECK(c.group_stride == 16);
+  }
+  CHECK(experts > 0);
+}
+
 // A slow network (25 Gb/s NICs), short sequences and many micro-batches: the step is bound by
 // the data-parallel traffic, so it orders by the bytes above.
 TEST_CASE("ZeRO stages on a communication-bound step: 3 slower than 2 slower than 1") {
