@@ -434,8 +434,8 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
 
   const int dp_group = p.dp * p.cp;
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
-  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, fabric.dp_groups_of(p), split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1, dp_traffic_stage(p) >= 3 && dp_group > 1, chunks,
-            chunks, {}};
+  Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, fabric.dp_groups_of(p), split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1,
+             dp_traffic_stage(p) >= 3 && dp_group > 1, chunks, chunks, {}};
   add_zero_collectives(x);
   const std::vector<StageSums> st = stage_sums(x);
   const PipelineTime pt = pipeline_time(x, st);

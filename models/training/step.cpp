@@ -1200,7 +1200,8 @@ std::vector<ChunkOpCosts> chunk_op_costs(const StepScenario& sc, const CostModel
   std::vector<ChunkOpCosts> out;
   for (int vs = 0; vs < p.virtual_stages(); ++vs) {
     const LayerCost lc = chunk_cost(ctx, vs, layer);
-    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs), trainable_params(m, p, vs)});
+    out.push_back({op(lc.f), op(lc.b), op(lc.w), lc.f.flops + lc.b.flops + lc.w.flops, layers_of(p, m, vs), chunk_params(m, p, vs),
+                   trainable_params(m, p, vs)});
   }
   return out;
 }
@@ -1783,7 +1784,8 @@ void RankBuilder::add_op(std::size_t i) {
   // ZeRO-2 and -3 without overlap: each micro-batch's gradients are reduce-scattered after
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
-    const DpTasks red = dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p));
+    const DpTasks red =
+        dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p));
     g.add_dependency(t, red.first);
     reduces.push_back(red.last);
     blocking = {red.last};
@@ -1794,7 +1796,8 @@ void RankBuilder::add_op(std::size_t i) {
 // ZeRO-3 without overlap: the op's whole chunk is gathered after the previous op ends, on
 // the op's critical path.
 void RankBuilder::add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs) {
-  const DpTasks ag = dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather, chunk_params(m, p, vs), param_gather_bytes(p));
+  const DpTasks ag = dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather,
+                                 chunk_params(m, p, vs), param_gather_bytes(p));
   if (prev) g.add_dependency(*prev, ag.first);
   for (const sim::TaskId b : blocking) g.add_dependency(b, ag.first);
   blocking = {ag.last};
