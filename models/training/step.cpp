@@ -312,7 +312,7 @@ class CommCost {
   bool placeable(int n, int stride) const {
     const int g = cluster_.per_unit();
     if (!cluster_.domains || n <= 1 || static_cast<long>(stride) * n <= g || split_tray_share(n, stride) > 0) return true;
-    return (stride >= g ? 1 : std::max(1, g / stride)) % kTray == 0;
+    return per_unit_of(stride) % kTray == 0;
   }
   // contention=fabric: how many of the plan's collectives (DP, EP, CP, PP; each size once) were
   // costed beside every other kind that shares their links, simulated together or (a plan past
@@ -422,7 +422,7 @@ class CommCost {
   int split_tray_share(int n, int stride) const {
     const int g = cluster_.per_unit();
     if (!cluster_.domains || g % kTray != 0 || static_cast<long>(stride) * n <= g) return 0;
-    const int per = stride >= g ? 1 : std::max(1, g / stride);
+    const int per = per_unit_of(stride);
     return per < kTray && kTray % per == 0 && n % per == 0 ? per : 0;
   }
   // Its ranks' stride (and the number of such groups at once) on that fabric.
@@ -470,6 +470,12 @@ class CommCost {
     }
     return out;
   }
+  // The GPUs of a group `stride` apart that one server or NVLink domain holds, for a group that
+  // spans several.
+  int per_unit_of(int stride) const {
+    const int g = cluster_.per_unit();
+    return stride >= g ? 1 : std::max(1, g / stride);
+  }
   // A pair `stride` apart with one GPU in each NVLink domain of whole trays.
   bool split_tray_pair(int stride) const {
     const int g = cluster_.per_unit();
@@ -483,7 +489,7 @@ class CommCost {
     // takes the first n GPUs of whole trays; across domains, each domain's share must be trays.
     const int tray = cluster_.domains ? kTray : 1;
     if (static_cast<long>(stride) * n <= g) return cluster_.scaled(1, (n + tray - 1) / tray * tray);  // one server or domain
-    const int per = stride >= g ? 1 : std::max(1, g / stride);  // GPUs of the group per server
+    const int per = per_unit_of(stride);  // GPUs of the group per server
     if (per % tray != 0) {
       throw sim::InputError("<plan>", "", fmt::format("a group of {} GPUs {} apart puts {} in each NVLink domain of {}; Orrery's NVL72 fabric "
                                                       "holds whole trays of {} GPUs: such a group is not modelled yet",
@@ -1176,7 +1182,7 @@ DpGroups FabricCosts::dp_groups_of(const ParallelPlan& plan) const { return plac
 
 double FabricCosts::dp_collective(CollectiveOp op, const DpShare& share, double bytes_per_param, const DpGroups& groups) {
   // Without expert parallelism the experts are replicated like the rest: one collective.
-  if (groups.expert == groups.dense && groups.expert_stride == groups.dense_stride) {
+  if (!groups.experts_apart()) {
     return groups.dense > 1 ? impl_->comm.collective(op, share.total() * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
   }
   double t = share.dense > 0 && groups.dense > 1 ? impl_->comm.collective(op, share.dense * bytes_per_param, groups.dense, groups.dense_stride) : 0.0;
@@ -1578,7 +1584,7 @@ struct RankBuilder {
   };
   DpTasks dp_transfer(const std::string& name, CollectiveOp op, const DpShare& share, double bytes_per_param) {
     const DpGroups& gr = s.groups;
-    const bool apart = gr.expert != gr.dense || gr.expert_stride != gr.dense_stride;
+    const bool apart = gr.experts_apart();
     const sim::TaskId first = chain(s.dp_transfer(name, stage, r, op, (apart ? share.dense : share.total()) * bytes_per_param, false));
     if (!apart || share.expert <= 0 || gr.expert <= 1) return {first, first};
     return {first, chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true))};

@@ -225,6 +225,8 @@ struct DpShare {
 struct DpGroups {
   int dense = 1, dense_stride = 1;
   int expert = 1, expert_stride = 1;
+  // Whether the experts have a group of their own (else they go with the dense parameters).
+  bool experts_apart() const { return expert != dense || expert_stride != dense_stride; }
 };
 DpGroups dp_groups(const ParallelPlan& plan);
 // The parameters of `share` one GPU's optimizer updates: all of them, or under ZeRO its shard of
