@@ -39,7 +39,8 @@ endif()
 # Precompiled third-party and standard headers for the targets with many files that parse
 # nlohmann/json (each file saves ~2.7 s of its 4-8 s: traces/csv.cpp 4.4 s -> 1.8 s). Only headers
 # outside the project go in, so the include roots still enforce the layering; sim/ and models/
-# (no JSON) do without. ORRERY_PCH=OFF builds without (to check that every file includes what it uses).
+# (no JSON) do without. ORRERY_PCH=OFF builds without; with ORRERY_UNITY=OFF too, that checks that
+# every file includes what it uses.
 option(ORRERY_PCH "Precompile the heavy third-party headers" ON)
 set(ORRERY_PCH_JSON <nlohmann/json.hpp> <fmt/format.h> <algorithm> <cstdint> <functional> <map> <memory> <optional> <sstream>
     <string> <string_view> <vector>)
@@ -64,6 +65,22 @@ function(orrery_light_pch target)
   endif()
 endfunction()
 
+# Unity builds: a target's files compile as one translation unit, so the headers, the templates
+# they instantiate (fmt, nlohmann/json, doctest, std) and the code generated for those are done once
+# per target rather than once per file. For the test suites (-O0) that is most of their time: the 12
+# files of tests/models that build so took 12.4 s as one unit against 30.6 s as twelve. A file's
+# helpers in an anonymous namespace are then seen by the target's other files, so their names must
+# not repeat. ORRERY_UNITY=OFF builds file by file (faster to rebuild while editing one file).
+option(ORRERY_UNITY "Compile each library and test suite as one translation unit" ON)
+function(orrery_unity target)
+  if(ORRERY_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+    # GCC warns when a class of external linkage holds a type of an anonymous namespace outside
+    # the main file, a hazard in headers; in a unity unit every .cpp is outside the main file.
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
+  endif()
+endfunction()
+
 # orrery_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [INCLUDE_AS path] [JSON_PCH] [LIGHT]): a layer
 # (LIGHT: -O1 and the light layers' shared precompiled header; JSON_PCH: its own)
 # library (target orrery_<name>, alias orrery::<name>) with the project's options. INCLUDE_AS is the
@@ -74,6 +91,7 @@ function(orrery_add_library name)
     set(ARG_INCLUDE_AS ${name})
   endif()
   add_library(orrery_${name} STATIC ${ARG_SOURCES})
+  orrery_unity(orrery_${name})
   add_library(orrery::${name} ALIAS orrery_${name})
   # The include root holds only a link to this layer's folder, so `#include "sim/engine.hpp"`
   # resolves only for targets that link orrery::sim: the link lines enforce the layering, between
@@ -93,3 +111,4 @@ function(orrery_add_library name)
     orrery_precompile(orrery_${name} ${ORRERY_PCH_JSON})
   endif()
 endfunction()
+

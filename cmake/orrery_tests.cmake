@@ -16,6 +16,7 @@ function(orrery_add_test folder)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;ARGS" ${ARGN})
   set(target orrery_test_${folder})
   add_executable(${target} ${ARG_SOURCES})
+  orrery_unity(${target})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${target} PRIVATE ${ARG_DEPS} orrery_doctest_main orrery_warnings orrery_test_codegen)
   # One precompiled header for every suite (they compile alike): built by the first, reused by the others.

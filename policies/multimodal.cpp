@@ -38,8 +38,6 @@ using Partition = std::vector<std::vector<Unit>>;  // per stage (or chunk)
 // The GPUs a module's tokens are split over beyond TP: a video DiT's context parallelism.
 int cp_share(const MultimodalSetup& setup, const models::ModuleSpec& m) { return m.kind == ModuleKind::video_dit ? std::max(1, setup.cp) : 1; }
 
-int unit_layers(const models::ModuleSpec& m) { return m.kind == ModuleKind::projector ? 1 : m.shape.layers; }
-
 double layer_params(const models::ModuleSpec& m) {
   if (m.kind == ModuleKind::projector) {
     const double inner = static_cast<double>(m.projector_hidden > 0 ? m.projector_hidden : m.shape.hidden);
@@ -81,7 +79,7 @@ Partition split(const std::vector<int>& layers_of, const std::vector<double>& co
 void flatten(const models::MultimodalModel& m, const std::vector<int>& modules, const std::vector<double>& layer_cost, std::vector<int>& layers_of,
              std::vector<double>& cost) {
   for (const int i : modules) {
-    for (int l = 0; l < unit_layers(m.modules[u(i)]); ++l) {
+    for (int l = 0; l < m.modules[u(i)].pipeline_layers(); ++l) {
       layers_of.push_back(i);
       cost.push_back(layer_cost[u(i)]);
     }
@@ -328,7 +326,7 @@ class PipeWeaver final : public models::MultimodalPipelinePolicy {
       }
       mod.trainable = s.trainable;
       mod.sink = i == sink;
-      for (const int x : mod.modules) mod.latency += unit_layers(m.modules[u(x)]) * c[u(x)];
+      for (const int x : mod.modules) mod.latency += m.modules[u(x)].pipeline_layers() * c[u(x)];
       modalities_.push_back(std::move(mod));
     }
     // Segments in proportion to latency (largest remainder), at least one each, and no more

@@ -3,6 +3,11 @@
 
 #include "cli/app.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstddef>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -31,6 +36,12 @@ inline std::string slurp(const std::filesystem::path& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+// A JSON file the command wrote.
+inline nlohmann::json read_json(const std::filesystem::path& path) { return nlohmann::json::parse(slurp(path)); }
+
+// Lines of a captured stream (its newlines).
+inline std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 inline void write(const std::filesystem::path& path, std::string_view text) { std::ofstream(path, std::ios::binary) << text; }
 

@@ -22,11 +22,6 @@ namespace orrery::traces {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // "2017-10-09 07:01:55" -> seconds since the epoch (UTC): exactly that form, a real date and
 // time of day (1970 to 9999), nothing after it.
 bool parse_timestamp(std::string_view text, double& out) {
@@ -76,11 +71,11 @@ void check_pool_gpu(const JsonNode& node, const std::string& type) {
   if (catalog.find(type) != nullptr || std::find(tables.begin(), tables.end(), type) != tables.end()) return;
   std::vector<std::string> candidates = tables;
   for (const models::GpuSpec& g : catalog.gpus()) {
-    candidates.push_back(lower(g.name));
-    for (const std::string& a : g.aliases) candidates.push_back(lower(a));
+    candidates.push_back(ascii_lower(g.name));
+    for (const std::string& a : g.aliases) candidates.push_back(ascii_lower(a));
   }
   std::vector<std::string> known;
-  for (const std::string& n : catalog.names()) known.push_back(lower(n));
+  for (const std::string& n : catalog.names()) known.push_back(ascii_lower(n));
   node.fail(fmt::format("unknown GPU {}{}; known: {}, and of the throughput tables only: {}", sim::quote(type), sim::did_you_mean(type, candidates),
                         fmt::join(known, ", "), fmt::join(tables, ", ")));
 }
@@ -182,7 +177,7 @@ JobTrace read_arena_trace(const std::string& path, bool skip_bad_rows) {
     j.model = rr.t.at(rr.r, "model_name");
     j.batch = rr.count("batch_size", kTraceBatch);
     j.gpus = rr.count("num_gpu", kTraceGpus);
-    j.gpu_type = lower(rr.t.at(rr.r, "gpu_type"));
+    j.gpu_type = ascii_lower(rr.t.at(rr.r, "gpu_type"));
     return j;
   });
 }
@@ -207,7 +202,7 @@ JobTrace read_generic_trace(const std::string& path, const ColumnMap& c, bool sk
     j.arrival_s = rr.number(c.arrival, kTraceSeconds);
     j.gpus = rr.count(c.gpus, kTraceGpus);
     j.service_s = rr.number(c.duration, kTraceSeconds);
-    if (!c.gpu_type.empty()) j.gpu_type = lower(rr.t.at(rr.r, c.gpu_type));
+    if (!c.gpu_type.empty()) j.gpu_type = ascii_lower(rr.t.at(rr.r, c.gpu_type));
     if (!c.min_gpus.empty()) {
       j.min_gpus = rr.count(c.min_gpus, kTraceGpus);
       j.max_gpus = rr.count(c.max_gpus, kTraceGpus);
@@ -327,7 +322,7 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
       JsonObject o = p.as_object();
       models::NodePool pool;
       const JsonNode gpu = o.required("gpu");
-      pool.gpu_type = lower(gpu.as_string());
+      pool.gpu_type = ascii_lower(gpu.as_string());
       check_pool_gpu(gpu, pool.gpu_type);
       const JsonNode nodes = o.required("nodes");
       const JsonNode per = o.required("gpus_per_node");
@@ -416,7 +411,7 @@ ClusterScenario load_cluster_scenario(const std::string& path) {
         s.step_seq_len = v->as_int();
       }
       if (auto v = o.optional("reference_gpu")) {
-        s.reference_gpu = lower(v->as_string());
+        s.reference_gpu = ascii_lower(v->as_string());
         models::HardwareCatalog::builtin().gpu(s.reference_gpu, path, v->pointer());
       }
       if (auto v = o.optional("schedule")) s.step_schedule = v->as_string();

@@ -20,11 +20,6 @@ namespace {
 
 constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A delimited file kept row by row, ragged rows included, so that a row with a wrong field
 // count is one bad row (skippable) rather than a broken file. A field may be double-quoted
 // ("a,b"; "" inside quotes is a quote); none of the traces here spans lines inside quotes.
@@ -248,7 +243,7 @@ PaiTrace read_pai_pods(const std::string& path, bool skip_bad_rows) {
     j.service_s = row.number(deleted, kTraceSeconds.at_least(start)) - start;
     std::set<std::string> types;
     for (const std::string& s : split_fields(row.text(spec), '|')) {
-      if (!s.empty()) types.insert(lower(s));
+      if (!s.empty()) types.insert(ascii_lower(s));
     }
     if (types.size() == 1) j.gpu_type = *types.begin();
     if (share < 1000) ++out.shared_pods;
@@ -268,7 +263,7 @@ models::ClusterSpec read_pai_cluster(const std::string& path) {
     const Row row{t, r, t.header};
     row.check_width();
     const int n = row.count(gpus, TraceRange{0, 1024, true, "GPUs per node", "more than any server holds"});
-    if (n > 0) ++count[{lower(row.nonempty(model, "the GPU model of a node with GPUs")), n}];
+    if (n > 0) ++count[{ascii_lower(row.nonempty(model, "the GPU model of a node with GPUs")), n}];
   }
   models::ClusterSpec c;
   for (const auto& [key, nodes] : count) c.pools.push_back({key.first, nodes, key.second});

@@ -46,6 +46,11 @@ void CsvTable::check_width(std::size_t row) const {
                         fmt::format("found {} fields, expected {} (as in the header)", rows[row].size(), header.size()));
 }
 
+std::string ascii_lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 std::optional<double> parse_decimal(std::string_view cell) {
   // from_chars takes no leading '+' or spaces and no "0x" prefix (it would read the "0" alone).
   double v = 0;

@@ -42,4 +42,7 @@ CsvTable read_csv_file(const std::string& path, bool ragged = false);
 // empty cell, trailing text ("12 s"), hexadecimal ("0x42"), inf, nan, or beyond double range.
 std::optional<double> parse_decimal(std::string_view cell);
 
+// The text with ASCII letters in lower case (GPU types, table names: matched case-blind).
+std::string ascii_lower(std::string text);
+
 }  // namespace orrery::traces

@@ -13,8 +13,6 @@ namespace orrery::traces {
 
 namespace {
 
-int count(const JsonNode& n, int lo, int hi) { return n.as_int_in(lo, hi); }
-
 models::ModuleSpec read_module(const JsonNode& node) {
   JsonObject o = node.as_object();
   models::ModuleSpec m;
@@ -23,25 +21,25 @@ models::ModuleSpec read_module(const JsonNode& node) {
   m.kind = models::parse_module_kind(kind.as_string(), kind.source(), kind.pointer());
   if (auto base = o.optional("base")) m.shape = models::ModelCatalog::builtin().model(base->as_string(), base->source(), base->pointer());
   m.shape.name = m.name;
-  if (auto v = o.optional("layers")) m.shape.layers = count(*v, 1, 100000);
-  if (auto v = o.optional("hidden")) m.shape.hidden = count(*v, 1, 1 << 20);
-  if (auto v = o.optional("heads")) m.shape.heads = count(*v, 1, 100000);
-  if (auto v = o.optional("kv_heads")) m.shape.kv_heads = count(*v, 1, 100000);
+  if (auto v = o.optional("layers")) m.shape.layers = v->as_int_in(1, 100000);
+  if (auto v = o.optional("hidden")) m.shape.hidden = v->as_int_in(1, 1 << 20);
+  if (auto v = o.optional("heads")) m.shape.heads = v->as_int_in(1, 100000);
+  if (auto v = o.optional("kv_heads")) m.shape.kv_heads = v->as_int_in(1, 100000);
   else if (m.shape.kv_heads == 0) m.shape.kv_heads = m.shape.heads;
-  if (auto v = o.optional("head_dim")) m.shape.head_dim = count(*v, 1, 1 << 16);
+  if (auto v = o.optional("head_dim")) m.shape.head_dim = v->as_int_in(1, 1 << 16);
   else if (m.shape.head_dim == 0 && m.shape.heads > 0) m.shape.head_dim = m.shape.hidden / m.shape.heads;
-  if (auto v = o.optional("ffn_hidden")) m.shape.ffn_hidden = count(*v, 1, 1 << 22);
-  if (auto v = o.optional("vocab")) m.shape.vocab = count(*v, 1, 1 << 24);
+  if (auto v = o.optional("ffn_hidden")) m.shape.ffn_hidden = v->as_int_in(1, 1 << 22);
+  if (auto v = o.optional("vocab")) m.shape.vocab = v->as_int_in(1, 1 << 24);
   if (auto v = o.optional("mlp")) {
     const std::string k = v->as_string();
     if (k != "gelu" && k != "swiglu") v->fail(fmt::format("found {}, expected gelu or swiglu", sim::quote(k)));
     m.shape.mlp = k == "gelu" ? models::MlpKind::gelu : models::MlpKind::swiglu;
   }
   if (auto v = o.optional("trainable")) m.trainable = v->as_bool();
-  if (auto v = o.optional("patch")) m.patch = count(*v, 1, 4096);
-  if (auto v = o.optional("temporal_patch")) m.temporal_patch = count(*v, 1, 1024);
-  if (auto v = o.optional("merge")) m.merge = count(*v, 1, 1024);
-  if (auto v = o.optional("projector_hidden")) m.projector_hidden = count(*v, 1, 1 << 22);
+  if (auto v = o.optional("patch")) m.patch = v->as_int_in(1, 4096);
+  if (auto v = o.optional("temporal_patch")) m.temporal_patch = v->as_int_in(1, 1024);
+  if (auto v = o.optional("merge")) m.merge = v->as_int_in(1, 1024);
+  if (auto v = o.optional("projector_hidden")) m.projector_hidden = v->as_int_in(1, 1 << 22);
   if (auto v = o.optional("tokens_per_second")) {
     m.tokens_per_second = v->as_number();
     if (!(m.tokens_per_second > 0 && m.tokens_per_second < 10000)) v->fail_expected("tokens per second in (0, 10000)");
@@ -96,7 +94,7 @@ models::MultimodalMix read_multimodal_mix(const JsonNode& node) {
   const auto num = [&](const char* key, double& value) {
     if (auto v = mix.optional(key)) value = v->as_number();
   };
-  if (auto v = mix.optional("samples")) out.samples = count(*v, 1, 1 << 20);
+  if (auto v = mix.optional("samples")) out.samples = v->as_int_in(1, 1 << 20);
   num("text_median", out.text_median);
   num("text_p99", out.text_p99);
   num("text_only", out.text_only);
@@ -106,11 +104,11 @@ models::MultimodalMix read_multimodal_mix(const JsonNode& node) {
   num("frames_p99", out.frames_p99);
   num("audio_fraction", out.audio_fraction);
   num("audio_median_s", out.audio_median_s);
-  if (auto v = mix.optional("frames_max")) out.frames_max = count(*v, 2, 1 << 20);
+  if (auto v = mix.optional("frames_max")) out.frames_max = v->as_int_in(2, 1 << 20);
   const auto size = [](const JsonNode& n) {
     const std::vector<JsonNode> hw = n.as_array();
     if (hw.size() != 2) n.fail_expected("[height, width]");
-    return models::ImageSize{count(hw[0], 1, 1 << 16), count(hw[1], 1, 1 << 16)};
+    return models::ImageSize{hw[0].as_int_in(1, 1 << 16), hw[1].as_int_in(1, 1 << 16)};
   };
   if (auto v = mix.optional("resolutions")) {
     out.resolutions.clear();
@@ -141,10 +139,10 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
   s.model = read_multimodal_model(mm.required("model"));
   const JsonNode gpu = mm.required("gpu");
   s.gpu = models::HardwareCatalog::builtin().gpu(gpu.as_string(), gpu.source(), gpu.pointer());
-  if (auto v = mm.optional("tp")) s.tp = count(*v, 1, 64);
-  if (auto v = mm.optional("pp")) s.pp = count(*v, 1, 1024);
-  if (auto v = mm.optional("dp")) s.dp = count(*v, 1, 1 << 20);
-  if (auto v = mm.optional("micro_batch")) s.micro_batch = count(*v, 1, 1 << 20);
+  if (auto v = mm.optional("tp")) s.tp = v->as_int_in(1, 64);
+  if (auto v = mm.optional("pp")) s.pp = v->as_int_in(1, 1024);
+  if (auto v = mm.optional("dp")) s.dp = v->as_int_in(1, 1 << 20);
+  if (auto v = mm.optional("micro_batch")) s.micro_batch = v->as_int_in(1, 1 << 20);
   // NVLink per direction at NCCL's measured efficiency is the step emulator's business; here the
   // datasheet figure, or what the scenario says. Between stages: a 400 Gb/s NIC by default.
   s.nvlink = s.gpu.nvlink_bandwidth;
@@ -161,7 +159,7 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
     if (dit < 0) v.fail(fmt::format("found {} for model {}, which has no video DiT; expected no {}", what, sim::quote(s.model.name), what));
   };
   if (auto v = mm.optional("cp")) {
-    s.cp = count(*v, 1, 1024);
+    s.cp = v->as_int_in(1, 1024);
     if (s.cp > 1) needs_dit(*v, "context parallelism");
   }
   s.attention.cp = s.cp;
@@ -180,7 +178,7 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
     } else if (spread) {
       spread->fail("found a spread without a sparsity; expected sparsity with it");
     }
-    if (auto r = a.optional("estimator_rank")) s.attention.estimator_rank = count(*r, 0, 1 << 16);
+    if (auto r = a.optional("estimator_rank")) s.attention.estimator_rank = r->as_int_in(0, 1 << 16);
     if (auto c = a.optional("cp_mode")) s.attention.cp_mode = models::parse_cp_mode(c->as_string(), path, c->pointer());
     a.finish();
     s.attention.validate(d.shape.heads, d.shape.head_dim, path, v->pointer());
@@ -207,9 +205,9 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
         sec.modules.push_back(i);
       }
       // Sizes are positive when given; absent, the policy chooses.
-      if (auto x = o.optional("tp")) sec.tp = count(*x, 1, 64);
-      if (auto x = o.optional("dp")) sec.dp = count(*x, 1, 1 << 20);
-      if (auto x = o.optional("micro_batch")) sec.micro_batch = count(*x, 1, 1 << 20);
+      if (auto x = o.optional("tp")) sec.tp = x->as_int_in(1, 64);
+      if (auto x = o.optional("dp")) sec.dp = x->as_int_in(1, 1 << 20);
+      if (auto x = o.optional("micro_batch")) sec.micro_batch = x->as_int_in(1, 1 << 20);
       o.finish();
       s.sections.push_back(std::move(sec));
     }
@@ -231,7 +229,7 @@ MultimodalScenario load_multimodal_scenario(const std::string& path) {
     s.trace_path = p.is_absolute() ? p.string() : (std::filesystem::path(path).parent_path() / p).string();
   } else {
     s.mix = read_multimodal_mix(w.required("mix"));
-    if (auto v = w.optional("seed")) s.seed = static_cast<std::uint64_t>(count(*v, 0, 1 << 30));
+    if (auto v = w.optional("seed")) s.seed = static_cast<std::uint64_t>(v->as_int_in(0, 1 << 30));
   }
   w.finish();
   top.finish();

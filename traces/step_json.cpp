@@ -15,15 +15,13 @@ namespace orrery::traces {
 
 namespace {
 
-int count(const JsonNode& n, int lo, int hi) { return n.as_int_in(lo, hi); }
-
 std::int64_t size(const JsonNode& n) {
   const std::int64_t v = n.as_int();
   if (v < 1) n.fail_expected("a positive size");
   return v;
 }
 
-std::int64_t tokens(const JsonNode& n) {
+std::int64_t sequence_tokens(const JsonNode& n) {
   const std::int64_t v = n.as_int();
   if (v < 1 || v > models::kMaxSeqLen) {
     n.fail_expected(fmt::format("a length from 1 to {} tokens ({})", models::kMaxSeqLen, models::kMaxSeqLenReason));
@@ -58,10 +56,10 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   m.name = f.required("name").as_string();
   m.aliases.clear();
   const auto layers = f.optional("layers");
-  if (layers) m.layers = count(*layers, 1, 100000);
+  if (layers) m.layers = layers->as_int_in(1, 100000);
   if (auto v = f.optional("hidden")) m.hidden = size(*v);
-  if (auto v = f.optional("heads")) m.heads = count(*v, 1, 100000);
-  if (auto v = f.optional("kv_heads")) m.kv_heads = count(*v, 1, 100000);
+  if (auto v = f.optional("heads")) m.heads = v->as_int_in(1, 100000);
+  if (auto v = f.optional("kv_heads")) m.kv_heads = v->as_int_in(1, 100000);
   else if (m.kv_heads == 0) m.kv_heads = m.heads;
   if (auto v = f.optional("head_dim")) m.head_dim = size(*v);
   else if (m.head_dim == 0 && m.heads > 0) m.head_dim = m.hidden / m.heads;
@@ -77,11 +75,11 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   if (auto v = f.optional("tied_embeddings")) m.tied_embeddings = v->as_bool();
   if (auto v = f.optional("moe")) {
     JsonObject o = v->as_object();
-    m.moe.experts = count(o.required("experts"), 1, 1 << 20);
-    m.moe.top_k = count(o.required("top_k"), 1, 1 << 20);
+    m.moe.experts = o.required("experts").as_int_in(1, 1 << 20);
+    m.moe.top_k = o.required("top_k").as_int_in(1, 1 << 20);
     m.moe.expert_ffn = size(o.required("expert_ffn"));
-    if (auto s = o.optional("shared_experts")) m.moe.shared_experts = count(*s, 0, 1 << 20);
-    if (auto s = o.optional("dense_layers")) m.moe.dense_layers = count(*s, 0, 100000);
+    if (auto s = o.optional("shared_experts")) m.moe.shared_experts = s->as_int_in(0, 1 << 20);
+    if (auto s = o.optional("dense_layers")) m.moe.dense_layers = s->as_int_in(0, 100000);
     if (auto s = o.optional("latent")) m.moe.latent = size(*s);
     o.finish();
   }
@@ -96,22 +94,22 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   }
   if (auto v = f.optional("mamba")) {
     JsonObject o = v->as_object();
-    m.mamba.heads = count(o.required("heads"), 1, 1 << 20);
+    m.mamba.heads = o.required("heads").as_int_in(1, 1 << 20);
     m.mamba.head_dim = size(o.required("head_dim"));
     m.mamba.state_dim = size(o.required("state_dim"));
-    m.mamba.groups = count(o.required("groups"), 1, 1 << 20);
-    if (auto s = o.optional("conv_kernel")) m.mamba.conv_kernel = count(*s, 1, 1024);
-    if (auto s = o.optional("chunk")) m.mamba.chunk = count(*s, 1, 1 << 20);
+    m.mamba.groups = o.required("groups").as_int_in(1, 1 << 20);
+    if (auto s = o.optional("conv_kernel")) m.mamba.conv_kernel = s->as_int_in(1, 1024);
+    if (auto s = o.optional("chunk")) m.mamba.chunk = s->as_int_in(1, 1 << 20);
     o.finish();
   }
   if (auto v = f.optional("layer_pattern")) {
     m.layer_pattern = v->as_string();
     if (!layers) m.layers = static_cast<int>(m.layer_pattern.size());
   }
-  if (auto v = f.optional("sliding_window")) m.sliding_window = count(*v, 0, static_cast<int>(models::kMaxSeqLen));
-  if (auto v = f.optional("full_attention_every")) m.full_attention_every = count(*v, 0, 100000);
+  if (auto v = f.optional("sliding_window")) m.sliding_window = v->as_int_in(0, static_cast<int>(models::kMaxSeqLen));
+  if (auto v = f.optional("full_attention_every")) m.full_attention_every = v->as_int_in(0, 100000);
   if (auto v = f.optional("attention_sinks")) m.attention_sinks = v->as_bool();
-  if (auto v = f.optional("mtp_layers")) m.mtp_layers = count(*v, 0, 64);
+  if (auto v = f.optional("mtp_layers")) m.mtp_layers = v->as_int_in(0, 64);
   if (auto v = f.optional("mtp_pattern")) m.mtp_pattern = v->as_string();
   if (auto v = f.optional("source")) m.source = v->as_string();
   f.finish();
@@ -171,13 +169,13 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   models::ParallelPlan& p = out.scenario.plan;
   const JsonNode plan_node = top.required("plan");
   JsonObject plan = plan_node.as_object();
-  if (auto v = plan.optional("tp")) p.tp = count(*v, 1, 1 << 20);
-  if (auto v = plan.optional("pp")) p.pp = count(*v, 1, 1 << 20);
-  if (auto v = plan.optional("vp")) p.vp = count(*v, 1, 1 << 20);
-  if (auto v = plan.optional("cp")) p.cp = count(*v, 1, 1 << 20);
-  if (auto v = plan.optional("ep")) p.ep = count(*v, 1, 1 << 20);
+  if (auto v = plan.optional("tp")) p.tp = v->as_int_in(1, 1 << 20);
+  if (auto v = plan.optional("pp")) p.pp = v->as_int_in(1, 1 << 20);
+  if (auto v = plan.optional("vp")) p.vp = v->as_int_in(1, 1 << 20);
+  if (auto v = plan.optional("cp")) p.cp = v->as_int_in(1, 1 << 20);
+  if (auto v = plan.optional("ep")) p.ep = v->as_int_in(1, 1 << 20);
   if (auto v = plan.optional("dp")) {
-    p.dp = count(*v, 1, 1 << 24);
+    p.dp = v->as_int_in(1, 1 << 24);
   } else {
     p.dp = std::max(1, cluster_gpus / (p.tp * p.pp * p.cp));
   }
@@ -186,11 +184,11 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     if (k != "ring" && k != "ulysses") v->fail(fmt::format("found {}, expected ring or ulysses", sim::quote(k)));
     p.cp_kind = k == "ring" ? models::CpKind::ring : models::CpKind::ulysses;
   }
-  if (auto v = plan.optional("zero")) p.zero = count(*v, 0, 3);
-  if (auto v = plan.optional("micro_batch")) p.micro_batch = count(*v, 1, 1 << 24);
+  if (auto v = plan.optional("zero")) p.zero = v->as_int_in(0, 3);
+  if (auto v = plan.optional("micro_batch")) p.micro_batch = v->as_int_in(1, 1 << 24);
   const JsonNode gb = plan.required("global_batch");
-  p.global_batch = count(gb, 1, 1 << 30);
-  if (auto v = plan.optional("seq_len")) p.seq_len = tokens(*v);
+  p.global_batch = gb.as_int_in(1, 1 << 30);
+  if (auto v = plan.optional("seq_len")) p.seq_len = sequence_tokens(*v);
   if (auto v = plan.optional("recompute")) {
     const std::string r = v->as_string();
     if (r == "none") p.recompute = models::Recompute::none;
@@ -219,8 +217,8 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   if (auto v = plan.optional("bf16_layers")) {
     // {"first": 1, "last": 1, "mtp": false}: Megatron's first_last_layers_bf16.
     JsonObject o = v->as_object();
-    if (auto x = o.optional("first")) p.bf16_layers_first = count(*x, 0, 1 << 20);
-    if (auto x = o.optional("last")) p.bf16_layers_last = count(*x, 0, 1 << 20);
+    if (auto x = o.optional("first")) p.bf16_layers_first = x->as_int_in(0, 1 << 20);
+    if (auto x = o.optional("last")) p.bf16_layers_last = x->as_int_in(0, 1 << 20);
     if (auto x = o.optional("mtp")) p.bf16_mtp = x->as_bool();
     o.finish();
   }
@@ -268,7 +266,7 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     } else {
       JsonObject o = v->as_object();
       p.lora.enabled = true;
-      if (auto r = o.optional("rank")) p.lora.rank = count(*r, 1, 1 << 20);
+      if (auto r = o.optional("rank")) p.lora.rank = r->as_int_in(1, 1 << 20);
       if (auto t = o.optional("targets")) {
         p.lora.qkv = p.lora.proj = p.lora.fc1 = p.lora.fc2 = false;
         for (const JsonNode& name : t->as_array()) {
@@ -285,10 +283,10 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
   }
   if (auto v = plan.optional("split_embedding_and_loss")) p.split_embedding_and_loss = v->as_bool();
   if (auto v = plan.optional("pipeline_layout")) {
-    for (const JsonNode& n : v->as_array()) p.pipeline_layout.push_back(count(n, 0, 1 << 20));
+    for (const JsonNode& n : v->as_array()) p.pipeline_layout.push_back(n.as_int_in(0, 1 << 20));
   }
   if (auto v = plan.optional("documents")) {
-    for (const JsonNode& d : v->as_array()) p.documents.push_back(tokens(d));
+    for (const JsonNode& d : v->as_array()) p.documents.push_back(sequence_tokens(d));
   }
   plan.finish();
   models::validate_plan(p, out.scenario.model, cluster_gpus, source, plan_node.pointer());

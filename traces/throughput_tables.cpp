@@ -22,11 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A CSV cell as a finite number of at least `min`, or an InputError "line N:column NAME".
 double cell_number(const CsvTable& t, std::size_t r, std::string_view column, double min, bool whole = false) {
   const std::string& s = t.at(r, column);
@@ -89,7 +84,7 @@ ElasticFlowThroughput::ElasticFlowThroughput(const std::string& root) {
     const std::string name = dir.filename().string();
     if (!fs::is_directory(dir) || name.rfind(prefix, 0) != 0) continue;
     for (const fs::path& file : sorted_entries(dir.string())) {
-      if (file.extension() == ".csv") add_table(file.string(), file.stem().string(), lower(name.substr(prefix.size())));
+      if (file.extension() == ".csv") add_table(file.string(), file.stem().string(), ascii_lower(name.substr(prefix.size())));
     }
   }
   if (tables_.empty()) throw sim::InputError(root, "", "found no throughputs_<GPU>/<model>.csv tables");
@@ -117,7 +112,7 @@ void ElasticFlowThroughput::add_table(const std::string& csv_path, std::string m
     for (std::size_t c = 1; c < t.header.size(); ++c) {
       // Empty or "nan": not measured / infeasible (elasticflow/SOURCE.md); 0 means the same.
       const std::string& s = t.rows[r][c];
-      if (s.empty() || lower(s) == "nan") continue;
+      if (s.empty() || ascii_lower(s) == "nan") continue;
       const double v = cell_number(t, r, t.header[c], 0);
       if (v > 0) table[{batch, gpus[c]}] = v;
     }

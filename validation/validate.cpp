@@ -1,5 +1,6 @@
 #include "runs/runs.hpp"
 #include "validation/step_fit.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 #include "runs/progress.hpp"
 #include "runs/options.hpp"
@@ -47,12 +48,6 @@ struct Skipped {
   std::string what;
   std::string why;
 };
-
-constexpr double kGiB = 1073741824.0;
-
-std::string where(const traces::CsvTable& t, std::size_t r) {
-  return fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[r]);
-}
 
 void h200_16gib(const std::string& dir, std::vector<Row>& rows) {
   const auto t = traces::read_csv_file(dir + "/ml-engineering/nccl_collectives_8xH200_16GiB.csv");
@@ -286,6 +281,18 @@ void validate(const ValidateOptions& o, std::ostream& out) {
     traces::write_file_atomically(o.out_path, md);
     out << fmt::format("tables written to {}\n", o.out_path);
   }
+}
+
+std::string where(const traces::CsvTable& t, std::size_t row) {
+  return fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[row]);
+}
+
+int virtual_stages(int layers, int pp) {
+  if (pp == 1) return 1;
+  for (int v = 8; v > 1; --v) {
+    if (layers % (pp * v) == 0) return v;
+  }
+  return 1;
 }
 
 }  // namespace orrery::validation

@@ -1,6 +1,7 @@
 // Compound and disaggregated training: MegaScale-Omni against the coupled multimodal pipelines as
 // the modality mix varies, and Maestro's GPU-hours against one configuration for every section
 // on a distillation and an MLLM workload (policies/compound.hpp).
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/hardware.hpp"
@@ -19,10 +20,6 @@
 namespace orrery::validation {
 
 namespace {
-
-struct Shape {
-  int tp, pp, dp, micro_batch;
-};
 
 struct Result {
   double step_s = 0, gpus = 0, gpu_h_per_1k = 0;

@@ -1,6 +1,7 @@
 // Estimate validation: the closed-form step time against the step emulator on a fixed set of
 // scenarios, and plan search on the Megatron-Core 2024 H100 table against the published plans.
 #include "runs/runs.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 #include "studies/plan_search.hpp"
 
@@ -128,15 +129,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 double megatron_flops(const models::ModelSpec& m, double batch) {
   const double s = 4096, h = static_cast<double>(m.hidden), L = m.layers, V = 131072;
   return 12 * batch * s * L * h * h * (2 + s / h + 4 + V / (2 * L * h));
-}
-
-// The interleaving rule validation/validate_step.cpp applies to the published plans.
-int virtual_stages(int layers, int pp) {
-  if (pp == 1) return 1;
-  for (int v = 8; v > 1; --v) {
-    if (layers % (pp * v) == 0) return v;
-  }
-  return 1;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Kernel validation: the roofline cost model against published kernel throughput.
 #include "runs/runs.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/cost.hpp"
@@ -29,10 +30,6 @@ struct KernelRow {
   std::string role;      // calibration, prediction
   std::string note;
 };
-
-std::string where(const traces::CsvTable& t, std::size_t r) {
-  return fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[r]);
-}
 
 // Catalog names of the accelerators in mamf_matmul_tflops.csv that the catalog has.
 const char* catalog_name(std::string_view accelerator) {

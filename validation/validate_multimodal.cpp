@@ -3,6 +3,7 @@
 // 1F1B's closed form under uniform costs.
 #include "runs/runs.hpp"
 #include "models/hardware/step_params.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/hardware.hpp"
@@ -20,10 +21,6 @@ namespace orrery::validation {
 using namespace runs;     // the runs each suite repeats
 
 namespace {
-
-struct Shape {
-  int tp, pp, dp, micro_batch;
-};
 
 // Mean step time per policy over `steps` generated batches (the first extra batch profiles).
 std::map<std::string, double> mean_steps(const models::MultimodalModel& m, const Shape& shape, const models::MultimodalMix& mix, int steps,

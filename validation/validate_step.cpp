@@ -1,6 +1,7 @@
 // Step validation: Megatron-LM's published training throughput vs the step emulator.
 #include "runs/runs.hpp"
 #include "validation/step_fit.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 
 #include "models/training/step.hpp"
@@ -19,20 +20,6 @@ namespace orrery::validation {
 using namespace runs;     // the runs each suite repeats
 
 namespace {
-
-std::string where(const traces::CsvTable& t, std::size_t r) {
-  return fmt::format("{}:{}", std::filesystem::path(t.source).filename().string(), t.lines[r]);
-}
-
-// One rule for every row (no per-row tuning): pipelines of more than one stage use Megatron's
-// interleaved schedule with the most chunks, up to 8, that divide each stage's layers.
-int virtual_stages(int layers, int pp) {
-  if (pp == 1) return 1;
-  for (int v = 8; v > 1; --v) {
-    if (layers % (pp * v) == 0) return v;
-  }
-  return 1;
-}
 
 void set_schedule(models::ParallelPlan& p, int layers) {
   p.vp = virtual_stages(layers, p.pp);

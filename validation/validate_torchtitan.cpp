@@ -2,6 +2,7 @@
 // training of Llama 3.1 8B, 70B and 405B on H100 96 GB hosts and H200) against the step
 // emulator: tokens/s per GPU (leave-one-out, step_fit.hpp) and the peak memory per GPU.
 #include "validation/step_fit.hpp"
+#include "validation/common.hpp"
 #include "validation/validation.hpp"
 
 #include "models/hardware/cost.hpp"
@@ -21,8 +22,6 @@ namespace orrery::validation {
 
 namespace {
 
-
-constexpr double kGiB = 1073741824.0;
 
 // The caching allocator's fragmentation: the share of PyTorch's reserved memory no tensor
 // occupies at the peak. GMLake (Guo et al., ASPLOS 2024, arXiv 2401.08156) removes 15% of it on

@@ -47,6 +47,9 @@ struct ModuleSpec {
   int merge = 1;               // projector: encoder tokens per output token
   double tokens_per_second = 0;  // audio encoder
   std::int64_t projector_hidden = 0;  // projector: its MLP's inner width (0: the output width)
+
+  // The layers a pipeline partition splits it into (a projector is one).
+  int pipeline_layers() const { return kind == ModuleKind::projector ? 1 : shape.layers; }
 };
 
 struct ModuleEdge {

@@ -23,9 +23,6 @@ constexpr double kTrainedBytesPerParam = 18, kFrozenBytesPerParam = 2;
 // element-wise kernels (norms, activations, residuals, dropout) of the forward and backward: an
 // estimate (assumed), not a measurement.
 constexpr double kWeightTrafficPerParam = 10, kActivationTrafficPerElement = 48;
-// Activation bytes a trained layer keeps per token: 34 x hidden with flash attention
-// (Korthikanti et al., arXiv 2205.05198, Table 2).
-constexpr double kActivationBytesPerElement = 34;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 

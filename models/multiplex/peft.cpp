@@ -15,7 +15,6 @@ namespace {
 constexpr double kElementwiseBytesPerElement = 40;
 constexpr double kAdapterBytesPerParam = 16;   // bf16 weights and gradients, fp32 master and two Adam moments
 constexpr double kWeightBytesPerParam = 2;     // the frozen bf16 backbone
-constexpr double kActivationBytesPerElement = 34;  // Korthikanti et al., Table 2, flash attention
 
 struct Linear {
   std::int64_t k, n;  // in, out

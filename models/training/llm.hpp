@@ -14,6 +14,11 @@
 
 namespace orrery::models {
 
+// Activation bytes a trained transformer layer keeps per token and hidden element with flash
+// attention and no recomputation: 34 (Korthikanti et al., arXiv 2205.05198, Table 2). The
+// multiplexing models size a tenant's activations with it.
+inline constexpr double kActivationBytesPerElement = 34;
+
 // GELU and squared ReLU (Nemotron-H) MLPs have two weight matrices, SwiGLU three (gate, up, down).
 enum class MlpKind : std::uint8_t { gelu, swiglu, squared_relu };
 inline int mlp_matrices(MlpKind k) { return k == MlpKind::swiglu ? 3 : 2; }

@@ -13,16 +13,14 @@
 #include <string>
 
 namespace fs = std::filesystem;
+using orrery::testing::lines;
+using orrery::testing::read_json;
 using orrery::testing::Result;
 using orrery::testing::run;
 using orrery::testing::slurp;
 using orrery::testing::write;
 
 namespace {
-
-nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
-
-std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 // Llama 3 8B on one DGX H100 (TP 2, PP 2, DP 2): small enough to emulate in a blink.
 std::string small_scenario(const std::string& extra = "") {

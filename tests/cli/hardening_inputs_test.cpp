@@ -288,13 +288,13 @@ TEST_CASE("hardening: a multimodal mix with no frame distribution names the file
 // A 20,000-task cycle once printed every task on one line (a 100k-task cycle: 1.2 MB).
 TEST_CASE("hardening: a long dependency cycle is cut with a count") {
   constexpr int kTasks = 20000;
-  std::string json = R"({"nodes": [)";
+  std::string graph = R"({"nodes": [)";
   for (int i = 0; i < kTasks; ++i) {
-    json += (i ? "," : "") + std::string(R"({"id": "t)") + std::to_string(i) + R"(", "kind": "delay", "duration": "1 us", "deps": ["t)" +
+    graph += (i ? "," : "") + std::string(R"({"id": "t)") + std::to_string(i) + R"(", "kind": "delay", "duration": "1 us", "deps": ["t)" +
             std::to_string((i + kTasks - 1) % kTasks) + R"("]})";
   }
-  json += "]}";
-  write("long-cycle.json", json);
+  graph += "]}";
+  write("long-cycle.json", graph);
   fs::remove("cycle-report.json");
   const std::string err = one_error({"replay", "long-cycle.json", "--report", "cycle-report.json"});
   CHECK(err.starts_with("long-cycle.json:/nodes/"));

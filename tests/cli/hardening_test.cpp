@@ -20,14 +20,13 @@
 #include <sstream>
 
 namespace fs = std::filesystem;
+using orrery::testing::lines;
 using orrery::testing::Result;
 using orrery::testing::run;
 using orrery::testing::slurp;
 using orrery::testing::write;
 
 namespace {
-
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 // One line on stderr, exit 1, nothing on stdout: the command stopped before it ran.
 void check_refused(const Result& r, const std::string& expected_err) {

@@ -14,6 +14,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using orrery::testing::error_of;
+using orrery::testing::read_json;
 using orrery::testing::Result;
 using orrery::testing::run;
 using orrery::testing::slurp;
@@ -30,8 +31,6 @@ const char* kGridPlan = R"json({
            {"name": "pp", "pointer": "/plan/pp", "values": [1, 2]}],
   "objective": {"metric": "tokens_per_s", "goal": "max"}
 })json";
-
-json read_json(const fs::path& p) { return json::parse(slurp(p)); }
 
 }  // namespace
 

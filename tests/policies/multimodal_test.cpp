@@ -16,18 +16,18 @@ namespace {
 
 // The isolated-kernel roofline, not the fitted step parameters: the policies' ranking is checked
 // on a cost model that a refit of models/hardware/step_params.json does not move.
-struct Fixture {
+struct MultimodalFixture {
   const models::GpuSpec& gpu = models::HardwareCatalog::builtin().gpu("h100");
   models::RooflineCostModel cost{gpu, models::RooflineParams{}};
   models::MultimodalSetup setup;
-  explicit Fixture(const models::MultimodalModel& m, int tp = 2, int pp = 4, int dp = 1, int micro_batch = 4)
+  explicit MultimodalFixture(const models::MultimodalModel& m, int tp = 2, int pp = 4, int dp = 1, int micro_batch = 4)
       : setup(models::multimodal_setup(m, cost, gpu, tp, pp, dp, micro_batch, 47e9)) {
     setup.nvlink = 360e9;  // NVLink at NCCL's efficiency
   }
 };
 
 // Mean step time of a policy over `steps` batches of a mix.
-std::map<std::string, double> mean_steps(const models::MultimodalModel& m, const models::MultimodalMix& mix, int steps, Fixture& fx) {
+std::map<std::string, double> mean_steps(const models::MultimodalModel& m, const models::MultimodalMix& mix, int steps, MultimodalFixture& fx) {
   std::map<std::string, double> out;
   const std::vector<std::pair<std::string, sim::GivenParams>> all = {
       {"megatron-1f1b", {}}, {"modality-static", {}}, {"pipeweaver", {}}, {"pipeweaver-offline", {{"online", false}}}};
@@ -50,7 +50,7 @@ double speedup(const std::map<std::string, double>& r, const char* over) { retur
 
 TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, the gain grows with the mix's variance") {
   const auto& m = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
-  Fixture fx(m, 2, 4, 1, 2);
+  MultimodalFixture fx(m, 2, 4, 1, 2);
   // About one 672-pixel image's worth of patches per sample, ever more unevenly spread: every
   // sample one image; half the samples two; a quarter four of 448 or 896 pixels.
   models::MultimodalMix a, b, c;
@@ -88,7 +88,7 @@ TEST_CASE("multimodal pipelines: pipeweaver > modality-static > megatron-1f1b, t
   // With a near-constant mix (one image each, text 500-520 tokens) and a budget that does not
   // bind, the per-batch search is never slower than the offline plan and at most finds a
   // slightly better split for a batch: within 1%.
-  Fixture roomy(m, 2, 4, 1, 2);
+  MultimodalFixture roomy(m, 2, 4, 1, 2);
   roomy.setup = models::multimodal_setup(m, roomy.cost, roomy.gpu, 2, 4, 1, 2, 80e9);
   roomy.setup.nvlink = 360e9;
   const auto rr = mean_steps(m, a, 8, roomy);
@@ -103,7 +103,7 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
   llm.modules = {llm.modules[2]};
   llm.edges = {};
   models::validate_multimodal(llm, "test", "/llm");
-  Fixture fx(llm, 1, 4, 1, 2);
+  MultimodalFixture fx(llm, 1, 4, 1, 2);
   fx.setup.p2p = 0;
   models::MultimodalSample s;
   s.text_tokens = 2048;
@@ -118,7 +118,7 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
   CHECK(r.bubble_fraction == orrery::testing::Approx(3.0 / 11.0).epsilon(1e-9));
   // Interleaved 1F1B on 2 stages of 2 chunks of 7 layers: m x v chunk-passes per stage plus a
   // bubble of (p - 1) chunk-passes: (m v + p - 1) x 7 (F + B).
-  Fixture two_stages(llm, 1, 2, 1, 2);
+  MultimodalFixture two_stages(llm, 1, 2, 1, 2);
   two_stages.setup.p2p = 0;
   two_stages.setup.hbm_bytes = 0;  // memory is not the point here
   auto interleaved = policies::multimodal_pipelines().create("megatron-1f1b", {{"chunks", std::int64_t{2}}}, {"test", ""});
@@ -134,7 +134,7 @@ TEST_CASE("multimodal pipelines: uniform costs reduce to 1F1B's closed form") {
 
 TEST_CASE("multimodal pipelines: cost reuse never changes a result") {
   const auto& m = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
-  Fixture fx(m, 2, 4, 2, 4);
+  MultimodalFixture fx(m, 2, 4, 2, 4);
   models::MultimodalBatchGenerator gen(models::MultimodalMix{}, 5);
   const auto profile = gen.next();
   const auto batch = gen.next();
@@ -160,7 +160,7 @@ TEST_CASE("multimodal pipelines: cost reuse never changes a result") {
 
 TEST_CASE("multimodal pipelines: a partition that cannot fit memory, too many stages") {
   const auto& m = models::MultimodalCatalog::builtin().model("qwen2-vl-72b");
-  Fixture fx(m, 1, 2, 1, 4);
+  MultimodalFixture fx(m, 1, 2, 1, 4);
   const models::ModuleCostCache costs(m, fx.cost, 1, 0);
   const auto batch = models::MultimodalBatchGenerator(models::MultimodalMix{}, 1).next();
   for (const char* name : {"megatron-1f1b", "modality-static", "pipeweaver"}) {
@@ -168,7 +168,7 @@ TEST_CASE("multimodal pipelines: a partition that cannot fit memory, too many st
     CHECK_THROWS_WITH_AS(p->prepare(fx.setup, batch, costs), doctest::Contains("a partition that cannot fit memory: stage "), sim::InputError);
   }
   const auto& small = models::MultimodalCatalog::builtin().model("qwen2-vl-7b");
-  Fixture many(small, 1, 64, 1, 4);
+  MultimodalFixture many(small, 1, 64, 1, 4);
   const models::ModuleCostCache c2(small, many.cost, 1, 0);
   auto megatron = policies::multimodal_pipelines().create("megatron-1f1b", {}, {"test", ""});
   CHECK_THROWS_WITH_AS(megatron->prepare(many.setup, batch, c2), doctest::Contains("found 64 pipeline parts for 61 layers: more stages than the model"), sim::InputError);

@@ -6,7 +6,7 @@
 using namespace orrery;
 
 namespace {
-std::string error_of(std::string_view json) {
+std::string topology_error(std::string_view json) {
   try {
     traces::read_topology(json, "fabric.json");
   } catch (const sim::InputError& e) {
@@ -58,34 +58,34 @@ TEST_CASE("a topology file loads, and saving it loads back the same fabric") {
 
 TEST_CASE("bad topology files get precise errors") {
   // a duplicate name
-  CHECK(error_of(R"({"nodes": [{"name": "g", "kind": "gpu"}, {"name": "g", "kind": "gpu"}], "links": []})") ==
+  CHECK(topology_error(R"({"nodes": [{"name": "g", "kind": "gpu"}, {"name": "g", "kind": "gpu"}], "links": []})") ==
         "fabric.json:/nodes/1/name: duplicate name \"g\", first used at /nodes/0");
   // zero and negative bandwidth
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
                      "links": [{"between": ["a", "b"], "bandwidth": "0 GB/s", "kind": "nvlink"}]})") ==
         "fabric.json:/links/0/bandwidth: found \"0 GB/s\", expected a positive bandwidth");
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
                      "links": [{"between": ["a", "b"], "bandwidth": "-5 GB/s", "kind": "nvlink"}]})")
             .find("fabric.json:/links/0/bandwidth: bad bandwidth \"-5 GB/s\": it is negative") == 0);
   // a bandwidth beyond what the flow network holds
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}],
                      "links": [{"between": ["a", "b"], "bandwidth": "1e17 B/s", "kind": "nvlink"}]})") ==
         "fabric.json:/links/0/bandwidth: found \"1e17 B/s\", expected a bandwidth from 1 Gb/s to 1 PB/s (slower links carry no "
             "training traffic; faster ones are not built)");
   // a disconnected GPU, named at its place in the file
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}, {"name": "c", "kind": "gpu"},
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu"}, {"name": "b", "kind": "gpu"}, {"name": "c", "kind": "gpu"},
                                {"name": "sw", "kind": "nvswitch"}],
                      "links": [{"between": ["a", "sw"], "bandwidth": "1 GB/s", "kind": "nvlink"},
                                {"between": ["b", "sw"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})") ==
         "fabric.json:/nodes/2: GPU \"c\" is disconnected: it cannot reach GPU \"a\"");
   // unknown endpoint and kinds, self-link
-  CHECK(error_of(R"({"nodes": [{"name": "gpu0", "kind": "gpu"}], "links": [{"between": ["gpu0", "gpu9"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})") ==
+  CHECK(topology_error(R"({"nodes": [{"name": "gpu0", "kind": "gpu"}], "links": [{"between": ["gpu0", "gpu9"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})") ==
         "fabric.json:/links/0/between/1: unknown node \"gpu9\"; did you mean \"gpu0\"?");
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpx"}], "links": []})") ==
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpx"}], "links": []})") ==
         "fabric.json:/nodes/0/kind: unknown kind \"gpx\"; did you mean \"gpu\"?; valid: gpu, nvswitch, nic, leaf, spine, core");
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu"}], "links": [{"between": ["a", "a"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})")
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu"}], "links": [{"between": ["a", "a"], "bandwidth": "1 GB/s", "kind": "nvlink"}]})")
             .find("both ends are the same") != std::string::npos);
-  CHECK(error_of(R"({"nodes": [{"name": "a", "kind": "gpu", "nvls_efficiency": 0.5}], "links": []})")
+  CHECK(topology_error(R"({"nodes": [{"name": "a", "kind": "gpu", "nvls_efficiency": 0.5}], "links": []})")
             .find("only an nvswitch reduces in the network") != std::string::npos);
-  CHECK(error_of(R"({"nodes": [], "links": []})") == "fabric.json:/nodes: it has no GPU");
+  CHECK(topology_error(R"({"nodes": [], "links": []})") == "fabric.json:/nodes: it has no GPU");
 }

@@ -25,7 +25,7 @@ using orrery::testing::error_of;
 
 namespace {
 
-const models::RooflineCostModel& h100() {
+const models::RooflineCostModel& roofline_h100() {
   static const models::RooflineCostModel m(models::HardwareCatalog::builtin().gpu("H100"));
   return m;
 }
@@ -43,7 +43,7 @@ DitAttention uniform(double sparsity, int rank = 16, int cp = 1) {
   return a;
 }
 
-double seconds(const Kernel& k) { return h100().time(k).to_seconds(); }
+double seconds(const Kernel& k) { return roofline_h100().time(k).to_seconds(); }
 
 // A 720p clip of 129 frames: 33 latent frames of 45 x 80 patches, and a 256-token prompt.
 const std::vector<std::int64_t> kClip = {33 * 45 * 80 + 256};
@@ -58,7 +58,7 @@ TEST_CASE("block-sparse attention kernel: kept x the dense FLOPs, at the efficie
   CHECK(models::flops(sparse).value() == Approx(0.1 * models::flops(dense).value()).epsilon(1e-12));
   // 100 query tiles each visit 10 of the 100 key tiles: a tenth of the executed FLOPs, and the
   // efficiency of a 1280-key visit (L / (L + half_kv)) instead of 12800's.
-  const auto td = h100().terms(dense), ts = h100().terms(sparse);
+  const auto td = roofline_h100().terms(dense), ts = roofline_h100().terms(sparse);
   CHECK(ts.executed_flops == Approx(0.1 * td.executed_flops).epsilon(1e-12));
   const models::RooflineParams p;
   CHECK(ts.efficiency / td.efficiency == Approx((1280 / (1280 + p.attention_half_kv)) / (12800 / (12800 + p.attention_half_kv))));
@@ -66,7 +66,7 @@ TEST_CASE("block-sparse attention kernel: kept x the dense FLOPs, at the efficie
   CHECK(models::min_bytes(sparse).value() == models::min_bytes(dense).value());
   // At least one key tile per query tile.
   sparse.kept = 1e-6;
-  CHECK(h100().terms(sparse).executed_flops == Approx(td.executed_flops / 100));
+  CHECK(roofline_h100().terms(sparse).executed_flops == Approx(td.executed_flops / 100));
 }
 
 TEST_CASE("DSV attention: dense at sparsity 0, (1 - s) of dense plus the estimator at sparsity s") {
@@ -74,22 +74,22 @@ TEST_CASE("DSV attention: dense at sparsity 0, (1 - s) of dense plus the estimat
   const double dense_f = seconds(Kernel::attention(Pass::forward, kClip, 24, 24, 128, false, models::DType::bf16));
   const double dense_b = seconds(Kernel::attention(Pass::backward, kClip, 24, 24, 128, false, models::DType::bf16));
   // Sparsity 0 without an estimator is the dense kernel; with DSV's rank-16 estimator, within 1%.
-  const auto none = models::dit_attention_cost(d, kClip, h100(), 1, uniform(0, 0));
+  const auto none = models::dit_attention_cost(d, kClip, roofline_h100(), 1, uniform(0, 0));
   CHECK(none.f == Approx(dense_f).epsilon(1e-12));
   CHECK(none.b == Approx(dense_b).epsilon(1e-12));
-  const auto zero = models::dit_attention_cost(d, kClip, h100(), 1, uniform(0));
+  const auto zero = models::dit_attention_cost(d, kClip, roofline_h100(), 1, uniform(0));
   CHECK((zero.f + zero.b) / (dense_f + dense_b) == Approx(1).epsilon(0.01));
   // The whole layer too.
   models::ModuleWork w;
   w.docs = kClip;
   w.tokens = w.out_tokens = kClip[0];
-  const double layer_dense = models::module_layer_seconds(d, w, h100(), 1, 0).total();
-  CHECK(models::module_layer_seconds(d, w, h100(), 1, 0, uniform(0)).total() / layer_dense == Approx(1).epsilon(0.01));
+  const double layer_dense = models::module_layer_seconds(d, w, roofline_h100(), 1, 0).total();
+  CHECK(models::module_layer_seconds(d, w, roofline_h100(), 1, 0, uniform(0)).total() / layer_dense == Approx(1).epsilon(0.01));
   // Sparsity s: the kernel's FLOPs are (1 - s) of dense; the estimator adds its projection
   // [T, hidden] x [hidden, 2 r heads] and its block-level scores [T / 128, r] x [r, T] per head.
   for (const double s : {0.5, 0.9, 0.95}) {
     CAPTURE(s);
-    const auto c = models::dit_attention_cost(d, kClip, h100(), 1, uniform(s));
+    const auto c = models::dit_attention_cost(d, kClip, roofline_h100(), 1, uniform(s));
     Kernel k = Kernel::attention(Pass::forward, kClip, 24, 24, 128, false, models::DType::bf16);
     k.kept = 1 - s;
     CHECK(models::flops(k).value() == Approx((1 - s) * models::flops(Kernel::attention(Pass::forward, kClip, 24, 24, 128, false, models::DType::bf16)).value()));
@@ -103,7 +103,7 @@ TEST_CASE("DSV attention: dense at sparsity 0, (1 - s) of dense plus the estimat
     CHECK(c.f + c.b < dense_f + dense_b);
   }
   const auto t = [&](double s) {
-    const auto c = models::dit_attention_cost(d, kClip, h100(), 1, uniform(s));
+    const auto c = models::dit_attention_cost(d, kClip, roofline_h100(), 1, uniform(s));
     return c.f + c.b;
   };
   CHECK(t(0.5) > t(0.8));
@@ -125,7 +125,7 @@ TEST_CASE("DSV context parallelism: LPT head placement, Ulysses and ring closed 
     DitAttention a;
     a.cp = 4;
     a.cp_bandwidth = bw;
-    const auto c = models::dit_attention_cost(d, kClip, h100(), 2, a, CpMode::head);
+    const auto c = models::dit_attention_cost(d, kClip, roofline_h100(), 2, a, CpMode::head);
     const double T = static_cast<double>(kClip[0]);
     // 12 heads per TP rank, 3 per GPU; each GPU receives 3/4 of the tokens of its 3 heads.
     CHECK(c.comm_f == Approx(4 * 3.0 / 16 * T * 12 * 128 * 2 / bw).epsilon(1e-6));
@@ -142,8 +142,8 @@ TEST_CASE("DSV context parallelism: LPT head placement, Ulysses and ring closed 
     dense.cp_bandwidth = slow;
     DitAttention half = uniform(0.5, 0, 4);
     half.cp_bandwidth = slow;
-    const auto cd = models::dit_attention_cost(d, kClip, h100(), 2, dense, CpMode::ring);
-    const auto ch = models::dit_attention_cost(d, kClip, h100(), 2, half, CpMode::ring);
+    const auto cd = models::dit_attention_cost(d, kClip, roofline_h100(), 2, dense, CpMode::ring);
+    const auto ch = models::dit_attention_cost(d, kClip, roofline_h100(), 2, half, CpMode::ring);
     // Three steps of a K and V chunk (T/4 tokens, 12 heads) less the kernel each hides.
     const double T = static_cast<double>(kClip[0]), chunk = std::ceil(T / 4);
     const double bytes = 2 * chunk * 12 * 128 * 2;
@@ -164,18 +164,18 @@ TEST_CASE("DSV context parallelism: LPT head placement, Ulysses and ring closed 
     a.cp_bandwidth = bw;
     a.estimator_rank = 16;
     for (int h = 0; h < 24; ++h) a.head_sparsity.push_back(h % 3 == 0 ? 0.6 : 0.98);
-    const auto head = models::dit_attention_cost(d, kClip, h100(), 2, a, CpMode::head);
-    const auto ring = models::dit_attention_cost(d, kClip, h100(), 2, a, CpMode::ring);
+    const auto head = models::dit_attention_cost(d, kClip, roofline_h100(), 2, a, CpMode::head);
+    const auto ring = models::dit_attention_cost(d, kClip, roofline_h100(), 2, a, CpMode::ring);
     CHECK(head.imbalance == Approx(0.4 / ((4 * 0.4 + 8 * 0.02) / 8)));
-    const auto hybrid = models::dit_attention_cost(d, kClip, h100(), 2, a);
+    const auto hybrid = models::dit_attention_cost(d, kClip, roofline_h100(), 2, a);
     CHECK(hybrid.f + hybrid.b == std::min(head.f + head.b, ring.f + ring.b));
     CHECK(hybrid.mode == (ring.f + ring.b < head.f + head.b ? CpMode::ring : CpMode::head));
   }
   SUBCASE("head placement needs a head per GPU: with more GPUs than heads per TP rank, the hybrid rings") {
     DitAttention a = uniform(0.9, 16, 16);
     a.cp_bandwidth = bw;
-    CHECK(models::dit_attention_cost(d, kClip, h100(), 2, a, CpMode::head).f == std::numeric_limits<double>::infinity());
-    CHECK(models::dit_attention_cost(d, kClip, h100(), 2, a).mode == CpMode::ring);
+    CHECK(models::dit_attention_cost(d, kClip, roofline_h100(), 2, a, CpMode::head).f == std::numeric_limits<double>::infinity());
+    CHECK(models::dit_attention_cost(d, kClip, roofline_h100(), 2, a).mode == CpMode::ring);
   }
   SUBCASE("the other kernels of a DiT layer run on 1/cp of the tokens") {
     models::ModuleWork w;
@@ -183,8 +183,8 @@ TEST_CASE("DSV context parallelism: LPT head placement, Ulysses and ring closed 
     w.tokens = w.out_tokens = kClip[0];
     DitAttention a;
     a.cp = 4;
-    const auto split = models::module_layer_seconds(d, w, h100(), 1, 0, a);
-    const auto one = models::module_layer_seconds(d, w, h100(), 1, 0);
+    const auto split = models::module_layer_seconds(d, w, roofline_h100(), 1, 0, a);
+    const auto one = models::module_layer_seconds(d, w, roofline_h100(), 1, 0);
     CHECK(split.w < 0.3 * one.w);  // weight gradients: GEMMs only
     CHECK(split.w > 0.2 * one.w);
   }

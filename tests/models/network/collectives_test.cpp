@@ -1,6 +1,7 @@
 #include "models/network/collectives.hpp"
 #include "sim/error.hpp"
 #include "approx.hpp"
+#include "bytes.hpp"
 #include "collective_spec.hpp"
 #include "input_error.hpp"
 
@@ -10,6 +11,7 @@
 
 using namespace orrery;
 using namespace orrery::models;
+using orrery::testing::kGiB;
 
 namespace {
 CollectiveSpec spec(CollectiveOp op, CollectiveAlgo algo, double bytes, int channels = 0, int chunks = 1) {
@@ -18,7 +20,6 @@ CollectiveSpec spec(CollectiveOp op, CollectiveAlgo algo, double bytes, int chan
   s.chunks = chunks;
   return s;
 }
-constexpr double kGiB = 1073741824.0;
 }  // namespace
 
 // A ring all-reduce of S bytes on N GPUs at bandwidth B takes 2(N-1) steps of S/N bytes:

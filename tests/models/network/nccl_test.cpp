@@ -1,6 +1,7 @@
 #include "models/network/nccl.hpp"
 
 #include "approx.hpp"
+#include "bytes.hpp"
 #include "input_error.hpp"
 #include "sim/error.hpp"
 
@@ -11,9 +12,9 @@
 
 using namespace orrery;
 using namespace orrery::models;
+using orrery::testing::kGiB;
 
 namespace {
-constexpr double kGiB = 1073741824.0;
 CommShape shape(const char* spec, CollectiveOp op = CollectiveOp::all_reduce, int ranks = 0) {
   return comm_shape(build_topology(spec), op, ranks);
 }

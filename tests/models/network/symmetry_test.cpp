@@ -5,6 +5,7 @@
 #include "models/network/nccl.hpp"
 #include "models/network/symmetry.hpp"
 #include "approx.hpp"
+#include "bytes.hpp"
 #include "collective_spec.hpp"
 
 #include <doctest/doctest.h>
@@ -57,7 +58,7 @@ CollectiveResult compare(const Case& c) {
 }  // namespace
 
 TEST_CASE("symmetry classes: one unit equals the full simulation within 0.1% on symmetric fabrics") {
-  constexpr double kGiB = 1073741824.0;
+  using orrery::testing::kGiB;
   const std::vector<Case> cases = {
       {"ring all-reduce, 512 GPUs behind one switch", "dgx-h100:nodes=1,gpus_per_node=512", CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB},
       {"ring all-reduce, 8 x 64 GPUs on rails", "dgx-h100:nodes=64", CollectiveOp::all_reduce, CollectiveAlgo::ring, kGiB},

@@ -20,7 +20,7 @@ NodeIndex node(const Topology& t, std::string_view name) {
   REQUIRE(n >= 0);
   return static_cast<NodeIndex>(n);
 }
-std::string error_of(std::string_view spec) {
+std::string topology_error(std::string_view spec) {
   try {
     build_topology(spec);
   } catch (const sim::InputError& e) {
@@ -89,8 +89,8 @@ TEST_CASE("spray routing aggregates the spine tier") {
   for (const LinkIndex l : t.out_links(leaf)) {
     if (t.node(t.link(l).to).kind == NodeKind::spine) CHECK(t.link(l).bandwidth.value() == orrery::testing::Approx(32 * 50e9));
   }
-  CHECK(error_of("dgx-h100:nodes=64,routing=sprya").find("did you mean \"spray\"?") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=64,routing=spray,fabric=fat-tree-3").find("two-level") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=64,routing=sprya").find("did you mean \"spray\"?") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=64,routing=spray,fabric=fat-tree-3").find("two-level") != std::string::npos);
 }
 
 TEST_CASE("three-level fat-tree routes across pods through a core switch") {
@@ -131,19 +131,19 @@ TEST_CASE("NVL72: 72 GPUs in one NVLink domain at 900 GB/s") {
 }
 
 TEST_CASE("bad topology specs are named precisely") {
-  CHECK(error_of("dgx-h10:nodes=2").find("unknown topology \"dgx-h10\"; did you mean \"dgx-h100\"?") != std::string::npos);
-  CHECK(error_of("dgx-h100:node=2").find("unknown parameter \"node\"") != std::string::npos);
-  CHECK(error_of("dgx-h100:node=2").find("did you mean \"nodes\"?") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=two").find("expected an integer") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=0").find("expected a positive integer") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=2,fabric=rial").find("did you mean \"rail\"?") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=2,oversubscription=0.5").find("at least 1") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=2,nic=400Gx/s").find("bad bandwidth \"400Gx/s\"") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=2,nic=0Gb/s").find("must be positive") != std::string::npos);
-  CHECK(error_of("dgx-h100:nodes=2,nic=1e18B/s").find("parameter nic: found \"1e18B/s\", expected a bandwidth from 1 Gb/s to 1 PB/s") !=
+  CHECK(topology_error("dgx-h10:nodes=2").find("unknown topology \"dgx-h10\"; did you mean \"dgx-h100\"?") != std::string::npos);
+  CHECK(topology_error("dgx-h100:node=2").find("unknown parameter \"node\"") != std::string::npos);
+  CHECK(topology_error("dgx-h100:node=2").find("did you mean \"nodes\"?") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=two").find("expected an integer") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=0").find("expected a positive integer") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=2,fabric=rial").find("did you mean \"rail\"?") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=2,oversubscription=0.5").find("at least 1") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=2,nic=400Gx/s").find("bad bandwidth \"400Gx/s\"") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=2,nic=0Gb/s").find("must be positive") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes=2,nic=1e18B/s").find("parameter nic: found \"1e18B/s\", expected a bandwidth from 1 Gb/s to 1 PB/s") !=
         std::string::npos);
-  CHECK(error_of("dgx-h100:nodes").find("expected key=value") != std::string::npos);
-  CHECK(error_of("nvl72:gpu=h300").find("unknown GPU \"h300\"") != std::string::npos);
+  CHECK(topology_error("dgx-h100:nodes").find("expected key=value") != std::string::npos);
+  CHECK(topology_error("nvl72:gpu=h300").find("unknown GPU \"h300\"") != std::string::npos);
 }
 
 TEST_CASE("a GPU that cannot reach the others is a problem") {
