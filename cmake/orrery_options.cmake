@@ -67,11 +67,15 @@ endfunction()
 
 # Unity builds: a target's files compile as one translation unit, so the headers, the templates
 # they instantiate (fmt, nlohmann/json, doctest, std) and the code generated for those are done once
-# per target rather than once per file. For the test suites (-O0) that is most of their time: the 12
-# files of tests/models that build so took 12.4 s as one unit against 30.6 s as twelve. A file's
-# helpers in an anonymous namespace are then seen by the target's other files, so their names must
-# not repeat. ORRERY_UNITY=OFF builds file by file (faster to rebuild while editing one file).
-option(ORRERY_UNITY "Compile each library and test suite as one translation unit" ON)
+# per target rather than once per file. For the test suites (-O0) that is most of their time: their
+# objects took 52 s on 2 cores so, against 109 s file by file. The libraries that parse and
+# orchestrate (traces/, calibration/ and the light layers) build so too. The simulation layers
+# (sim/, models/, policies/) do not: as one unit each, their hot code ran slower
+# (`orrery_bench --only sweep`, emulated points per minute, median of 7 alternated runs: 840
+# against 1,043), presumably as GCC limits how much inlining may grow a whole unit. A file's helpers in an anonymous namespace are
+# seen by its target's other files, so their names must not repeat. ORRERY_UNITY=OFF builds file by
+# file (faster to rebuild while editing one file).
+option(ORRERY_UNITY "Compile each test suite and non-simulation library as one translation unit" ON)
 function(orrery_unity target)
   if(ORRERY_UNITY)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
@@ -81,17 +85,19 @@ function(orrery_unity target)
   endif()
 endfunction()
 
-# orrery_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [INCLUDE_AS path] [JSON_PCH] [LIGHT]): a layer
-# (LIGHT: -O1 and the light layers' shared precompiled header; JSON_PCH: its own)
+# orrery_add_library(name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [INCLUDE_AS path] [JSON_PCH] [LIGHT] [UNITY]): a layer
+# (LIGHT: -O1 and the light layers' shared precompiled header; JSON_PCH: its own; any of the three: a unity build)
 # library (target orrery_<name>, alias orrery::<name>) with the project's options. INCLUDE_AS is the
 # path its headers are included by (default <name>; models' subjects: models/hardware, ...).
 function(orrery_add_library name)
-  cmake_parse_arguments(ARG "JSON_PCH;LIGHT" "INCLUDE_AS" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "JSON_PCH;LIGHT;UNITY" "INCLUDE_AS" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   if(NOT ARG_INCLUDE_AS)
     set(ARG_INCLUDE_AS ${name})
   endif()
   add_library(orrery_${name} STATIC ${ARG_SOURCES})
-  orrery_unity(orrery_${name})
+  if(ARG_LIGHT OR ARG_JSON_PCH OR ARG_UNITY)
+    orrery_unity(orrery_${name})
+  endif()
   add_library(orrery::${name} ALIAS orrery_${name})
   # The include root holds only a link to this layer's folder, so `#include "sim/engine.hpp"`
   # resolves only for targets that link orrery::sim: the link lines enforce the layering, between
