@@ -73,6 +73,9 @@ void set_step_headline(reports::Report& rep, const std::string& scenario_name, c
 std::string plan_line(const models::ParallelPlan& p) {
   std::string line = fmt::format("tp={} pp={} vp={} dp={} cp={} ep={} zero={} micro_batch={} global_batch={} seq_len={} {} recompute={}", p.tp, p.pp,
                                  p.vp, p.dp, p.cp, p.ep, p.zero, p.micro_batch, p.global_batch, p.seq_len, p.schedule, models::to_string(p.recompute));
+  if (p.recompute == models::Recompute::selective && p.recompute_modules != models::RecomputeModules{}) {
+    line += fmt::format(" recompute_modules=[{}]", models::to_string(p.recompute_modules));
+  }
   if (p.precision != "bf16") line += fmt::format(" precision={}", p.precision);
   if (p.fp8_param_gather) line += " fp8_param_gather";
   if (p.grad_reduce != "fp32") line += fmt::format(" grad_reduce={}", p.grad_reduce);

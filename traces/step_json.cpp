@@ -197,6 +197,27 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     else if (r == "op-selective") p.recompute = models::Recompute::op_selective;
     else v->fail(fmt::format("found {}, expected none, selective, full or op-selective", sim::quote(r)));
   }
+  // Megatron's --recompute-modules: what selective recompute reruns (default ["core_attn"]).
+  if (auto v = plan.optional("recompute_modules")) {
+    if (p.recompute != models::Recompute::selective) {
+      v->fail(fmt::format("found recompute_modules with recompute {}, expected recompute \"selective\" (the modules are what it reruns)",
+                          sim::quote(models::to_string(p.recompute))));
+    }
+    p.recompute_modules = {.core_attn = false};
+    for (const JsonNode& e : v->as_array()) {
+      const std::string name = e.as_string();
+      bool* flag = name == "core_attn" ? &p.recompute_modules.core_attn
+                   : name == "layernorm" ? &p.recompute_modules.layernorm
+                   : name == "moe_act"   ? &p.recompute_modules.moe_act
+                                         : nullptr;
+      if (flag == nullptr) {
+        e.fail(fmt::format("found {}, expected core_attn, layernorm or moe_act (Megatron's other modules, such as mla_up_proj, mlp and moe, are not modelled)",
+                           sim::quote(name)));
+      }
+      if (*flag) e.fail(fmt::format("found {} twice, expected each module once", sim::quote(name)));
+      *flag = true;
+    }
+  }
   if (auto v = plan.optional("sequence_parallel")) p.sequence_parallel = v->as_bool();
   if (auto v = plan.optional("flash_attention")) p.flash_attention = v->as_bool();
   if (auto v = plan.optional("overlap")) {

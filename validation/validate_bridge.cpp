@@ -163,8 +163,9 @@ void apply_overlap_recipe(models::ParallelPlan& p, const std::string& model, con
 // container does not have ("DeepEP is not supported in the current NeMo framework 26.02
 // container", docs/releases/known-issues.md at 067f987df): taken as the all-to-all. Llama 3 70B's
 // NVFP4 configs of v0.3.0 to v0.4.2 leave cuda_graph_scope "full_iteration" with cuda_graph_impl
-// "none": taken as no graphs. Not modelled from these recipes: their selective recompute
-// (DeepSeek-V3's mla_up_proj and mlp, GPT-OSS's layernorm and moe_act, Nemotron 3's), the
+// "none": taken as no graphs. Their selective recompute is modelled where its modules are
+// (kRecomputeRuns below). Not modelled from these recipes: the other modules (DeepSeek-V3's
+// mla_up_proj and mlp, Nemotron 3 Nano's moe), the
 // activation offload of 40 or 92 layers of some Llama GB200 FP8 runs, Llama 3 8B's recompute of
 // 5 layers on H100 in 25.11. The 25.11 tables print several plans its release's recipes do not
 // have (measured with overrides); their other settings are the release's.
@@ -337,6 +338,32 @@ std::string plan_settings(const models::ParallelPlan& p) {
   return out;
 }
 
+// The workload configs of kRecipeRuns whose recompute_modules are ["layernorm", "moe_act"], which
+// set_recompute_overrides (scripts/performance/utils/helpers.py at v0.2.0, overrides.py from
+// v0.3.0) turns into recompute_granularity "selective" with those modules: GPT-OSS 120B in BF16
+// (GPT_OSS_120B_PRETRAIN_CONFIG_{GB200,B200,H100}_BF16_V1, which V2 replaces, in
+// scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py; the *_BF16_BASE_CONFIG of
+// v0.2.0) and Nemotron 3 Super in MXFP8 on B200 (BASE_NEMOTRON_3_SUPER_CONFIG_B200 in
+// nemotronh/nemotron_3_workload_base_configs.py, v0.4.0 and v0.4.2). Every other config of
+// kRecipeRuns sets none, or modules not modelled (DeepSeek-V3's mla_up_proj and mlp, Nemotron 3
+// Nano's moe): those run without recompute, as before.
+constexpr const char* kRecomputeRuns[] = {
+    "GPT_OSS_120B_GB200_BF16_BASE_CONFIG@v0.2.0",         "GPT_OSS_120B_B200_BF16_BASE_CONFIG@v0.2.0",
+    "GPT_OSS_120B_H100_BF16_BASE_CONFIG@v0.2.0",          "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.3.0",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.3.0",   "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.3.0",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.3.1",  "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.3.1",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.3.1",   "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.4.0",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.4.0",   "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.4.0",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2@v0.4.2",  "GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V2@v0.4.2",
+    "GPT_OSS_120B_PRETRAIN_CONFIG_H100_BF16_V2@v0.4.2",   "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.0",
+    "NEMOTRON_3_SUPER_PRETRAIN_CONFIG_B200_FP8_MX_V1@v0.4.2",
+};
+
+bool recomputes_norms_and_moe_act(const RecipeRun& recipe) {
+  return std::find_if(std::begin(kRecomputeRuns), std::end(kRecomputeRuns), [&](const char* c) { return std::string_view(c) == recipe.config; }) !=
+         std::end(kRecomputeRuns);
+}
+
 const RecipeRun* recipe_run(const traces::CsvTable& t, std::size_t r) {
   for (const RecipeRun& x : kRecipeRuns) {
     if (t.at(r, "model") == x.model && t.at(r, "system") == fmt::format("DGX-{}", x.system) && t.at(r, "precision") == x.precision && t.at(r, "task") == x.task &&
@@ -468,8 +495,8 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     if (model.rfind("deepseek-v3", 0) == 0) p.pipeline_layout = deepseek_v3_layout(p.pp, p.vp);
     // The performance recipes' settings (Megatron-Bridge scripts/performance): the distributed
     // optimizer (or Megatron-FSDP, taken as ZeRO-3 over the data-parallel group), gradients
-    // reduced in bf16, TP communication overlapped with sequence parallelism, no recompute
-    // (assumed: the tables do not print it).
+    // reduced in bf16, TP communication overlapped with sequence parallelism, no recompute but
+    // the selective recompute of kRecomputeRuns (the tables print none).
     p.zero = fsdp > 0 ? 3 : 1;
     p.grad_reduce = "bf16";
     p.sequence_parallel = p.tp > 1;
@@ -494,6 +521,10 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     if (p.ep > 1) p.moe_dispatch = recipe->dispatch;
     p.overlap_ep_comm = p.ep > 1 && recipe->overlap_ep_comm;
     p.cuda_graphs = recipe->cuda_graphs;
+    if (recomputes_norms_and_moe_act(*recipe)) {
+      p.recompute = models::Recompute::selective;
+      p.recompute_modules = {.core_attn = false, .layernorm = true, .moe_act = true};
+    }
     // Fine-tuning rows (SFT and LoRA) train on SQuAD packed offline into sequences of seq_len
     // (default_squad_config in src/megatron/bridge/recipes/utils/dataset_utils.py of
     // NVIDIA-NeMo/Megatron-Bridge at 067f987df: packed_sequence_size = seq_length, cu_seqlens),
@@ -584,7 +615,8 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
       "low precision as Nemotron 3 Super's NVFP4 recipe keeps them; each\n"
       "release's own recipe for the MoE dispatcher (NCCL's all-to-all or HybridEP/DeepEP), the expert all-to-all overlapped\n"
       "with the other micro-batch, and CUDA graphs (none, the whole iteration, or parts of each layer), as its release's\n"
-      "code applies them; the recipes' selective recompute and partial activation offload are not modelled; LoRA as the\n"
+      "code applies them; the recipes' selective recompute where its modules are modelled (layernorm and moe_act: GPT-OSS\n"
+      "in BF16, Nemotron 3 Super on B200), not otherwise, nor partial activation offload; LoRA as the\n"
       "recipes set it, rank 16 on the QKV projection alone; SFT and LoRA on SQuAD packed into full sequences, attention inside\n"
       "each example, taken as 256 tokens from the dataset's published size). Errors are of\n"
       "tokens/s per GPU, each row predicted leave-one-out as the steps section says.\n\n",

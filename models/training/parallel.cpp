@@ -55,6 +55,14 @@ std::string_view to_string(Recompute r) {
   return "?";
 }
 
+std::string to_string(const RecomputeModules& r) {
+  std::string out;
+  for (const auto& [on, name] : {std::pair{r.core_attn, "core_attn"}, std::pair{r.layernorm, "layernorm"}, std::pair{r.moe_act, "moe_act"}}) {
+    if (on) out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
+}
+
 std::string_view to_string(CpKind k) { return k == CpKind::ring ? "ring" : "ulysses"; }
 
 namespace {
@@ -440,7 +448,12 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   // first linear layer's input (QKV or in_proj; the MLP's), the dropout masks.
   const bool attention = kind.mixer == Mixer::attention;
   const double sub = kind.sublayers();
-  const double seq = sub * (2 * h + 2 * h * lin) + (dropout ? sub * h : 0);
+  double seq = sub * (2 * h + 2 * h * lin) + (dropout ? sub * h : 0);
+  // Selective recompute's modules (RecomputeModules): a rerun norm's output and the experts'
+  // activation output are not kept.
+  const RecomputeModules none_rerun{.core_attn = false};
+  const RecomputeModules& rerun = rc == Recompute::selective ? p.recompute_modules : none_rerun;
+  if (rerun.layernorm) seq -= ((kind.ffn == Ffn::moe ? 1 : 0) + (attention && m.mla.enabled() ? 1 : 0)) * 2 * h * lin;
   // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
   // dropout its mask and output, per head and key. A Mamba-2 mixer keeps in_proj's output (z, x,
@@ -455,7 +468,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   if (p.framework == "megatron" && p.precision != "bf16") proj = 2 * ho + (p.precision == "fp8-delayed" ? 2 * ho * lin : 0);
   double tpr = attention ? 2 * (hq + hk) + 2 * hv + proj : 0;
   double scores = 0;
-  if (attention && !p.flash_attention && rc == Recompute::none) {
+  if (attention && !p.flash_attention && (rc == Recompute::none || (rc == Recompute::selective && !rerun.core_attn))) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
   }
   if (kind.mixer == Mixer::mamba) {
@@ -471,7 +484,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
     const double per = (m.mlp == MlpKind::swiglu ? 4 * fe : 2 * fe) + 2 * fe * lin;
     // Routed copies (top_k per token, the busiest rank's share) with their dispatched inputs;
     // shared experts are tensor-parallel.
-    routed = experts_per_token(p, m) * p.expert_imbalance * (per + 2 * width * lin);
+    routed = experts_per_token(p, m) * p.expert_imbalance * (per - (rerun.moe_act ? 2 * fe * lin : 0) + 2 * width * lin);
     tpr += m.moe.shared_experts * per;
   } else if (kind.ffn == Ffn::dense) {
     const double f = static_cast<double>(m.ffn_hidden);

@@ -27,6 +27,21 @@ namespace orrery::models {
 // selective activation checkpointing (selective_ac_option "op"): the layer's input, the outputs of
 // every other matmul (aten.mm) in forward order and the attention's output, the rest recomputed.
 enum class Recompute : std::uint8_t { none, selective, full, op_selective };
+// What selective recompute reruns: Megatron-Core's --recompute-modules (TransformerConfig's
+// recompute_modules, megatron/core/transformer/transformer_config.py; default ["core_attn"]).
+// core_attn: the attention core (its scores are not kept; with flash attention nothing changes);
+// layernorm: the norms not fused into the linear layer after them (Transformer Engine fuses the
+// attention's input norm into QKV): a MoE layer's pre-MLP norm and MLA's input norm, whose outputs
+// are then not kept; moe_act: the routed experts' activation, whose output (fc2's input) is not
+// kept. Each rerun adds its forward kernel to the backward.
+struct RecomputeModules {
+  bool core_attn = true;
+  bool layernorm = false;
+  bool moe_act = false;
+  bool operator==(const RecomputeModules&) const = default;
+};
+// "core_attn,layernorm": the modules in Megatron's names, comma-separated ("" for none).
+std::string to_string(const RecomputeModules& r);
 enum class CpKind : std::uint8_t { ring, ulysses };
 std::string_view to_string(Recompute);
 std::string_view to_string(CpKind);
@@ -51,6 +66,7 @@ struct ParallelPlan {
   int global_batch = 1;      // sequences per step
   std::int64_t seq_len = 4096;
   Recompute recompute = Recompute::none;
+  RecomputeModules recompute_modules;  // what `selective` reruns
   bool sequence_parallel = true;  // with tp > 1
   bool flash_attention = true;    // no s^2 activations or recompute of them
   bool overlap_grad_reduce = true;

@@ -886,6 +886,10 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
       c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
       c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
     }
+    // Recomputed (moe_act): the activation's forward again before fc2's backward.
+    if (p.recompute == Recompute::selective && p.recompute_modules.moe_act) {
+      c.add(lc.b, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
+    }
     const double wd = static_cast<double>(width);
     c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));  // permute and unpermute
     c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));
@@ -904,6 +908,11 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   const double sub = kind.sublayers();
   c.add(lc.f, c.mem(KernelKind::norm, sub * 2 * Ts * h * 2));
   c.add(lc.b, c.mem(KernelKind::norm, sub * 3 * Ts * h * 2));
+  // Recomputed (layernorm): the norms not fused into a linear layer, forward again in the backward.
+  if (p.recompute == Recompute::selective && p.recompute_modules.layernorm) {
+    const double rerun = (kind.ffn == Ffn::moe ? 1 : 0) + (attention && m.mla.enabled() ? 1 : 0);
+    if (rerun > 0) c.add(lc.b, c.mem(KernelKind::norm, rerun * 2 * Ts * h * 2));
+  }
   c.add(lc.f, c.mem(KernelKind::elementwise, sub * 3 * Ts * h * 2));
   if (attention && m.layer_pattern.empty()) {
     const double rope = T * static_cast<double>(c.heads_l + c.kv_l) * static_cast<double>(qk) * 2 * 2;
@@ -970,7 +979,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // attention when its scores were not kept (flash attention recomputes them anyway).
   if (p.recompute == Recompute::full) {
     lc.b += lc.f;
-  } else if (p.recompute == Recompute::selective && !p.flash_attention) {
+  } else if (p.recompute == Recompute::selective && p.recompute_modules.core_attn && !p.flash_attention) {
     lc.b += att_fwd;
   }
   // Activation offload: the layer's kept activations go down the host link after its forward

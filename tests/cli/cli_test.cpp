@@ -715,6 +715,12 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
             .find("bad-step.json:/plan: out of memory: stage 0 needs") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "some"}})")
             .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective, full or op-selective") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute_modules": ["layernorm"]}})")
+            .find("bad-step.json:/plan/recompute_modules: found recompute_modules with recompute \"none\", expected recompute \"selective\"") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "selective", "recompute_modules": ["layernorm", "mla_up_proj"]}})")
+            .find("bad-step.json:/plan/recompute_modules/1: found \"mla_up_proj\", expected core_attn, layernorm or moe_act") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "selective", "recompute_modules": ["moe_act", "moe_act"]}})")
+            .find("bad-step.json:/plan/recompute_modules/1: found \"moe_act\" twice, expected each module once") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "sharding": "fsdp3"}})")
             .find("bad-step.json:/plan/sharding: found \"fsdp3\", expected megatron or fsdp2") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "framework": "pytorch-compiled"}})")
