@@ -72,9 +72,9 @@ endfunction()
 # orchestrate (traces/, calibration/ and the light layers) build so too. The simulation layers
 # (sim/, models/, policies/) do not: as one unit each, their hot code ran slower
 # (`orrery_bench --only sweep`, emulated points per minute, median of 7 alternated runs: 840
-# against 1,043), presumably as GCC limits how much inlining may grow a whole unit. A file's helpers in an anonymous namespace are
-# seen by its target's other files, so their names must not repeat. ORRERY_UNITY=OFF builds file by
-# file (faster to rebuild while editing one file).
+# against 1,043), presumably as GCC limits how much inlining may grow a whole unit. A file's
+# helpers in an anonymous namespace are seen by its target's other files, so their names must not
+# repeat. ORRERY_UNITY=OFF builds file by file (faster to rebuild while editing one file).
 option(ORRERY_UNITY "Compile each test suite and non-simulation library as one translation unit" ON)
 function(orrery_unity target)
   if(ORRERY_UNITY)
@@ -117,4 +117,3 @@ function(orrery_add_library name)
     orrery_precompile(orrery_${name} ${ORRERY_PCH_JSON})
   endif()
 endfunction()
-

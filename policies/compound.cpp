@@ -25,7 +25,7 @@ using models::SectionSpec;
 using models::WaveMicroBatch;
 using models::WavePlan;
 
-std::size_t idx(int i) { return static_cast<std::size_t>(i); }
+std::size_t u(int i) { return static_cast<std::size_t>(i); }
 
 // Cost caches by tensor-parallel degree (sections and rank sets pick their own).
 class CostsByTp {
@@ -48,7 +48,7 @@ PassSeconds pass_seconds(const MultimodalSetup& setup, const ModuleCostCache& co
                          const std::vector<MultimodalSample>& samples, int tp) {
   PassSeconds p;
   for (const int i : modules) {
-    const models::ModuleSpec& m = setup.model->modules[idx(i)];
+    const models::ModuleSpec& m = setup.model->modules[u(i)];
     const models::LayerSeconds ls = costs.layer(i, samples);
     const double n = m.pipeline_layers();
     p.f += n * ls.f;
@@ -72,9 +72,9 @@ double activation_cap(const MultimodalSetup& setup, double params, bool trainabl
 void stage_stats(const models::PipeRun& run, int first, int last, MultimodalStep& out) {
   double idle = 0, busiest = 0, total = 0;
   for (int s = first; s < last; ++s) {
-    idle += 1 - run.busy[idx(s)] / run.makespan;
-    busiest = std::max(busiest, run.busy[idx(s)]);
-    total += run.busy[idx(s)];
+    idle += 1 - run.busy[u(s)] / run.makespan;
+    busiest = std::max(busiest, run.busy[u(s)]);
+    total += run.busy[u(s)];
   }
   const double n = last - first;
   out.bubble_fraction = run.makespan > 0 ? idle / n : 0;
@@ -130,9 +130,9 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     }
     if (llm_ < 0) throw sim::InputError(setup.source, "/multimodal/model", fmt::format("megascale-omni: {} has no LLM; expected one", sim::quote(m.name)));
     const int gpus = setup.tp * setup.pp * setup.dp, replica = setup.tp * setup.pp;
-    if (setup.pp > m.modules[idx(llm_)].shape.layers) {
+    if (setup.pp > m.modules[u(llm_)].shape.layers) {
       throw sim::InputError(setup.source, "/multimodal/pp", fmt::format("megascale-omni: found pp {} for an LLM of {} layers; expected at most {}", setup.pp,
-                                                                        m.modules[idx(llm_)].shape.layers, m.modules[idx(llm_)].shape.layers));
+                                                                        m.modules[u(llm_)].shape.layers, m.modules[u(llm_)].shape.layers));
     }
     if (colocate_) {
       if (encoder_gpus_ > 0) {
@@ -172,56 +172,56 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
 
   MultimodalStep step(const MultimodalSetup& setup, const std::vector<MultimodalSample>& batch, const ModuleCostCache& costs) override {
     const MultimodalModel& m = *setup.model;
-    const models::ModuleSpec& llm = m.modules[idx(llm_)];
+    const models::ModuleSpec& llm = m.modules[u(llm_)];
     const int d = replicas_, tp = setup.tp, pp = setup.pp, gpus = tp * pp * setup.dp;
     // Encoder workers: GPUs of their own, or (colocated) the LLM's tensor-parallel groups, each
     // taking items data-parallel over its tp GPUs.
     const int enc = colocate_ ? d * pp : gpus - d * tp * pp, width = colocate_ ? tp : 1;
     const ModuleCostCache& enc_costs = by_tp_.at(setup, 1);
-    const auto llm_cost = [&](int s) { return costs.layer(llm_, {batch[idx(s)]}).total(); };
+    const auto llm_cost = [&](int s) { return costs.layer(llm_, {batch[u(s)]}).total(); };
     // The loader: round-robin, then (reorder) LPT inside groups of replicas.
-    std::vector<std::vector<int>> mine(idx(d));
-    for (std::size_t k = 0; k < batch.size(); ++k) mine[k % idx(d)].push_back(static_cast<int>(k));
-    std::vector<std::vector<std::vector<int>>> mbs(idx(d));  // [replica][micro-batch] -> samples
+    std::vector<std::vector<int>> mine(u(d));
+    for (std::size_t k = 0; k < batch.size(); ++k) mine[k % u(d)].push_back(static_cast<int>(k));
+    std::vector<std::vector<std::vector<int>>> mbs(u(d));  // [replica][micro-batch] -> samples
     for (int g0 = 0; g0 < d; g0 += reorder_ ? group_ : 1) {
       const int g1 = std::min(d, g0 + (reorder_ ? group_ : 1));
       if (reorder_) {
         std::vector<int> pool;
-        for (int r = g0; r < g1; ++r) pool.insert(pool.end(), mine[idx(r)].begin(), mine[idx(r)].end());
+        for (int r = g0; r < g1; ++r) pool.insert(pool.end(), mine[u(r)].begin(), mine[u(r)].end());
         std::vector<double> cost(batch.size(), 0.0);
-        for (const int s : pool) cost[idx(s)] = llm_cost(s);
-        std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return cost[idx(a)] > cost[idx(b)]; });
-        std::vector<double> load(idx(g1 - g0), 0.0);
-        for (int r = g0; r < g1; ++r) mine[idx(r)].clear();
+        for (const int s : pool) cost[u(s)] = llm_cost(s);
+        std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return cost[u(a)] > cost[u(b)]; });
+        std::vector<double> load(u(g1 - g0), 0.0);
+        for (int r = g0; r < g1; ++r) mine[u(r)].clear();
         for (const int s : pool) {
           const auto r = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-          load[r] += cost[idx(s)];
-          mine[idx(g0) + r].push_back(s);
+          load[r] += cost[u(s)];
+          mine[u(g0) + r].push_back(s);
         }
         for (int r = g0; r < g1; ++r) {
           // Equal-sized micro-batches, LPT on cost; text-only (encoder-free) first.
-          const std::size_t n = (mine[idx(r)].size() + idx(setup.micro_batch) - 1) / idx(setup.micro_batch);
+          const std::size_t n = (mine[u(r)].size() + u(setup.micro_batch) - 1) / u(setup.micro_batch);
           std::vector<std::vector<int>> bins(n);
           std::vector<double> bin_load(n, 0.0);
-          for (const int s : mine[idx(r)]) {
+          for (const int s : mine[u(r)]) {
             std::size_t best = n;
             for (std::size_t b = 0; b < n; ++b) {
               if (static_cast<int>(bins[b].size()) < setup.micro_batch && (best == n || bin_load[b] < bin_load[best])) best = b;
             }
             bins[best].push_back(s);
-            bin_load[best] += cost[idx(s)];
+            bin_load[best] += cost[u(s)];
           }
           const auto encoder_work = [&](const std::vector<int>& bin) {
-            return std::count_if(bin.begin(), bin.end(), [&](int s) { return models::embedding_bytes(m, batch[idx(s)]) > 0; });
+            return std::count_if(bin.begin(), bin.end(), [&](int s) { return models::embedding_bytes(m, batch[u(s)]) > 0; });
           };
           std::stable_sort(bins.begin(), bins.end(), [&](const auto& a, const auto& b) { return encoder_work(a) < encoder_work(b); });
           for (auto& bin : bins) std::sort(bin.begin(), bin.end());
-          mbs[idx(r)] = std::move(bins);
+          mbs[u(r)] = std::move(bins);
         }
       } else {
-        for (std::size_t k = 0; k < mine[idx(g0)].size(); k += idx(setup.micro_batch)) {
-          mbs[idx(g0)].emplace_back(mine[idx(g0)].begin() + static_cast<std::ptrdiff_t>(k),
-                                  mine[idx(g0)].begin() + static_cast<std::ptrdiff_t>(std::min(mine[idx(g0)].size(), k + idx(setup.micro_batch))));
+        for (std::size_t k = 0; k < mine[u(g0)].size(); k += u(setup.micro_batch)) {
+          mbs[u(g0)].emplace_back(mine[u(g0)].begin() + static_cast<std::ptrdiff_t>(k),
+                                  mine[u(g0)].begin() + static_cast<std::ptrdiff_t>(std::min(mine[u(g0)].size(), k + u(setup.micro_batch))));
         }
       }
     }
@@ -231,7 +231,7 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     // the LLM's stage i (one stage per replica).
     WavePlan plan;
     plan.replicas = {enc, 1};
-    const bool enc_trainable = std::any_of(encoders_.begin(), encoders_.end(), [&](int i) { return m.modules[idx(i)].trainable; });
+    const bool enc_trainable = std::any_of(encoders_.begin(), encoders_.end(), [&](int i) { return m.modules[u(i)].trainable; });
     plan.trainable = {enc_trainable, enc_trainable};
     plan.edges = {{0, 1}, {1, 2}};
     for (int i = 0; i < pp; ++i) {
@@ -241,16 +241,16 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     }
     if (colocate_) {
       // Worker r x pp + i is replica r's stage i.
-      plan.colocated = {std::vector<int>(idx(enc), 0)};
+      plan.colocated = {std::vector<int>(u(enc), 0)};
       for (int r = 0; r < d; ++r) {
-        for (int i = 0; i < pp; ++i) plan.colocated[0][idx(r * pp + i)] = plan.stage(2 + i, r);
+        for (int i = 0; i < pp; ++i) plan.colocated[0][u(r * pp + i)] = plan.stage(2 + i, r);
       }
     }
-    std::vector<int> layers(idx(pp), llm.shape.layers / pp);
-    for (int i = 0; i < llm.shape.layers % pp; ++i) ++layers[idx(i)];
+    std::vector<int> layers(u(pp), llm.shape.layers / pp);
+    for (int i = 0; i < llm.shape.layers % pp; ++i) ++layers[u(i)];
     double moved = 0, reshard_s = 0;
     // Encoder GPUs' running loads: items of earlier rounds are placed first, so they finish first.
-    std::vector<double> load(idx(enc), 0.0);
+    std::vector<double> load(u(enc), 0.0);
     for (std::size_t k = 0; k < rounds; ++k) {
       // The round's items, longest first, each on the least-loaded GPU (a long one on the sp
       // least-loaded, split).
@@ -259,20 +259,20 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
         double f, b, bytes, tokens;
       };
       std::vector<Item> items;
-      std::vector<double> received(idx(d * tp), 0.0);
+      std::vector<double> received(u(d * tp), 0.0);
       for (int r = 0; r < d; ++r) {
-        if (k >= mbs[idx(r)].size()) continue;
-        for (const int s : mbs[idx(r)][k]) {
-          const double bytes = models::embedding_bytes(m, batch[idx(s)]);
+        if (k >= mbs[u(r)].size()) continue;
+        for (const int s : mbs[u(r)][k]) {
+          const double bytes = models::embedding_bytes(m, batch[u(s)]);
           if (bytes <= 0) continue;
-          const PassSeconds p = pass_seconds(setup, enc_costs, encoders_, {batch[idx(s)]}, 1);
+          const PassSeconds p = pass_seconds(setup, enc_costs, encoders_, {batch[u(s)]}, 1);
           items.push_back({s, p.f, p.b, bytes, p.tokens});
-          for (int t = 0; t < tp; ++t) received[idx(r * tp + t)] += bytes / tp;
+          for (int t = 0; t < tp; ++t) received[u(r * tp + t)] += bytes / tp;
         }
       }
       if (items.empty()) continue;
       std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.f + a.b > b.f + b.b; });
-      std::vector<double> sent(idx(enc), 0.0);
+      std::vector<double> sent(u(enc), 0.0);
       std::vector<int> all;
       for (const Item& it : items) {
         all.push_back(it.sample);
@@ -282,28 +282,28 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
         double comm = 0;
         if (g > 1) {
           for (const int i : encoders_) {
-            const models::ModuleSpec& e = m.modules[idx(i)];
+            const models::ModuleSpec& e = m.modules[u(i)];
             if (e.kind == ModuleKind::projector) continue;
-            const auto tokens = static_cast<double>(enc_costs.work(i, {batch[idx(it.sample)]}).tokens);
+            const auto tokens = static_cast<double>(enc_costs.work(i, {batch[u(it.sample)]}).tokens);
             comm += e.shape.layers * 4.0 * (g - 1.0) / g * (tokens / g) * static_cast<double>(e.shape.hidden) * 2.0 / setup.nvlink;
           }
         }
-        std::vector<int> order(idx(enc));
+        std::vector<int> order(u(enc));
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[idx(a)] < load[idx(b)]; });
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[u(a)] < load[u(b)]; });
         // A worker of `width` GPUs runs its share of the item's GPU-time in 1/width of it (items
         // packed data-parallel across its GPUs).
         for (int j = 0; j < w; ++j) {
-          const int e = order[idx(j)];
+          const int e = order[u(j)];
           const double f = it.f / (w * width) + comm, b = enc_trainable ? it.b / (w * width) + comm : 0.0;
-          load[idx(e)] += f + b;
-          sent[idx(e)] += it.bytes / w;
+          load[u(e)] += f + b;
+          sent[u(e)] += it.bytes / w;
           plan.micro_batches.push_back({0, e, {it.sample}, f, b, 0, 0, fmt::format("encoders w{} s{}{}", e, it.sample, w > 1 ? fmt::format(" sp{}/{}", j, w) : "")});
         }
       }
       // Per GPU: a worker's bytes leave over its `width` GPUs' NICs.
       std::vector<double> sent_gpu;
-      for (const double x : sent) sent_gpu.insert(sent_gpu.end(), idx(width), x / width);
+      for (const double x : sent) sent_gpu.insert(sent_gpu.end(), u(width), x / width);
       const models::Reshard rs = models::reshard(sent_gpu, received, setup.p2p);
       moved += rs.bytes;
       reshard_s += rs.seconds;
@@ -314,29 +314,29 @@ class MegaScaleOmni final : public models::MultimodalPipelinePolicy {
     for (int i = 0; i < pp; ++i) {
       for (std::size_t k = 0; k < rounds; ++k) {
         for (int r = 0; r < d; ++r) {
-          if (k >= mbs[idx(r)].size()) continue;
+          if (k >= mbs[u(r)].size()) continue;
           std::vector<MultimodalSample> content;
-          for (const int s : mbs[idx(r)][k]) content.push_back(batch[idx(s)]);
+          for (const int s : mbs[u(r)][k]) content.push_back(batch[u(s)]);
           const models::LayerSeconds ls = costs.layer(llm_, content);
           const auto tokens = static_cast<double>(costs.work(llm_, content).tokens);
           WaveMicroBatch x;
           x.section = 2 + i;
           x.replica = r;
-          x.samples = mbs[idx(r)][k];
-          x.f = layers[idx(i)] * ls.f;
-          x.b = layers[idx(i)] * (ls.b + ls.w);
+          x.samples = mbs[u(r)][k];
+          x.f = layers[u(i)] * ls.f;
+          x.b = layers[u(i)] * (ls.b + ls.w);
           x.out_bytes = i + 1 < pp ? 2.0 * static_cast<double>(llm.shape.hidden) * tokens / tp : 0.0;
-          x.activation_bytes = layers[idx(i)] * models::activation_bytes_per_token(llm, tp) * tokens;
+          x.activation_bytes = layers[u(i)] * models::activation_bytes_per_token(llm, tp) * tokens;
           x.label = fmt::format("llm s{} d{} mb{}", i, r, k);
           plan.micro_batches.push_back(std::move(x));
         }
       }
     }
     models::PipeProgram prog = models::wavefront_program(plan);
-    std::vector<double> caps(idx(prog.stages), 0.0);
+    std::vector<double> caps(u(prog.stages), 0.0);
     const double stage_params = models::module_params(llm) / pp;
     for (int i = 0; i < pp; ++i) {
-      for (int r = 0; r < d; ++r) caps[idx(plan.stage(2 + i, r))] = activation_cap(setup, stage_params, llm.trainable, tp, d);
+      for (int r = 0; r < d; ++r) caps[u(plan.stage(2 + i, r))] = activation_cap(setup, stage_params, llm.trainable, tp, d);
     }
     MultimodalStep out;
     out.run = models::schedule_program(prog, setup.p2p, caps);
@@ -395,7 +395,7 @@ class Maestro final : public models::MultimodalPipelinePolicy {
     }
     for (SectionSpec& s : sections_) {
       for (const int i : s.modules) {
-        const models::ModuleSpec& x = m.modules[idx(i)];
+        const models::ModuleSpec& x = m.modules[u(i)];
         if (s.tp > 0 && x.kind != ModuleKind::projector && x.shape.heads % s.tp != 0) {
           throw sim::InputError(setup.source, "/multimodal/sections",
                                 fmt::format("section {}: found tp {}, which does not divide module {}'s {} heads", sim::quote(s.name), s.tp, sim::quote(x.name),
@@ -488,16 +488,16 @@ class Maestro final : public models::MultimodalPipelinePolicy {
       const SectionSpec& s = sections_[k];
       const ModuleCostCache& costs = by_tp_.at(setup, s.tp);
       std::vector<int> mine = carried(m, s, batch);
-      if (wavefront_) std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) { return needs[idx(a)] < needs[idx(b)]; });
-      std::vector<double> load(idx(s.dp), 0.0);
+      if (wavefront_) std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) { return needs[u(a)] < needs[u(b)]; });
+      std::vector<double> load(u(s.dp), 0.0);
       for (std::size_t j = 0; j < mine.size();) {
         WaveMicroBatch x;
         x.section = static_cast<int>(k);
         // A micro-batch holds samples of one group only (wavefront).
-        const std::uint64_t key = needs[idx(mine[j])];
-        for (; j < mine.size() && static_cast<int>(x.samples.size()) < s.micro_batch && (!wavefront_ || needs[idx(mine[j])] == key); ++j) x.samples.push_back(mine[j]);
+        const std::uint64_t key = needs[u(mine[j])];
+        for (; j < mine.size() && static_cast<int>(x.samples.size()) < s.micro_batch && (!wavefront_ || needs[u(mine[j])] == key); ++j) x.samples.push_back(mine[j]);
         std::vector<MultimodalSample> content;
-        for (const int q : x.samples) content.push_back(batch[idx(q)]);
+        for (const int q : x.samples) content.push_back(batch[u(q)]);
         std::sort(x.samples.begin(), x.samples.end());
         const PassSeconds p = pass_seconds(setup, costs, s.modules, content, s.tp);
         x.f = p.f;
@@ -505,7 +505,7 @@ class Maestro final : public models::MultimodalPipelinePolicy {
         x.activation_bytes = p.activation;
         x.out_bytes = out_bytes(m, s, content, k);
         x.replica = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-        load[idx(x.replica)] += p.f + p.b;
+        load[u(x.replica)] += p.f + p.b;
         x.label = fmt::format("{} d{} mb{}", s.name, x.replica, plan.micro_batches.size());
         plan.micro_batches.push_back(std::move(x));
       }
@@ -534,16 +534,16 @@ class Maestro final : public models::MultimodalPipelinePolicy {
   }
   static bool divides_heads(const MultimodalModel& m, const SectionSpec& s, int tp) {
     return std::all_of(s.modules.begin(), s.modules.end(), [&](int i) {
-      const models::ModuleSpec& x = m.modules[idx(i)];
+      const models::ModuleSpec& x = m.modules[u(i)];
       return x.kind == ModuleKind::projector || x.shape.heads % tp == 0;
     });
   }
   static bool trainable(const MultimodalModel& m, const SectionSpec& s) {
-    return std::any_of(s.modules.begin(), s.modules.end(), [&](int i) { return m.modules[idx(i)].trainable; });
+    return std::any_of(s.modules.begin(), s.modules.end(), [&](int i) { return m.modules[u(i)].trainable; });
   }
   static double params(const MultimodalModel& m, const SectionSpec& s) {
     double p = 0;
-    for (const int i : s.modules) p += models::module_params(m.modules[idx(i)]);
+    for (const int i : s.modules) p += models::module_params(m.modules[u(i)]);
     return p;
   }
   // A section fires for a sample when any of its modules has work for it.
@@ -568,7 +568,7 @@ class Maestro final : public models::MultimodalPipelinePolicy {
       for (std::size_t k = 0; k < sections_.size(); ++k) {
         if (k != self && std::find(sections_[k].modules.begin(), sections_[k].modules.end(), e.to) != sections_[k].modules.end()) tp = std::min(tp, sections_[k].tp);
       }
-      bytes += 2.0 * static_cast<double>(m.modules[idx(e.from)].shape.hidden) * static_cast<double>(models::module_work(m, e.from, content).out_tokens) / tp;
+      bytes += 2.0 * static_cast<double>(m.modules[u(e.from)].shape.hidden) * static_cast<double>(models::module_work(m, e.from, content).out_tokens) / tp;
     }
     return bytes;
   }

@@ -8,7 +8,7 @@ namespace orrery::models {
 
 namespace {
 
-constexpr std::uint32_t kUnassigned = 0xffffffffu;
+constexpr std::uint32_t kNone = 0xffffffffu;
 
 // splitmix64's finaliser: members of a set or multiset hash to this and their hashes add up.
 std::uint64_t scramble(std::uint64_t z) {
@@ -103,7 +103,7 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
     }
   };
   std::unordered_map<Key, std::uint32_t, KeyHash> class_of_key;
-  std::vector<std::uint32_t> class_of(link_count, kUnassigned);
+  std::vector<std::uint32_t> class_of(link_count, kNone);
   std::vector<Key> classes;
   std::vector<std::uint32_t> first_link;  // by class
   for (std::size_t l = 0; l < link_count; ++l) {
@@ -164,9 +164,9 @@ std::optional<SymmetricReduction> reduce_by_symmetry(const CollectivePlan& plan,
       ++support_size[r.routes[k]];
     }
   }
-  std::vector<std::uint32_t> dense(classes.size(), kUnassigned);
+  std::vector<std::uint32_t> dense(classes.size(), kNone);
   for (std::uint32_t& k : r.routes) {
-    if (dense[k] == kUnassigned) {
+    if (dense[k] == kNone) {
       const Key& c = classes[k];
       const std::uint32_t m = c.size / support_size[k];
       if (m * support_size[k] != c.size || c.multiset != m * support[k]) return std::nullopt;
@@ -227,7 +227,7 @@ std::optional<SymmetricReduction> repeat_ring_steps(const SymmetricReduction& tw
     }
     runs.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(length), static_cast<std::uint32_t>(total), repeats});
     total += static_cast<std::uint64_t>(length) * static_cast<std::uint64_t>(repeats ? steps : 1);
-    if (total > kUnassigned) return std::nullopt;
+    if (total > kNone) return std::nullopt;
     i = h;
   }
   SymmetricReduction r;

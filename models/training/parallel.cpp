@@ -63,6 +63,10 @@ std::string to_string(const RecomputeModules& r) {
   return out;
 }
 
+int unfused_norms(const ModelSpec& m, LayerKind kind) {
+  return (kind.ffn == Ffn::moe ? 1 : 0) + (kind.mixer == Mixer::attention && m.mla.enabled() ? 1 : 0);
+}
+
 std::string_view to_string(CpKind k) { return k == CpKind::ring ? "ring" : "ulysses"; }
 
 namespace {
@@ -453,7 +457,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   // activation output are not kept.
   const RecomputeModules none_rerun{.core_attn = false};
   const RecomputeModules& rerun = rc == Recompute::selective ? p.recompute_modules : none_rerun;
-  if (rerun.layernorm) seq -= ((kind.ffn == Ffn::moe ? 1 : 0) + (attention && m.mla.enabled() ? 1 : 0)) * 2 * h * lin;
+  if (rerun.layernorm) seq -= unfused_norms(m, kind) * 2 * h * lin;
   // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
   // dropout its mask and output, per head and key. A Mamba-2 mixer keeps in_proj's output (z, x,

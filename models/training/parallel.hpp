@@ -42,6 +42,9 @@ struct RecomputeModules {
 };
 // "core_attn,layernorm": the modules in Megatron's names, comma-separated ("" for none).
 std::string to_string(const RecomputeModules& r);
+// The norms of a layer of `kind` that the `layernorm` module reruns: those not fused into the
+// linear layer after them, a MoE layer's pre-MLP norm and MLA's input norm (0, 1 or 2).
+int unfused_norms(const ModelSpec& m, LayerKind kind);
 enum class CpKind : std::uint8_t { ring, ulysses };
 std::string_view to_string(Recompute);
 std::string_view to_string(CpKind);

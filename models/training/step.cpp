@@ -910,8 +910,8 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   c.add(lc.b, c.mem(KernelKind::norm, sub * 3 * Ts * h * 2));
   // Recomputed (layernorm): the norms not fused into a linear layer, forward again in the backward.
   if (p.recompute == Recompute::selective && p.recompute_modules.layernorm) {
-    const double rerun = (kind.ffn == Ffn::moe ? 1 : 0) + (attention && m.mla.enabled() ? 1 : 0);
-    if (rerun > 0) c.add(lc.b, c.mem(KernelKind::norm, rerun * 2 * Ts * h * 2));
+    const int norms = unfused_norms(m, kind);
+    if (norms > 0) c.add(lc.b, c.mem(KernelKind::norm, norms * 2 * Ts * h * 2));
   }
   c.add(lc.f, c.mem(KernelKind::elementwise, sub * 3 * Ts * h * 2));
   if (attention && m.layer_pattern.empty()) {
