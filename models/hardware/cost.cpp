@@ -17,7 +17,7 @@ namespace orrery::models {
 //    FP4 (NVFP4) GEMMs: no measurement in ../shared/data, FP8's efficiency assumed.
 //  - attention fwd 0.9533, half_kv 197.66, half_head_dim 55.909: FlashAttention-3 forward on
 //    H100 SXM5, non-causal, 16k tokens per batch: head dim 128 at seqlen 16k (648 TFLOP/s) and
-//    512 (467), head dim 64 at 16k (497). Attention bwd 0.9434: FlashAttention-2 forward plus
+//    512 (467), head dim 64 at 16k (497). Attention bwd 0.9774: FlashAttention-2 forward plus
 //    backward on A100 80GB SXM4, non-causal, head dim 128, seqlen 16k (203 TFLOP/s)
 //    (../shared/data/flashattention/attention_kernel_tflops_a100_h100.csv; the FlashAttention
 //    benchmark counts 4 l^2 d heads FLOPs forward, halved when causal, x3.5 forward+backward).
@@ -73,10 +73,7 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
   t.memory_s = min_bytes(k).value() / (gpu_.hbm_bandwidth * (streaming ? params_.memory_efficiency : params_.operand_memory_efficiency) * params_.step_efficiency);
   if (streaming) return t;
   if (!gpu_.supports(k.dtype)) unsupported(gpu_, k);
-  // FP8 attention runs its QK^T and PV products on FP8 tensor cores but its softmax as in bf16:
-  // kFp8AttentionSpeedup of the bf16 kernel, not the FP8 peak's 2x.
-  const bool fp8_attention = (k.kind == KernelKind::attention_fwd || k.kind == KernelKind::attention_bwd) && k.dtype == DType::fp8;
-  const double peak = fp8_attention ? gpu_.peak(DType::bf16).value() * kFp8AttentionSpeedup : gpu_.peak(k.dtype).value();
+  const double peak = gpu_.peak(k.dtype).value();
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (k.kind) {
     case KernelKind::gemm:
@@ -106,9 +103,13 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
       const double per_pair = fwd ? 2 * (d(k.head_dim) + d(k.head_dim_v)) : 2 * (3 * d(k.head_dim) + 2 * d(k.head_dim_v));
       t.executed_flops = visits * d(tile) * d(tile) * per_pair * d(k.heads);
       const double mean_kv = q_tiles > 0 ? d(tile) * visits / q_tiles : 0;
-      const double hd = d(k.head_dim);
+      // The softmax's share: half_head_dim at this GPU's ratio of tensor to CUDA-core FLOP/s,
+      // against the peak the products run at (an FP8 kernel's softmax takes as long as bf16's).
+      const double bf16 = gpu_.peak(DType::bf16).value(), fp32 = gpu_.peak(DType::fp32).value();
+      const double ratio = fp32 > 0 ? bf16 / fp32 / kH100TensorToScalar : 1.0;
+      const double softmax = params_.attention_half_head_dim * ratio * (peak / bf16) / d(k.head_dim);
       t.efficiency = (fwd ? params_.attention_fwd_efficiency : params_.attention_bwd_efficiency) *
-                     (mean_kv / (mean_kv + params_.attention_half_kv)) * (hd / (hd + params_.attention_half_head_dim));
+                     (mean_kv / (mean_kv + params_.attention_half_kv)) / (1 + softmax);
       break;
     }
     default: break;

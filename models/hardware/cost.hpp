@@ -51,10 +51,9 @@ class CostModel {
 
 // The roofline's efficiency curves. Defaults are calibrated on one published measurement per
 // parameter (see cost.cpp); docs/validation.md reports how well they predict the others.
-// How much faster FP8 attention runs than bf16 at the same shape: FlashAttention-3 on H100
-// (Shah et al., arXiv 2407.08608, abstract): up to 740 TFLOP/s in BF16, close to 1.2 PFLOP/s in
-// FP8, a ratio of 1.62 (taken for the backward and for cuDNN's FP8 attention on Blackwell too).
-inline constexpr double kFp8AttentionSpeedup = 1.2 / 0.74;
+// The H100 SXM's dense bf16 tensor FLOP/s over its FP32 FLOP/s on the CUDA cores (989 / 67
+// TFLOP/s), the GPU attention_half_head_dim was measured on.
+inline constexpr double kH100TensorToScalar = 989.0 / 67.0;
 // The compute streams Transformer Engine spreads a grouped GEMM's products over
 // (transformer_engine::num_streams = 4, transformer_engine/common/include/transformer_engine/
 // gemm.h): a Kernel with launch_per_product pays one launch gap per this many products.
@@ -75,8 +74,24 @@ struct RooflineParams {
   // the mean key/value tokens a query tile visits (its fixed per-tile work amortises over L) and
   // d the head dimension (the softmax work per query-key pair amortises over d). A block-sparse
   // kernel (Kernel::kept < 1) visits only its kept key tiles, so its L shrinks with them.
+  // half_head_dim is the H100's. The softmax's work per query-key pair (scale, running max,
+  // exponential, sum) runs on the CUDA cores and special function units, not the tensor cores, so
+  // on another GPU it scales with the GPU's bf16 tensor peak over its FP32 peak against H100's
+  // (kH100TensorToScalar): 1.08x on A100 (whose FlashAttention-2 rows it fits as H100's do), 1.9x
+  // on B200 and 2.1x on GB200, whose tensor cores doubled per SM and clock while the units the
+  // softmax runs on did not ("FlashAttention-4", Together AI blog, 2026: from H100 to B200 bf16
+  // tensor throughput goes from 1 to 2.25 PFLOP/s, the SFU count stays the same, and the softmax's
+  // exponentials bound the forward). At d = 128 and 16k keys this gives B200 1,157 TFLOP/s forward,
+  // against cuDNN 9.13's about 1,235 there (the same blog: FlashAttention-4's 1,605 TFLOP/s is up to
+  // 1.3x cuDNN's); H100's ratio would give 1,475. B300's doubled special function units ("Making
+  // Softmax More Efficient with NVIDIA Blackwell Ultra", NVIDIA technical blog, 2026) are not
+  // modelled: its share is taken as B200's.
+  // FP8 attention runs its products at the FP8 peak and its softmax as bf16's:
+  // time = FLOPs / (e_pass * L / (L + half_kv)) * (1 / peak_fp8 + half_head_dim / (d * peak_bf16)),
+  // 1.53x bf16's at d = 128 on H100 (FlashAttention-3 measured 1.62x: Shah et al., arXiv
+  // 2407.08608, abstract: up to 740 TFLOP/s in BF16, close to 1.2 PFLOP/s in FP8).
   double attention_fwd_efficiency = 0.9533;
-  double attention_bwd_efficiency = 0.9434;
+  double attention_bwd_efficiency = 0.9774;
   double attention_half_kv = 197.66;
   double attention_half_head_dim = 55.909;
   std::int64_t attention_tile = 128;

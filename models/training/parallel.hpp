@@ -171,7 +171,8 @@ struct ParallelPlan {
   // epilogues, so those element-wise passes over the routed tokens are gone.
   bool fused_moe_mlp = false;
   // Transformer Engine's fp8_dot_product_attention: core attention in FP8 (cuDNN's FP8 fused
-  // attention), at kFp8AttentionSpeedup (cost.hpp) of its bf16 speed. Needs a low precision.
+  // attention): its products at the FP8 peak, its softmax's exponentials as in bf16 (cost.hpp,
+  // RooflineParams' attention). Needs a low precision.
   bool fp8_attention = false;
   // Megatron-Core's first_last_layers_bf16 (num_layers_at_start_in_bf16, num_layers_at_end_in_bf16:
   // megatron/core/fp8_utils.py and fp4_utils.py): the first and the last decoder layers of the

@@ -1948,21 +1948,23 @@ void add_breakdown(StepGraph& s, const sim::Executor& exec) {
     const RankTasks& rt = s.ranks[static_cast<std::size_t>(stage)][0];
     StageBreakdown b;
     b.stage = stage;
-    double busy = 0, first = step, last = 0;
+    // Summed in whole nanoseconds (the spans' own unit), so a stage without gaps has no bubble at all.
+    sim::Duration busy_ns = sim::Duration::zero(), first_ns = s.result.step_time, last_ns = sim::Duration::zero();
     for (const auto& [t, comm_s] : rt.ops) {
       const sim::Span& span = exec.span(t);
-      const double len = (span.end - span.start).to_seconds();
-      busy += len;
+      const sim::Duration len = span.end - span.start;
+      busy_ns += len;
       b.exposed_comm_s += comm_s;
-      b.compute_s += len - comm_s;
-      first = std::min(first, span.start.since_start().to_seconds());
-      last = std::max(last, span.end.since_start().to_seconds());
+      b.compute_s += len.to_seconds() - comm_s;
+      first_ns = std::min(first_ns, span.start.since_start());
+      last_ns = std::max(last_ns, span.end.since_start());
     }
     // The expert all-to-alls between the ops are exposed communication, not bubble.
-    double ep_s = 0;
-    for (const sim::TaskId t : rt.ep) ep_s += (exec.span(t).end - exec.span(t).start).to_seconds();
+    sim::Duration ep_ns = sim::Duration::zero();
+    for (const sim::TaskId t : rt.ep) ep_ns += exec.span(t).end - exec.span(t).start;
+    const double busy = busy_ns.to_seconds(), first = first_ns.to_seconds(), last = last_ns.to_seconds(), ep_s = ep_ns.to_seconds();
     b.exposed_comm_s += ep_s;
-    b.bubble_s = std::max(0.0, last - first - busy - ep_s);
+    b.bubble_s = std::max(0.0, (last_ns - first_ns - busy_ns - ep_ns).to_seconds());
     const sim::Span& o = exec.span(rt.optimizer);
     b.optimizer_s = (o.end - o.start).to_seconds();
     const double waited_dp = std::max(0.0, o.start.since_start().to_seconds() - last) + first;  // reduce before, gathers after start

@@ -143,6 +143,48 @@ TEST_CASE("roofline closed forms") {
     w.launch_per_product = true;  // four GEMMs: one gap, as one kernel
     CHECK(m.terms(w).seconds() == batched);
   }
+  SUBCASE("attention's softmax share scales with the GPU's tensor over CUDA-core FLOP/s") {
+    const HardwareCatalog& c = HardwareCatalog::builtin();
+    // bf16 tensor peak over FP32 peak, against H100's 989 / 67.
+    const auto ratio = [&](const char* gpu) {
+      return c.gpu(gpu).peak(DType::bf16).value() / c.gpu(gpu).peak(DType::fp32).value() / (989.0 / 67.0);
+    };
+    CHECK(ratio("H100") == orrery::testing::Approx(1).epsilon(1e-12));
+    CHECK(ratio("A100") == orrery::testing::Approx(312 / 19.5 * 67 / 989.0).epsilon(1e-12));  // 1.08
+    CHECK(ratio("B200") == orrery::testing::Approx(2250 / 80.0 * 67 / 989.0).epsilon(1e-12)); // 1.91
+    const double L = 1024;
+    const double kv = p.attention_fwd_efficiency * L / (L + p.attention_half_kv);
+    const auto efficiency = [&](const GpuSpec& gpu, std::int64_t d, DType t) {
+      return RooflineCostModel(gpu, p).terms(Kernel::attention(Pass::forward, {1024}, 32, 8, d, false, t)).efficiency;
+    };
+    for (const std::int64_t hd : {64, 128}) {
+      const auto d = static_cast<double>(hd);
+      for (const char* gpu : {"H100", "A100", "B200", "GB200"}) {
+        CHECK(efficiency(c.gpu(gpu), hd, DType::bf16) == orrery::testing::Approx(kv * d / (d + p.attention_half_head_dim * ratio(gpu))).epsilon(1e-12));
+      }
+      // A GPU without an FP32 peak takes H100's ratio.
+      GpuSpec bare = c.gpu("B200");
+      bare.peak_flops[static_cast<std::size_t>(DType::fp32)] = 0;
+      CHECK(efficiency(bare, hd, DType::bf16) == orrery::testing::Approx(kv * d / (d + p.attention_half_head_dim)).epsilon(1e-12));
+    }
+    // FP8 attention: products at the FP8 peak, softmax as bf16's: bf16's time over FP8's is
+    // (1 + h / d) / bf16 peak over (1 / fp8 peak + h / (d bf16 peak)), about 2 (d + h) / (d + 2 h):
+    // 1.53x on H100 at d = 128 (FlashAttention-3 measured 1.62x).
+    const auto time = [&](const char* gpu, std::int64_t d, DType t) {
+      return RooflineCostModel(c.gpu(gpu), p).terms(Kernel::attention(Pass::forward, {8192}, 32, 8, d, true, t)).compute_s;
+    };
+    const auto gain = [&](const char* gpu, double d) {
+      const double bf = c.gpu(gpu).peak(DType::bf16).value(), f8 = c.gpu(gpu).peak(DType::fp8).value();
+      const double h = p.attention_half_head_dim * ratio(gpu);
+      return ((1 + h / d) / bf) / (1 / f8 + h / (d * bf));
+    };
+    CHECK(time("H100", 128, DType::bf16) / time("H100", 128, DType::fp8) == orrery::testing::Approx(gain("H100", 128)).epsilon(1e-12));
+    CHECK(gain("H100", 128) == orrery::testing::Approx(1.535).epsilon(1e-3));
+    // On B200 the softmax weighs about twice as much: FP8 gains less, least at d = 64.
+    CHECK(time("B200", 64, DType::bf16) / time("B200", 64, DType::fp8) == orrery::testing::Approx(gain("B200", 64)).epsilon(1e-12));
+    CHECK(gain("B200", 64) < gain("B200", 128));
+    CHECK(gain("B200", 128) < gain("H100", 128));
+  }
   SUBCASE("a dtype the GPU lacks is a clear error") {
     const RooflineCostModel a100(HardwareCatalog::builtin().gpu("A100-40GB"));
     CHECK_THROWS_WITH_AS(a100.time(Kernel::gemm(64, 64, 64, DType::fp8)),

@@ -991,6 +991,7 @@ TEST_CASE("ZeRO-0 and -1 steps are unchanged by the ZeRO-2/3 communication") {
     RooflineParams then;  // the isolated kernels' parameters with the step efficiency of then
     then.step_efficiency = 0.6716;
     then.kernel_overhead = sim::Duration::microseconds(35);
+    then.attention_bwd_efficiency = 0.9434;  // before the softmax's share scaled with the GPU
     const RooflineCostModel cost(sc.gpu, then);
     StepOptions line_rate;
     line_rate.comm = CommModel::flows;
@@ -1517,17 +1518,18 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   const StepResult fused = run(f);
   CHECK(fused.stages[0].compute_s < base.stages[0].compute_s);
   CHECK(fused.model_flops == base.model_flops);
-  // FP8 attention: faster attention, at most kFp8AttentionSpeedup faster overall.
+  // FP8 attention: faster attention, less than twice as fast (its exponentials are bf16's).
   StepScenario a = sc;
   a.plan.fp8_attention = true;
   const StepResult fp8att = run(a);
   CHECK(fp8att.stages[0].compute_s < base.stages[0].compute_s);
-  CHECK(fp8att.stages[0].compute_s * kFp8AttentionSpeedup > base.stages[0].compute_s);
+  CHECK(fp8att.stages[0].compute_s * 2 > base.stages[0].compute_s);
   const RooflineCostModel cost(sc.gpu);
   const Kernel bf = Kernel::attention(Pass::forward, {8192}, 32, 4, 128, true, DType::bf16);
   const Kernel f8 = Kernel::attention(Pass::forward, {8192}, 32, 4, 128, true, DType::fp8);
   const RooflineCostModel::Terms tb = cost.terms(bf), t8 = cost.terms(f8);
-  CHECK(tb.compute_s / t8.compute_s == orrery::testing::Approx(kFp8AttentionSpeedup).epsilon(1e-9));
+  CHECK(tb.compute_s / t8.compute_s > 1.2);
+  CHECK(tb.compute_s / t8.compute_s < 2);
   // Bad values named.
   const auto error = [](StepScenario s) { return orrery::testing::error_of([&] { validate_plan(s.plan, s.model, 8, "s.json", "/plan"); }); };
   StepScenario bad = sc;
