@@ -206,12 +206,16 @@ StepScenarioFile read_step_scenario(std::string_view json_text, const std::strin
     p.recompute_modules = {.core_attn = false};
     for (const JsonNode& e : v->as_array()) {
       const std::string name = e.as_string();
-      bool* flag = name == "core_attn" ? &p.recompute_modules.core_attn
-                   : name == "layernorm" ? &p.recompute_modules.layernorm
-                   : name == "moe_act"   ? &p.recompute_modules.moe_act
-                                         : nullptr;
+      bool* flag = name == "core_attn"     ? &p.recompute_modules.core_attn
+                   : name == "layernorm"   ? &p.recompute_modules.layernorm
+                   : name == "moe_act"     ? &p.recompute_modules.moe_act
+                   : name == "mla_up_proj" ? &p.recompute_modules.mla_up_proj
+                   : name == "mlp"         ? &p.recompute_modules.mlp
+                   : name == "moe"         ? &p.recompute_modules.moe
+                                           : nullptr;
       if (flag == nullptr) {
-        e.fail(fmt::format("found {}, expected core_attn, layernorm or moe_act (Megatron's other modules, such as mla_up_proj, mlp and moe, are not modelled)",
+        e.fail(fmt::format("found {}, expected core_attn, layernorm, moe_act, mla_up_proj, mlp or moe (Megatron's other modules, such as "
+                           "shared_experts, are not modelled)",
                            sim::quote(name)));
       }
       if (*flag) e.fail(fmt::format("found {} twice, expected each module once", sim::quote(name)));

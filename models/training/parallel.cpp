@@ -57,7 +57,8 @@ std::string_view to_string(Recompute r) {
 
 std::string to_string(const RecomputeModules& r) {
   std::string out;
-  for (const auto& [on, name] : {std::pair{r.core_attn, "core_attn"}, std::pair{r.layernorm, "layernorm"}, std::pair{r.moe_act, "moe_act"}}) {
+  for (const auto& [on, name] : {std::pair{r.core_attn, "core_attn"}, std::pair{r.layernorm, "layernorm"}, std::pair{r.moe_act, "moe_act"},
+                                 std::pair{r.mla_up_proj, "mla_up_proj"}, std::pair{r.mlp, "mlp"}, std::pair{r.moe, "moe"}}) {
     if (on) out += (out.empty() ? "" : ",") + std::string(name);
   }
   return out;
@@ -457,7 +458,9 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   // activation output are not kept.
   const RecomputeModules none_rerun{.core_attn = false};
   const RecomputeModules& rerun = rc == Recompute::selective ? p.recompute_modules : none_rerun;
-  if (rerun.layernorm) seq -= unfused_norms(m, kind) * 2 * h * lin;
+  // (A MoE layer rerun whole keeps its pre-MLP norm's output as its input: the moe rule below.)
+  const bool moe_rerun = kind.ffn == Ffn::moe && rerun.moe;
+  if (rerun.layernorm) seq -= (unfused_norms(m, kind) - (moe_rerun ? 1 : 0)) * 2 * h * lin;
   // Tensor-parallel region: Q, K, V, the output projection's input, and the attention scores
   // when they are kept (no flash attention, no selective recompute): softmax output, and with
   // dropout its mask and output, per head and key. A Mamba-2 mixer keeps in_proj's output (z, x,
@@ -471,6 +474,9 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   double proj = 2 * ho * lin;
   if (p.framework == "megatron" && p.precision != "bf16") proj = 2 * ho + (p.precision == "fp8-delayed" ? 2 * ho * lin : 0);
   double tpr = attention ? 2 * (hq + hk) + 2 * hv + proj : 0;
+  // mla_up_proj: Q, K and V are rebuilt from the kept latents (the up-projections' inputs) before
+  // the attention's backward, so they are not kept.
+  if (attention && m.mla.enabled() && rerun.mla_up_proj) tpr -= 2 * (hq + hk) + 2 * hv;
   double scores = 0;
   if (attention && !p.flash_attention && (rc == Recompute::none || (rc == Recompute::selective && !rerun.core_attn))) {
     scores = (dropout ? 5.0 : 2.0) * heads * static_cast<double>(p.seq_len) / p.cp;
@@ -490,9 +496,19 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
     // shared experts are tensor-parallel.
     routed = experts_per_token(p, m) * p.expert_imbalance * (per - (rerun.moe_act ? 2 * fe * lin : 0) + 2 * width * lin);
     tpr += m.moe.shared_experts * per;
+    // moe: the layer keeps its input (the pre-MLP norm's output, in bf16, unless layernorm reruns
+    // that norm too) in place of its first linear layer's input, and nothing inside; its forward
+    // reruns before its backward.
+    if (moe_rerun) routed = 0, tpr -= m.moe.shared_experts * per, seq += (rerun.layernorm ? 0 : 2 * h) - 2 * h * lin;
   } else if (kind.ffn == Ffn::dense) {
     const double f = static_cast<double>(m.ffn_hidden);
-    tpr += (m.mlp == MlpKind::swiglu ? 4 * f : 2 * f) + 2 * f * lin;
+    // mlp: likewise for a dense MLP (its norm fused into fc1: the checkpoint's input is the
+    // norm's, already counted, so fc1's input goes too).
+    if (rerun.mlp) {
+      seq -= 2 * h * lin;
+    } else {
+      tpr += (m.mlp == MlpKind::swiglu ? 4 * f : 2 * f) + 2 * f * lin;
+    }
   }
   return tokens * ((seq + routed) / sp + tpr / t + scores / t);
 }

@@ -38,6 +38,9 @@ struct RecomputeModules {
   bool core_attn = true;
   bool layernorm = false;
   bool moe_act = false;
+  bool mla_up_proj = false;  // MLA's query and key-value up-projections and RoPE: Q, K and V not kept
+  bool mlp = false;          // a dense MLP whole: only its input kept
+  bool moe = false;          // a MoE layer whole (router, dispatch, experts, combine): only its input kept
   bool operator==(const RecomputeModules&) const = default;
 };
 // "core_attn,layernorm": the modules in Megatron's names, comma-separated ("" for none).

@@ -558,6 +558,12 @@ struct LayerCost {
   OpCost f, b, w;  // forward, input grads (B), weight grads (W)
 };
 
+// What an op's cost grew by since `before` (the forward kernels of a module, to rerun them).
+OpCost since(const OpCost& now, const OpCost& before) {
+  return {.compute = now.compute - before.compute, .comm = now.comm - before.comm, .flops = now.flops - before.flops,
+          .pairable = now.pairable - before.pairable, .ep = now.ep - before.ep, .host = now.host - before.host};
+}
+
 // Which linear layer a GEMM is, for its precision and LoRA: the kLinearModules (Megatron's
 // module names, ParallelPlan::module_precision), the multi-token prediction modules' projection,
 // and the layers that stay in bf16 whatever the plan's precision (the router, the LM head).
@@ -743,6 +749,10 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   double gemm_f = 0, gemm_bw = 0;
   double ep_a2a = 0;  // the MoE's dispatch and combine, per pass
   const bool attention = kind.mixer == Mixer::attention;
+  // Selective recompute's whole modules (mla_up_proj, mlp, moe): their forward kernels, rerun
+  // before the backward.
+  const RecomputeModules reruns = p.recompute == Recompute::selective ? p.recompute_modules : RecomputeModules{.core_attn = false};
+  OpCost rerun;
   if (kind.mixer == Mixer::mamba) {
     const HostMark mark(lc);
     add_mamba(c, lc, &gemm_f, &gemm_bw);
@@ -752,14 +762,20 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // Attention projections.
   if (!attention) {
   } else if (m.mla.enabled()) {
+    // The up-projections (from the latents: q_lora_rank, kv_lora_rank) are what mla_up_proj reruns.
+    const auto up_proj = [&](const Gemm& g) {
+      const OpCost before = lc.f;
+      add_gemm(c, lc, g, &gemm_f, &gemm_bw, Linear::mla_qkv);
+      if (reruns.mla_up_proj) rerun += since(lc.f, before);
+    };
     if (m.mla.q_lora_rank > 0) {
       add_gemm(c, lc, {T, m.mla.q_lora_rank, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
-      add_gemm(c, lc, {T, c.heads_l * qk, m.mla.q_lora_rank}, &gemm_f, &gemm_bw, Linear::mla_qkv);
+      up_proj({T, c.heads_l * qk, m.mla.q_lora_rank});
     } else {
       add_gemm(c, lc, {T, c.heads_l * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
     }
     add_gemm(c, lc, {T, m.mla.kv_lora_rank + m.mla.qk_rope_dim, m.hidden}, &gemm_f, &gemm_bw, Linear::mla_qkv);
-    add_gemm(c, lc, {T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank}, &gemm_f, &gemm_bw, Linear::mla_qkv);
+    up_proj({T, c.heads_l * (m.mla.qk_nope_dim + m.mla.v_head_dim), m.mla.kv_lora_rank});
   } else {
     add_gemm(c, lc, {T, (c.heads_l + 2 * c.kv_l) * qk, m.hidden}, &gemm_f, &gemm_bw, Linear::qkv);
   }
@@ -818,15 +834,18 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   if (kind.ffn == Ffn::none) {
   } else if (kind.ffn == Ffn::dense) {
     const HostMark mark(lc);
+    const OpCost before = lc.f;
     const std::int64_t f = m.ffn_hidden / p.tp;
     add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, Linear::fc1);
     add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, Linear::fc2);
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
     graph_since(c, lc, mark, "mlp");
+    if (reruns.mlp) rerun += since(lc.f, before);
   } else {
     const auto& e = m.moe;
     const HostMark moe_mark(lc);
+    const OpCost moe_before = lc.f;
     add_gemm(c, lc, {Ts, e.experts, m.hidden}, &gemm_f, &gemm_bw, Linear::bf16);  // router (replicated, bf16)
     // The router's score function and top-k, one fused kernel each way over the fp32 logits
     // (moe_router_fusion, as the performance recipes set it).
@@ -902,6 +921,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
                            : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p), CommKind::ep);
     ep_a2a = 2 * a2a;
     graph_since(c, lc, moe_mark, "moe");
+    if (reruns.moe) rerun += since(lc.f, moe_before);
   }
   // Norms and residual adds, one per sublayer; rotary embedding (hybrid stacks use none:
   // Nemotron-H's attention has no position embedding).
@@ -916,8 +936,10 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   c.add(lc.f, c.mem(KernelKind::elementwise, sub * 3 * Ts * h * 2));
   if (attention && m.layer_pattern.empty()) {
     const double rope = T * static_cast<double>(c.heads_l + c.kv_l) * static_cast<double>(qk) * 2 * 2;
+    const OpCost before = lc.f;
     c.add(lc.f, c.mem(KernelKind::rope, rope));
     c.add(lc.b, c.mem(KernelKind::rope, rope));
+    if (m.mla.enabled() && reruns.mla_up_proj) rerun += since(lc.f, before);
   }
 
   // Tensor-parallel communication of the layer: with sequence parallelism an all-gather before
@@ -958,15 +980,17 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   }
   // Expert-parallel dispatch and combine: exposed, or with overlap_ep_comm beside the other
   // micro-batch's opposite pass (the forward's behind a backward, the backward's behind a forward).
+  // A MoE layer rerun whole (moe) dispatches and combines again in its backward.
+  const double ep_b = kind.ffn == Ffn::moe && reruns.moe ? 2 * ep_a2a : ep_a2a;
   if (p.overlap_ep_comm) {
     lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap_ep);
-    lc.b.comm += overlapped(ep_a2a, lc.f.compute, c.overlap_ep);
+    lc.b.comm += overlapped(ep_b, lc.f.compute, c.overlap_ep);
   } else if (p.ep_comm != "inline") {
     lc.f.comm += ep_a2a, lc.f.ep += ep_a2a;
-    lc.b.comm += ep_a2a, lc.b.ep += ep_a2a;
+    lc.b.comm += ep_b, lc.b.ep += ep_b;
   } else {
     lc.f.comm += ep_a2a, lc.f.pairable += ep_a2a;
-    lc.b.comm += ep_a2a, lc.b.pairable += ep_a2a;
+    lc.b.comm += ep_b, lc.b.pairable += ep_b;
   }
   // A dropless MoE layer's forward makes the host wait for the device: the token counts per
   // expert (the all-to-all's split sizes, the grouped GEMM's groups) are copied to the host and
@@ -982,6 +1006,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   } else if (p.recompute == Recompute::selective && p.recompute_modules.core_attn && !p.flash_attention) {
     lc.b += att_fwd;
   }
+  lc.b += rerun;
   // Activation offload: the layer's kept activations go down the host link after its forward
   // and come back ahead of its backward, on a copy engine beside the compute (no SMs); what the
   // layer's own compute does not cover is exposed.

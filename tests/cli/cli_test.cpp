@@ -717,8 +717,9 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
             .find("bad-step.json:/plan/recompute: found \"some\", expected none, selective, full or op-selective") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute_modules": ["layernorm"]}})")
             .find("bad-step.json:/plan/recompute_modules: found recompute_modules with recompute \"none\", expected recompute \"selective\"") != std::string::npos);
-  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "selective", "recompute_modules": ["layernorm", "mla_up_proj"]}})")
-            .find("bad-step.json:/plan/recompute_modules/1: found \"mla_up_proj\", expected core_attn, layernorm or moe_act") != std::string::npos);
+  CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "selective", "recompute_modules": ["layernorm", "shared_experts"]}})")
+            .find("bad-step.json:/plan/recompute_modules/1: found \"shared_experts\", expected core_attn, layernorm, moe_act, mla_up_proj, mlp or moe") !=
+        std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "recompute": "selective", "recompute_modules": ["moe_act", "moe_act"]}})")
             .find("bad-step.json:/plan/recompute_modules/1: found \"moe_act\" twice, expected each module once") != std::string::npos);
   CHECK(fails(R"({"model": "llama3-8b", "cluster": {"gpu": "H100", "topology": "dgx-h100:nodes=2"}, "plan": {"global_batch": 16, "sharding": "fsdp3"}})")

@@ -602,6 +602,53 @@ TEST_CASE("selective recompute's modules: layernorm and moe_act keep less and re
   CHECK(both.step_time > act.step_time);
 }
 
+TEST_CASE("selective recompute's whole modules: moe, mlp and mla_up_proj keep their inputs alone and rerun their forward") {
+  // moe: a MoE layer keeps only its input (the pre-MLP norm's output, bf16: as much as the router's
+  // input it replaces), so each layer drops its routed copies' tensors: top_k x (fc1's outputs
+  // 4 f, fc2's input 2 f, the dispatched input 2 h) per token.
+  StepScenario sc = on_h100("gpt-oss-20b", 8, 8, 8, 4096, "dgx-h100:nodes=1");
+  const ModelSpec& m = sc.model;
+  const StepResult none = step(sc);
+  sc.plan.recompute = Recompute::selective;
+  sc.plan.recompute_modules = {.core_attn = false, .moe = true};
+  const StepResult moe = step(sc);
+  const double fe = static_cast<double>(m.moe.expert_ffn), h = static_cast<double>(m.hidden);
+  CHECK(none.memory.activations_bytes - moe.memory.activations_bytes ==
+        orrery::testing::Approx(4096.0 * m.layers * m.moe.top_k * (6 * fe + 2 * h)).epsilon(1e-9));
+  // Its forward reruns, its dispatch and combine too: slower than moe_act's rerun alone.
+  sc.plan.recompute_modules = {.core_attn = false, .moe_act = true};
+  const StepResult act = step(sc);
+  CHECK(moe.step_time > act.step_time);
+  CHECK(moe.stages[0].exposed_comm_s > none.stages[0].exposed_comm_s);
+  // With layernorm too, the norm's output (the moe checkpoint's input) is not kept either.
+  sc.plan.recompute_modules = {.core_attn = false, .layernorm = true, .moe = true};
+  CHECK(moe.memory.activations_bytes - step(sc).memory.activations_bytes ==
+        orrery::testing::Approx(4096.0 * m.layers * 2 * h).epsilon(1e-9));
+  // DeepSeek-V3 cut to 4 layers (3 dense, 1 MoE) on 8 GPUs: mlp drops a dense layer's MLP
+  // tensors (fc1's input 2 h, its outputs 4 f, fc2's input 2 f); mla_up_proj drops Q, K and V,
+  // rebuilt from the kept latents.
+  StepScenario ds = on_h100("deepseek-v3", 8, 8, 8, 4096, "dgx-h100:nodes=1");
+  ds.model.layers = 4;
+  const ModelSpec& d = ds.model;
+  const StepResult d_none = step(ds);
+  ds.plan.recompute = Recompute::selective;
+  ds.plan.recompute_modules = {.core_attn = false, .mlp = true};
+  const StepResult d_mlp = step(ds);
+  const double f = static_cast<double>(d.ffn_hidden), dh = static_cast<double>(d.hidden);
+  CHECK(d_none.memory.activations_bytes - d_mlp.memory.activations_bytes ==
+        orrery::testing::Approx(4096.0 * d.moe.dense_layers * (2 * dh + 6 * f)).epsilon(1e-9));
+  CHECK(d_mlp.step_time > d_none.step_time);
+  ds.plan.recompute_modules = {.core_attn = false, .mla_up_proj = true};
+  const StepResult d_mla = step(ds);
+  const double heads = d.heads, qk = static_cast<double>(d.qk_head_dim()), v = static_cast<double>(d.v_head_dim());
+  CHECK(d_none.memory.activations_bytes - d_mla.memory.activations_bytes ==
+        orrery::testing::Approx(4096.0 * d.layers * (2 * (2 * heads * qk) + 2 * heads * v)).epsilon(1e-9));
+  CHECK(d_mla.step_time > d_none.step_time);
+  // Reruns cost less than rerunning every layer's forward.
+  ds.plan.recompute = Recompute::full;
+  CHECK(d_mla.step_time < step(ds).step_time);
+}
+
 TEST_CASE("memory: ZeRO shards, recompute shrinks activations, OOM is reported") {
   StepScenario sc = small(1, 1, 8, 2);
   sc.model = model("llama3-8b");
