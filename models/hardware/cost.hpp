@@ -79,7 +79,7 @@ struct RooflineParams {
   // on another GPU it scales with the GPU's bf16 tensor peak over its FP32 peak against H100's
   // (kH100TensorToScalar): 1.08x on A100 (whose FlashAttention-2 rows it fits as H100's do), 1.9x
   // on B200 and 2.1x on GB200, whose tensor cores doubled per SM and clock while the units the
-  // softmax runs on did not ("FlashAttention-4", Together AI blog, 2026: from H100 to B200 bf16
+  // softmax runs on did not ("FlashAttention-4", Together AI blog: from H100 to B200 bf16
   // tensor throughput goes from 1 to 2.25 PFLOP/s, the SFU count stays the same, and the softmax's
   // exponentials bound the forward). At d = 128 and 16k keys this gives B200 1,157 TFLOP/s forward,
   // against cuDNN 9.13's about 1,235 there (the same blog: FlashAttention-4's 1,605 TFLOP/s is up to
