@@ -561,9 +561,10 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     p.cuda_graphs = recipe->cuda_graphs;
     // The recipes' whole-module reruns (mla_up_proj, mlp, moe) are modelled but not applied here:
     // with them the refit (step parameters v14, not kept) reached 9.1% on the Megatron-Core table
-    // (from 7.5%) and BF16 11.4% (from 10.8%), as Nemotron 3 Nano on H100 went from 10% too fast
-    // without its moe rerun to 14% too slow with it, moving Hopper's parameters. Those configs run
-    // without recompute, as before, until Nano's other costs are understood.
+    // (from 7.5%) and BF16 11.4% (from 10.8%). Nemotron 3 Nano on H100, 7 to 11% too fast without
+    // its moe rerun, was 11 to 14% too slow with it at v13's parameters, and the refit moved
+    // Hopper's parameters to meet it (6 to 10% too slow after). Those configs run without
+    // recompute, as before, until Nano's other costs on H100 are understood.
     if (const models::RecomputeModules* modules = recipe_recompute(*recipe); modules != nullptr && !modules->mla_up_proj && !modules->mlp && !modules->moe) {
       p.recompute = models::Recompute::selective;
       p.recompute_modules = *modules;
