@@ -456,8 +456,7 @@ double kind_activation_bytes(const ParallelPlan& p, const ModelSpec& m, LayerKin
   double seq = sub * (2 * h + 2 * h * lin) + (dropout ? sub * h : 0);
   // Selective recompute's modules (RecomputeModules): a rerun norm's output and the experts'
   // activation output are not kept.
-  const RecomputeModules none_rerun{.core_attn = false};
-  const RecomputeModules& rerun = rc == Recompute::selective ? p.recompute_modules : none_rerun;
+  const RecomputeModules rerun = rerun_modules(p.recompute_modules, rc);
   // (A MoE layer rerun whole keeps its pre-MLP norm's output as its input: the moe rule below.)
   const bool moe_rerun = kind.ffn == Ffn::moe && rerun.moe;
   if (rerun.layernorm) seq -= (unfused_norms(m, kind) - (moe_rerun ? 1 : 0)) * 2 * h * lin;

@@ -45,6 +45,10 @@ struct RecomputeModules {
 };
 // "core_attn,layernorm": the modules in Megatron's names, comma-separated ("" for none).
 std::string to_string(const RecomputeModules& r);
+// The modules a plan's recompute `rc` reruns: its recompute_modules under selective, none else.
+inline RecomputeModules rerun_modules(const RecomputeModules& modules, Recompute rc) {
+  return rc == Recompute::selective ? modules : RecomputeModules{.core_attn = false};
+}
 // The norms of a layer of `kind` that the `layernorm` module reruns: those not fused into the
 // linear layer after them, a MoE layer's pre-MLP norm and MLA's input norm (0, 1 or 2).
 int unfused_norms(const ModelSpec& m, LayerKind kind);

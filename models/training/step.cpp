@@ -751,7 +751,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   const bool attention = kind.mixer == Mixer::attention;
   // Selective recompute's whole modules (mla_up_proj, mlp, moe): their forward kernels, rerun
   // before the backward.
-  const RecomputeModules reruns = p.recompute == Recompute::selective ? p.recompute_modules : RecomputeModules{.core_attn = false};
+  const RecomputeModules reruns = rerun_modules(p.recompute_modules, p.recompute);
   OpCost rerun;
   if (kind.mixer == Mixer::mamba) {
     const HostMark mark(lc);
@@ -906,7 +906,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
       c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
     }
     // Recomputed (moe_act): the activation's forward again before fc2's backward.
-    if (p.recompute == Recompute::selective && p.recompute_modules.moe_act) {
+    if (reruns.moe_act) {
       c.add(lc.b, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
     }
     const double wd = static_cast<double>(width);
@@ -929,7 +929,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   c.add(lc.f, c.mem(KernelKind::norm, sub * 2 * Ts * h * 2));
   c.add(lc.b, c.mem(KernelKind::norm, sub * 3 * Ts * h * 2));
   // Recomputed (layernorm): the norms not fused into a linear layer, forward again in the backward.
-  if (p.recompute == Recompute::selective && p.recompute_modules.layernorm) {
+  if (reruns.layernorm) {
     const int norms = unfused_norms(m, kind);
     if (norms > 0) c.add(lc.b, c.mem(KernelKind::norm, norms * 2 * Ts * h * 2));
   }
@@ -1003,7 +1003,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // attention when its scores were not kept (flash attention recomputes them anyway).
   if (p.recompute == Recompute::full) {
     lc.b += lc.f;
-  } else if (p.recompute == Recompute::selective && p.recompute_modules.core_attn && !p.flash_attention) {
+  } else if (reruns.core_attn && !p.flash_attention) {
     lc.b += att_fwd;
   }
   lc.b += rerun;
