@@ -121,6 +121,11 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       spec.host_memory_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
     }
     if (auto v = f.optional("host_link_bandwidth")) spec.host_link_bandwidth = within(*v, v->as_bandwidth().value(), "bandwidth", 0, 1e15, "0 to 1 PB/s");
+    if (auto v = f.optional("gemm_tile")) {
+      const std::int64_t n = v->as_int();
+      if (n < 16 || n > 1024) v->fail_expected("a GEMM tile of 16 to 1024 rows");
+      spec.gemm_tile = static_cast<int>(n);
+    }
     if (auto v = f.optional("source")) spec.source = v->as_string();
     f.finish();
     if (!have_bf16) {

@@ -61,6 +61,7 @@ sim::Duration to_duration(double seconds) { return sim::ceil_duration_ns(seconds
 }  // namespace
 
 RooflineCostModel::RooflineCostModel(GpuSpec gpu, RooflineParams params) : gpu_(std::move(gpu)), params_(params) {
+  if (params_.gemm_tile == 0) params_.gemm_tile = gpu_.gemm_tile;
   ORRERY_CHECK(gpu_.hbm_bandwidth > 0, "GPU {} has no HBM bandwidth", gpu_.name);
   ORRERY_CHECK(params_.gemm_tile > 0 && params_.attention_tile > 0, "tile sizes must be positive");
   ORRERY_CHECK(params_.step_efficiency > 0 && params_.step_efficiency <= 1, "step efficiency {} outside (0, 1]", params_.step_efficiency);

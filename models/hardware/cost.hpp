@@ -60,14 +60,15 @@ inline constexpr double kH100TensorToScalar = 989.0 / 67.0;
 inline constexpr std::int64_t kGroupedGemmStreams = 4;
 
 struct RooflineParams {
-  // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile); FP8 GEMMs
+  // GEMM: fraction of peak on tile-padded FLOPs (m and n rounded up to gemm_tile, 0 for the
+  // GPU's own, GpuSpec::gemm_tile: 128, or 256 on data-center Blackwell); FP8 GEMMs
   // reach a smaller fraction of their (twice as high) peak, and FP4's is taken as FP8's.
   double gemm_efficiency = 0.8149;
   double gemm_efficiency_fp8 = 0.7162;
   double gemm_efficiency_fp4 = 0.7162;
   // Grouped GEMMs (MoE experts) reach this fraction of a plain GEMM's efficiency.
   double grouped_gemm_efficiency = 1.0;
-  std::int64_t gemm_tile = 128;
+  std::int64_t gemm_tile = 0;
   // Attention (FlashAttention-style): each document's length rounds up to attention_tile, the
   // executed FLOPs are those of the whole tiles (for a causal mask, the tiles on and below the
   // diagonal), and efficiency = e_pass * L / (L + half_kv) * d / (d + half_head_dim), where L is

@@ -103,6 +103,10 @@ std::vector<GpuSpec> builtin_gpus() {
   // two EPYC 7742 of 8 DDR4-3200 channels (410 GB/s), PCIe 4.0 x16 (32 GB/s). GB200 / GB300 (NVIDIA
   // GB200 NVL72 page, Grace CPU datasheet): one Grace per two GPUs with 480 GB LPDDR5X at up to 512
   // GB/s, on NVLink-C2C of 900 GB/s (450 GB/s each way) shared by the two.
+  // GEMM tiles: data-center Blackwell's tcgen05.mma with cta_group::2 computes a 256-row tile over
+  // a pair of SMs, up to 256 columns (CUTLASS documentation, "Blackwell SM100 GEMMs": the 2-SM
+  // MMA shapes), and its fastest GEMM kernels tile the output so; Hopper's and older GPUs' best
+  // kernels tile by 128 (two consumer warpgroups of 64 rows each on Hopper).
   for (GpuSpec& x : g) {
     const auto host = [&](double memory, double bandwidth, double link) {
       x.host_memory_bytes = memory, x.host_memory_bandwidth = bandwidth, x.host_link_bandwidth = link;
@@ -111,6 +115,7 @@ std::vector<GpuSpec> builtin_gpus() {
     if (x.name == "B200" || x.name == "B300") host(2000 * GB / 8, 716.8 * GB / 8, 64 * GB);
     if (x.name == "A100-80GB" || x.name == "A100-40GB") host(1000 * GB / 8, 409.6 * GB / 8, 32 * GB);
     if (x.name == "GB200" || x.name == "GB300") host(480 * GB / 2, 512 * GB / 2, 450 * GB / 2);
+    if (x.name == "B200" || x.name == "GB200" || x.name == "B300" || x.name == "GB300") x.gemm_tile = 256;
   }
   return g;
 }

@@ -15,7 +15,8 @@ TEST_CASE("GPU catalog files add GPUs and override built-in ones") {
     {"name": "H100-PCIe", "base": "H100", "peak_flops": {"bf16": "756 TFLOP/s", "fp8": null},
      "hbm_bandwidth": "2 TB/s", "sm_count": 114, "source": "NVIDIA H100 PCIe datasheet"},
     {"name": "H200", "hbm": "141 GB", "hbm_bandwidth": "4.0 TB/s"},
-    {"name": "TPU-like", "peak_flops": {"bf16": "459 TFLOP/s"}, "hbm": "95 GB", "hbm_bandwidth": "2.76 TB/s", "sm_count": 4}]})",
+    {"name": "TPU-like", "peak_flops": {"bf16": "459 TFLOP/s"}, "hbm": "95 GB", "hbm_bandwidth": "2.76 TB/s", "sm_count": 4, "gemm_tile": 256},
+    {"name": "B200-700W", "base": "B200", "peak_flops": {"bf16": "1800 TFLOP/s"}}]})",
                             "gpus.json");
   const models::GpuSpec& pcie = c.gpu("H100-PCIe");
   CHECK(pcie.peak(models::DType::bf16).value() == 756e12);
@@ -27,7 +28,10 @@ TEST_CASE("GPU catalog files add GPUs and override built-in ones") {
   CHECK(c.gpu("H200").hbm_bandwidth == 4.0e12);                       // overridden in place
   CHECK(c.gpu("H200").peak(models::DType::bf16).value() == 989e12);
   CHECK(c.gpu("TPU-like").sm_count == 4);
-  CHECK(c.gpus().size() == models::HardwareCatalog::builtin().gpus().size() + 2);
+  CHECK(c.gpu("TPU-like").gemm_tile == 256);
+  CHECK(pcie.gemm_tile == 128);                   // Hopper's, from the base
+  CHECK(c.gpu("B200-700W").gemm_tile == 256);     // Blackwell's 2-SM tile, from the base
+  CHECK(c.gpus().size() == models::HardwareCatalog::builtin().gpus().size() + 3);
 }
 
 TEST_CASE("bad GPU catalog files name the file, the pointer and what was expected") {
@@ -49,6 +53,8 @@ TEST_CASE("bad GPU catalog files name the file, the pointer and what was expecte
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "peak_flops": {"bf8": "1 PFLOP/s"}}]})")
             .find("gpus.json:/gpus/0/peak_flops/bf8: unknown key \"bf8\"") != std::string::npos);
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "sm_cont": 3}]})").find("did you mean \"sm_count\"?") != std::string::npos);
+  CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "gemm_tile": 8}]})").find("gpus.json:/gpus/0/gemm_tile") != std::string::npos);
+  CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "gemm_tile": 2000}]})").find("found a number 2000, expected a GEMM tile of 16 to 1024 rows") != std::string::npos);
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "peak_flops": {"bf16": null}}]})").find("has no bf16 peak") != std::string::npos);
 }
 

@@ -102,6 +102,21 @@ TEST_CASE("roofline closed forms") {
   SUBCASE("m and n round up to 128-wide tiles") {
     CHECK(m.terms(Kernel::gemm(129, 4096, 4096, DType::bf16)).compute_s ==
           orrery::testing::Approx(m.terms(Kernel::gemm(256, 4096, 4096, DType::bf16)).compute_s));
+    CHECK(m.terms(Kernel::gemm(4096, 2880, 2880, DType::bf16)).executed_flops == 2.0 * 4096 * 2944 * 2880);
+  }
+  SUBCASE("on data-center Blackwell, to the 2-SM MMA's 256-wide tiles (GpuSpec::gemm_tile)") {
+    for (const char* name : {"B200", "GB200", "B300", "GB300"}) {
+      const RooflineCostModel b(HardwareCatalog::builtin().gpu(name));
+      CHECK(b.params().gemm_tile == 256);
+      // GPT-OSS's width: 2880 = 11.25 tiles of 256, executed as 12.
+      CHECK(b.terms(Kernel::gemm(4096, 2880, 2880, DType::bf16)).executed_flops == 2.0 * 4096 * 3072 * 2880);
+      CHECK(b.terms(Kernel::gemm(4096, 3072, 2880, DType::bf16)).compute_s ==
+            orrery::testing::Approx(b.terms(Kernel::gemm(4096, 2880, 2880, DType::bf16)).compute_s));
+    }
+    RooflineParams own;
+    own.gemm_tile = 64;  // a tile the caller sets stands
+    CHECK(RooflineCostModel(HardwareCatalog::builtin().gpu("B200"), own).params().gemm_tile == 64);
+    CHECK(m.params().gemm_tile == 128);
   }
   SUBCASE("memory-bound kernels take their bytes at 90% of HBM bandwidth") {
     const Kernel n = Kernel::memory_bound(KernelKind::norm, sim::Bytes(3.35e9), DType::bf16);
