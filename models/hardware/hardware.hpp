@@ -50,7 +50,7 @@ struct GpuSpec {
   double host_memory_bandwidth = 0;
   double host_link_bandwidth = 0;
   // The output tile, rows and columns, of the GPU's fastest tensor-core GEMM kernels: a GEMM's m
-  // and n round up to it (RooflineParams::gemm_tile). 128 to Hopper; 256 on data-center
+  // and n round up to it (RooflineParams::gemm_tile). 128 on Hopper and older; 256 on data-center
   // Blackwell, whose tcgen05.mma runs one 256-row MMA over a pair of SMs (cta_group::2).
   int gemm_tile = 128;
 
