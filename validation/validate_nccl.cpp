@@ -19,6 +19,10 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace orrery::validation {
 
@@ -572,6 +576,32 @@ NcclValidationSummary validate_nccl(const std::string& data_dir, std::string& md
   md += "\nAt EP 16 this model finds NVLink forwarding the bottleneck where DeepEP reports RDMA: it counts every distinct "
         "expert GPU a token reaches inside each node as an NVLink copy; DeepEP's 58 GB/s at EP 32 (above the NIC's 50) "
         "counts bytes differently again. Open.\n";
+  // HybridEP (NVIDIA's kernels in DeepEP's hybrid-ep branch, docs/README_Hybrid-EP.md, "GB200
+  // Platform" table: 4096 tokens of 7168, top 8, 8 local experts, 16 SMs, through the Torch API,
+  // BF16): what Megatron's `hybridep` backend runs on GB200, and what `deepep` stands for there.
+  // The model prices it as DeepEP's kernels on H800 (the NVLink share set above); these rows are
+  // predictions on a GPU the share was not set on.
+  md += "\nHybridEP on GB200's NVLink (900 GB/s per direction), against its README's table (github.com/deepseek-ai/DeepEP, branch "
+        "hybrid-ep, docs/README_Hybrid-EP.md: 4096 tokens of 7168, top 8, 8 local experts, 16 SMs, Torch API, BF16 dispatch; "
+        "\"algorithm bandwidth\"), predicted with DeepEP's H800 share:\n\n"
+        "| ranks | measured dispatch GB/s | measured combine GB/s | model GB/s | model / measured (mean of the two) |\n|---|---|---|---|---|\n";
+  double fewest = 1e9, most = 0;  // model / measured over the rows
+  for (const auto& [ranks, dispatch, combine] : std::vector<std::tuple<int, double, double>>{
+           {8, 550.10, 538.44}, {16, 472.84, 474.48}, {24, 441.89, 444.40}, {32, 485.50, 423.19}, {36, 469.96, 418.27}}) {
+    const models::ExpertDispatch d{.ep = ranks, .per_node = ranks, .top_k = 8, .max_nodes = 0, .imbalance = 1.0};
+    const models::DispatchCost c = models::deepep_dispatch(d, 4096, 7168 * 2, 900, 50);
+    const double model = c.nvlink_bytes / (c.time_s - c.latency_s) / 1e9;
+    const double ratio = model / ((dispatch + combine) / 2);
+    fewest = std::min(fewest, ratio), most = std::max(most, ratio);
+    md += fmt::format("| {} | {:.0f} | {:.0f} | {:.0f} | {:.2f} |\n", ranks, dispatch, combine, model, ratio);
+  }
+  md += fmt::format("\nThe model is {:.0f} to {:.0f}% faster than HybridEP measures on GB200: DeepEP's share of H800's NVLink does not "
+                    "carry over to NVLink 5, where the kernels reach about half the line rate.",
+                    100 * (fewest - 1), 100 * (most - 1));
+  md += " Tried as the Blackwell share (branch wip-fit-switches, "
+        "ORRERY_HYBRIDEP), the training-step fit got worse (the GB200 MoE rows, already too slow, slower still); so the "
+        "expert dispatch stays priced as on H800 until the step's other Blackwell costs are understood (the training-step tables "
+        "below).\n";
   md += "\n";
   md += "Left out:\n\n";
   for (const auto& [file, why] : left_out()) md += fmt::format("- {}: {}\n", file, why);
