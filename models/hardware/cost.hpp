@@ -36,6 +36,9 @@ class CostModel {
   // The same for the expert-parallel all-to-alls overlapped with the other micro-batch's compute
   // (RooflineParams::overlap_ep_efficiency).
   virtual double overlap_ep_efficiency() const { return 1.0; }
+  // The same for the data-parallel collectives (gradient reduce-scatters, parameter all-gathers)
+  // run beside the compute (RooflineParams::overlap_dp_efficiency).
+  virtual double overlap_dp_efficiency() const { return 1.0; }
   // Seconds of CPU time the framework spends to issue one kernel (RooflineParams::host_issue):
   // hidden while the GPU has queued work, the step's pace where kernels are shorter.
   virtual double host_issue_s() const { return 0.0; }
@@ -125,6 +128,11 @@ struct RooflineParams {
   // compute it is scheduled beside (plan.overlap.ep_comm: NCCL's or DeepEP's kernels on SMs of
   // their own, not Transformer Engine's TP overlap); 1 for isolated kernels.
   double overlap_ep_efficiency = 1.0;
+  // The fraction of a data-parallel collective (a gradient bucket's reduce-scatter, a parameter
+  // all-gather) that hides behind the compute it runs beside: the rest slows those kernels, whose
+  // SMs and HBM bandwidth NCCL's kernels share; 1 for isolated kernels. Used by the step
+  // emulator, not by time().
+  double overlap_dp_efficiency = 1.0;
   // Where these values come from, for summaries ("hopper megatron fp8"); empty for the defaults.
   std::string source;
 };
@@ -137,6 +145,7 @@ class RooflineCostModel final : public CostModel {
   std::string summary() const override;
   double overlap_efficiency() const override { return params_.overlap_efficiency; }
   double overlap_ep_efficiency() const override { return params_.overlap_ep_efficiency; }
+  double overlap_dp_efficiency() const override { return params_.overlap_dp_efficiency; }
   double host_issue_s() const override { return params_.host_issue.to_seconds(); }
   double host_launch_s() const override { return params_.host_launch.to_seconds(); }
 
@@ -206,6 +215,7 @@ class CalibratedCostModel final : public CostModel {
   std::string summary() const override;
   double overlap_efficiency() const override { return roofline_.overlap_efficiency(); }
   double overlap_ep_efficiency() const override { return roofline_.overlap_ep_efficiency(); }
+  double overlap_dp_efficiency() const override { return roofline_.overlap_dp_efficiency(); }
   double host_issue_s() const override { return roofline_.host_issue_s(); }
   double host_launch_s() const override { return roofline_.host_launch_s(); }
   std::uint64_t fallbacks(KernelKind k) const { return fallback_[static_cast<std::size_t>(k)].load(); }

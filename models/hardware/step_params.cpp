@@ -40,7 +40,7 @@ struct Prior {
   bool bounded;
   double spread;
 };
-constexpr std::array<Prior, 15> kPriors = {{
+constexpr std::array<Prior, 16> kPriors = {{
     {"gemm.bf16", 0.8149, true, 2},
     {"gemm.fp8", 0.7162, true, 2},
     {"gemm.fp8-block", 0.7162, true, 2},
@@ -55,6 +55,7 @@ constexpr std::array<Prior, 15> kPriors = {{
     {"host.launch", 5.0, false, 4},
     {"overlap", 1.0, true, 4},
     {"overlap.ep", 1.0, true, 4},
+    {"overlap.dp", 1.0, true, 4},
     {"grouped_gemm", 1.0, true, 4},
 }};
 
@@ -116,6 +117,7 @@ std::vector<StepParameterUse> step_parameter_uses(const GpuSpec& gpu, const Step
   kinds.insert(kinds.end(), {"attention", ctx.framework == "pytorch" ? "memory.eager" : "memory", ctx.cuda_graphs ? "overhead.graph" : "overhead", "overlap",
                                   "grouped_gemm"});
   if (ctx.ep_overlap) kinds.emplace_back("overlap.ep");
+  if (ctx.dp_overlap) kinds.emplace_back("overlap.dp");
   if (!ctx.cuda_graphs) kinds.insert(kinds.end(), {"host", "host.launch"});  // a graph's kernels are issued by no one
   std::vector<StepParameterUse> out;
   for (const std::string& kind : kinds) {
@@ -147,6 +149,7 @@ RooflineParams training_roofline_params(const GpuSpec& gpu, const StepContext& c
     else if (u.kind == "overhead" || u.kind == "overhead.graph") p.kernel_overhead = sim::ceil_duration_ns(u.value * 1e3);
     else if (u.kind == "overlap") p.overlap_efficiency = u.value;
     else if (u.kind == "overlap.ep") p.overlap_ep_efficiency = u.value;
+    else if (u.kind == "overlap.dp") p.overlap_dp_efficiency = u.value;
     else if (u.kind == "grouped_gemm") p.grouped_gemm_efficiency = u.value;
     else if (u.kind == "host") p.host_issue = sim::ceil_duration_ns(u.value * 1e3);
     else if (u.kind == "host.launch") p.host_launch = sim::ceil_duration_ns(u.value * 1e3);
@@ -196,7 +199,7 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
     std::string kind = b == std::string::npos ? "" : name.substr(b + 1);
     if ((arch != "ampere" && arch != "hopper" && arch != "blackwell") || (fw != "megatron" && fw != "pytorch") || find_prior(kind) == nullptr) {
       fail(at, "expected a name <ampere|hopper|blackwell>.<megatron|pytorch>.<kind> with a known kind (gemm.<precision>, attention, memory, "
-               "memory.eager, overhead, overhead.graph, host, host.launch, overlap, overlap.ep, grouped_gemm)");
+               "memory.eager, overhead, overhead.graph, host, host.launch, overlap, overlap.ep, overlap.dp, grouped_gemm)");
     }
     return kind;
   };

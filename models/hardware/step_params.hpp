@@ -33,6 +33,9 @@ struct StepContext {
   // The expert all-to-alls overlapped with the other micro-batch (ParallelPlan::overlap_ep_comm):
   // their overlap.ep too.
   bool ep_overlap = false;
+  // Data-parallel collectives overlapped with the compute (ParallelPlan::overlap_grad_reduce or
+  // overlap_param_gather over a group of more than one): their overlap.dp too.
+  bool dp_overlap = false;
 };
 
 // The framework names StepContext takes, in order.
@@ -75,7 +78,8 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // CPU time for each further GEMM a grouped GEMM's C++ loop launches, one per local expert, after
 // the module's first), overlap (fraction of overlapped TP/CP communication that hides behind
 // compute), overlap.ep (the same for the expert all-to-alls overlapped with the other
-// micro-batch, plan.overlap.ep_comm), grouped_gemm (multiplier on GEMM efficiency for MoE
+// micro-batch, plan.overlap.ep_comm), overlap.dp (the same for the data-parallel gradient
+// reduce-scatters and parameter all-gathers overlapped with the compute), grouped_gemm (multiplier on GEMM efficiency for MoE
 // grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);

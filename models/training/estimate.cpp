@@ -100,8 +100,9 @@ struct Pipeline {
 // forward and backward, prefetching one layer ahead). Per layer, an op then takes the longer
 // of its compute and the data-parallel collectives it waits on (a gather one layer ahead
 // hides only behind one layer); unoverlapped collectives add to the op. The extra time is
-// counted as the op's exposed communication.
-void add_zero_collectives(Pipeline& x) {
+// counted as the op's exposed communication. The collectives a layer waits on also slow its
+// compute by `share` (1 - overlap.dp) of the time they run beside it (RankBuilder::slow_down).
+void add_zero_collectives(Pipeline& x, double share) {
   const ParallelPlan& p = x.p;
   const bool split_ops = x.split_ops, zero3 = x.zero3;
   x.zc.resize(x.chunks.size());
@@ -115,8 +116,13 @@ void add_zero_collectives(Pipeline& x) {
     z.r = x.fabric.dp_collective(rs, k.trainable / n, grad_reduce_bytes(p), x.groups);
     z.G = x.fabric.dp_collective(CollectiveOp::all_gather, k.params, param_gather_bytes(p), x.groups);
     z.R = x.fabric.dp_collective(rs, k.trainable, grad_reduce_bytes(p), x.groups);
-    // Per layer: the op's compute d against its collectives c, over n layers.
-    const auto paced = [n](OpTime& t, double c) { t.comm += n * std::max(0.0, c - t.seconds() / n); };
+    // Per layer: the op's compute d, slowed by the collectives c beside it, against them, over n
+    // layers.
+    const auto paced = [n, share](OpTime& t, double c) {
+      const double d = t.seconds() / n, slowed = d + share * std::min(c, d);
+      t.compute += n * (slowed - d);
+      t.comm += n * std::max(0.0, c - slowed);
+    };
     OpTime& grad_op = split_ops ? k.w : k.b;  // the op that completes the gradients (B stands for BW)
     if (zero3) {
       if (p.overlap_param_gather) {
@@ -293,6 +299,61 @@ DpEdges dp_edges(const Pipeline& x, const std::vector<StageSums>& st, double c) 
   return {tail, head};
 }
 
+// Per stage, how much the data-parallel collectives that run beside its compute slow it (as
+// run_step charges them, RankBuilder::slow_down): (1 - overlap.dp) of their time, at most that
+// share of the compute they run beside. Beside the compute run ZeRO-1 and -2's parameter gathers
+// from the step's start, less the pipeline's fill before the stage's first forward (`c`: one
+// pipeline send), every gradient bucket but the last (ZeRO-0 and -1: the chunks' last
+// backward ops'; ZeRO-2: every micro-batch's); the unoverlapped ones beside nothing. ZeRO-3's
+// overlapped collectives pace each layer (add_zero_collectives), which charges them.
+struct DpInterference {
+  double gathers = 0, buckets = 0;
+};
+std::vector<DpInterference> dp_interference(const Pipeline& x, const std::vector<StageSums>& st, double overlap_dp, double c) {
+  const ParallelPlan& p = x.p;
+  std::vector<DpInterference> out(static_cast<std::size_t>(p.pp));
+  if (x.dp_group <= 1 || overlap_dp == 1 || x.zero3) return out;
+  const CollectiveOp reduce_op = p.zero >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  const double per_step = x.zero_per_mb ? x.mbs : 1;  // how often each bucket goes
+  double fill = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    double buckets = 0, last_bucket = 0, gathers = 0;
+    for (int cc = 0; cc < x.shape.chunks; ++cc) {
+      const ChunkOpCosts& k = x.chunk(cc, s);
+      const int n = std::max(1, k.layers);
+      if (p.overlap_grad_reduce) {
+        // Each layer's bucket beside the next layer's part of the op (d), or of a later op; the
+        // step's last bucket (chunk 0's last layer) beside nothing.
+        const double r = x.fabric.dp_collective(reduce_op, k.trainable / n, grad_reduce_bytes(p), x.groups);
+        const double d = (x.split_ops ? k.w.seconds() : k.b.seconds() + k.w.seconds()) / n;
+        buckets += per_step * n * std::min(r, d);
+        if (cc == 0) last_bucket = std::min(r, d);
+      }
+      if (p.overlap_param_gather && p.zero >= 1) {
+        gathers += n * x.fabric.dp_collective(CollectiveOp::all_gather, k.trainable / n, param_gather_bytes(p), x.groups);
+      }
+    }
+    const double compute = x.mbs * st[static_cast<std::size_t>(s)].t();
+    const double g = std::min(std::max(0.0, gathers - fill), compute);
+    out[static_cast<std::size_t>(s)] = {(1 - overlap_dp) * g, (1 - overlap_dp) * std::min(std::max(0.0, buckets - last_bucket), compute - g)};
+    fill += x.chunk(0, s).f.seconds() + c;
+  }
+  return out;
+}
+
+// What the interference adds to the step: the slowest stage's gathers' share (they overlap the
+// fill and the steady state) and, under ZeRO-0 and -1, every stage's buckets' share, which slow
+// the last backward ops of each stage, one after another through the pipeline's drain; ZeRO-2's
+// buckets, spread over the step, as the gathers.
+double dp_interference_step(const Pipeline& x, const std::vector<DpInterference>& per_stage) {
+  double gathers = 0, drained = 0, spread = 0;
+  for (const DpInterference& d : per_stage) {
+    gathers = std::max(gathers, d.gathers + (x.zero_per_mb ? d.buckets : 0.0));
+    drained += x.zero_per_mb ? 0.0 : d.buckets;
+  }
+  return gathers + drained + spread;
+}
+
 // The end of the step: the optimizer after the stage's reductions.
 struct StepEnd {
   double end = 0;           // after the pipeline
@@ -436,7 +497,7 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   const bool split_ops = std::any_of(order.front().begin(), order.front().end(), [](const PipeOp& op) { return op.kind == PipeOpKind::backward_input; });
   Pipeline x{p, order, shape, fabric, schedule.name(), mbs, dp_group, fabric.dp_groups_of(p), split_ops, dp_traffic_stage(p) >= 2 && dp_group > 1,
              dp_traffic_stage(p) >= 3 && dp_group > 1, chunks, chunks, {}};
-  add_zero_collectives(x);
+  add_zero_collectives(x, 1 - cost.overlap_dp_efficiency());
   const std::vector<StageSums> st = stage_sums(x);
   const PipelineTime pt = pipeline_time(x, st);
   e.pipeline_compute_s = pt.ideal;
@@ -448,7 +509,9 @@ StepEstimate estimate_step_unchecked(const StepScenario& sc, const CostModel& co
   const StepEnd end = step_end(x, st, cost, sc.gpu, dp.tail);
   e.dp_tail_s = dp.tail.front();
   e.optimizer_s = end.opt.front();
-  e.step_time_s = dp.head + pipe + end.end;
+  e.dp_interference_s = dp_interference_step(x, dp_interference(x, st, cost.overlap_dp_efficiency(), c));
+  e.pipeline_compute_s += e.dp_interference_s;
+  e.step_time_s = dp.head + pipe + end.end + e.dp_interference_s;
   apply_zero_bound(x, end.opt, c, e);
   add_fractions(x, st, pipe, dp.head, dp.tail, sc, e);
   return e;

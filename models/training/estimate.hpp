@@ -25,6 +25,9 @@ struct StepEstimate {
   double dp_head_s = 0;          // parameter gathers the first forward waits for
   double dp_tail_s = 0;          // gradient reduction after the last backward (+ gathers when not overlapped)
   double optimizer_s = 0;
+  // How much the overlapped data-parallel collectives slow the bottleneck stage's compute (their
+  // share that does not hide, CostModel::overlap_dp_efficiency); in pipeline_compute_s.
+  double dp_interference_s = 0;
   int micro_batches = 0;
   MemoryEstimate memory;
   bool oom = false;

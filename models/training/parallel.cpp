@@ -321,7 +321,8 @@ void validate_precision(const ParallelPlan& p, const GpuSpec& gpu, std::string_v
 }
 
 StepContext step_context(const ParallelPlan& plan) {
-  StepContext ctx{plan.framework, plan.precision, plan.cuda_graphs == "full", {}, plan.ep > 1 && plan.overlap_ep_comm};
+  StepContext ctx{plan.framework, plan.precision, plan.cuda_graphs == "full", {}, plan.ep > 1 && plan.overlap_ep_comm,
+                  plan.dp * plan.cp > 1 && (plan.overlap_grad_reduce || plan.overlap_param_gather)};
   for (const auto& [module, name] : plan.module_precision) {
     if (name != "bf16" && name != plan.precision && std::find(ctx.module_precisions.begin(), ctx.module_precisions.end(), name) == ctx.module_precisions.end()) {
       ctx.module_precisions.push_back(name);

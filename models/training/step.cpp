@@ -1448,12 +1448,13 @@ struct StepGraph {
   // (DpGroups): a flow through the GPU's links that, alone, keeps them busy for exactly the
   // collective's simulated time (a ring keeps its NICs busy throughout), so that a pipeline send
   // on the same link shares it.
-  sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes, bool experts) {
+  sim::TaskId dp_transfer(std::string_view name, int stage, int r, CollectiveOp op, double bytes, bool experts, double* isolated_s = nullptr) {
     const int n = experts ? groups.expert : groups.dense;
     const int stride = experts ? groups.expert_stride : groups.dense_stride;
     // The experts' rings are costed alone (with their own tray's other groups): under
     // contention=fabric, only the dense parameters' meet the other kinds on the fabric.
     const double isolated = comm.collective(op, bytes, n, stride, CommKind::dp, experts);
+    if (isolated_s != nullptr) *isolated_s += isolated;
     const sim::TaskId t = dp_transfer_task(name, stage, r, isolated, bytes, static_cast<long>(n) * stride > gpn);
     if (options.keep_graph) {  // the group: the stage's ranks `stride` apart from this one
       result.comms.push_back({.task = t, .p2p = false, .op = op, .bytes = bytes, .rank = global_rank(stage, r), .peer = 0,
@@ -1616,12 +1617,31 @@ struct RankBuilder {
   struct DpTasks {
     sim::TaskId first, last;
   };
-  DpTasks dp_transfer(const std::string& name, CollectiveOp op, const DpShare& share, double bytes_per_param) {
+  // `beside_compute`: the collective runs while the rank computes (overlapped buckets and
+  // gathers), so the share of it that does not hide (overlap.dp) slows the compute pieces that
+  // follow (slow_down).
+  DpTasks dp_transfer(const std::string& name, CollectiveOp op, const DpShare& share, double bytes_per_param, bool beside_compute,
+                      double* isolated_out = nullptr) {
     const DpGroups& gr = s.groups;
     const bool apart = gr.experts_apart();
-    const sim::TaskId first = chain(s.dp_transfer(name, stage, r, op, (apart ? share.dense : share.total()) * bytes_per_param, false));
-    if (!apart || share.expert <= 0 || gr.expert <= 1) return {first, first};
-    return {first, chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true))};
+    double isolated = 0;
+    const sim::TaskId first = chain(s.dp_transfer(name, stage, r, op, (apart ? share.dense : share.total()) * bytes_per_param, false, &isolated));
+    DpTasks out{first, first};
+    if (apart && share.expert > 0 && gr.expert > 1) out.last = chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true, &isolated));
+    if (beside_compute) interference += (1 - s.cost.overlap_dp_efficiency()) * isolated;
+    if (isolated_out != nullptr) *isolated_out += isolated;
+    return out;
+  }
+  // A compute piece of `seconds` that runs beside the data-parallel collectives issued before it:
+  // longer by their unhidden share, at most (1 - overlap.dp) of its own time (a collective runs
+  // beside the piece for no longer than the piece), the rest left to the pieces after it.
+  // (The fit's finite differences step overlap.dp past 1, where the share turns negative and the
+  // same bound applies from below.)
+  double slow_down(double seconds) {
+    const double bound = (1 - s.cost.overlap_dp_efficiency()) * seconds;
+    const double extra = bound >= 0 ? std::min(interference, bound) : std::max(interference, bound);
+    interference -= extra;
+    return seconds + extra;
   }
   // The op that completes a chunk's gradients for its micro-batch: the backward, or W when
   // the schedule splits B and W.
@@ -1698,6 +1718,9 @@ struct RankBuilder {
   std::optional<sim::TaskId> prev;
   std::vector<sim::TaskId> blocking;  // an unoverlapped collective the next op waits for (none or one)
   std::vector<sim::TaskId> reduces;
+  // Seconds of overlapped data-parallel collectives' unhidden share not yet charged to a compute
+  // piece (slow_down); what is left after the last piece slows nothing.
+  double interference = 0;
 };
 
 RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
@@ -1728,18 +1751,25 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
   }
 }
 
-// ZeRO-1 and -2, overlapped: every chunk's parameter buckets, issued at the step's start.
+// ZeRO-1 and -2, overlapped: every chunk's parameter buckets, issued at the step's start. They
+// slow this GPU's compute only once it has some: a later stage idles through the pipeline's fill
+// (the earlier stages' first forwards and their sends) while its gathers run.
 void RankBuilder::add_step_start_gathers() {
   if (!gather_buckets) return;
+  double gathers_s = 0;
   for (int c = 0; c < s.shape.chunks; ++c) {
     const int vs = s.shape.virtual_stage(stage, c);
     const int n = std::max(1, layers_of(p, m, vs));
     const DpShare share = trainable_params(m, p, vs) / n;
     for (int piece = 0; piece < n; ++piece) {
-      gathers[static_cast<std::size_t>(c)].push_back(
-          dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1), CollectiveOp::all_gather, share, param_gather_bytes(p)).last);
+      gathers[static_cast<std::size_t>(c)].push_back(dp_transfer(fmt::format("{} param all-gather vs{} bucket {}", device, vs, piece + 1),
+                                                                 CollectiveOp::all_gather, share, param_gather_bytes(p), false, &gathers_s)
+                                                         .last);
     }
   }
+  double fill = 0;
+  for (int before = 0; before < stage; ++before) fill += s.costs.of(s.shape.virtual_stage(before, 0)).f.seconds() + s.p2p;
+  interference += (1 - s.cost.overlap_dp_efficiency()) * std::max(0.0, gathers_s - fill);
 }
 
 // ZeRO-3, overlapped: the gather of op i's layer piece, once, after `after` when given.
@@ -1750,7 +1780,7 @@ void RankBuilder::issue_gather(std::size_t i, int piece, const sim::TaskId* afte
   const int n = pieces_of(i);
   const DpTasks ag = dp_transfer(
       fmt::format("{} param all-gather {}{} vs{} bucket {}", device, op.kind == PipeOpKind::forward ? "F" : "B", op.micro_batch, vs, piece + 1),
-      CollectiveOp::all_gather, chunk_params(m, p, vs) / n, param_gather_bytes(p));
+      CollectiveOp::all_gather, chunk_params(m, p, vs) / n, param_gather_bytes(p), true);
   if (after != nullptr) g.add_dependency(*after, ag.first);
   zero3_gathers[{i, piece}] = ag.last;
 }
@@ -1796,7 +1826,7 @@ void RankBuilder::add_op(std::size_t i) {
   for (int piece = 0; piece < pieces; ++piece) {
     if (zero3 && p.overlap_param_gather) issue_zero3_gathers(i, piece, pieces, gated_zero3);
     t = g.add_compute(pieces == 1 ? fmt::format("{}{} vs{}", tag, op.micro_batch, vs) : fmt::format("{}{} vs{} part {}", tag, op.micro_batch, vs, piece + 1),
-                      compute, dur(oc.seconds() / pieces));
+                      compute, dur(slow_down(oc.seconds() / pieces)));
     rt.ops.emplace_back(t, oc.comm / pieces);
     s.note_work(t, oc.flops / pieces, 0);
     if (!entry) entry = t;
@@ -1809,7 +1839,8 @@ void RankBuilder::add_op(std::size_t i) {
     if (gated_zero3) g.add_dependency(zero3_gathers.at({i, piece}), t);
     sim::TaskId done = t;  // what the next piece and the pipeline wait for: its compute, or its all-to-alls
     if (buckets) {
-      const DpTasks red = dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params, grad_reduce_bytes(p));
+      const DpTasks red =
+          dp_transfer(fmt::format("{} grad reduce vs{} bucket {}", device, vs, piece + 1), s.reduce_op, bucket_params, grad_reduce_bytes(p), true);
       g.add_dependency(t, red.first);
       reduces.push_back(red.last);
     }
@@ -1825,7 +1856,7 @@ void RankBuilder::add_op(std::size_t i) {
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
     const DpTasks red =
-        dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p));
+        dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p), false);
     g.add_dependency(t, red.first);
     reduces.push_back(red.last);
     blocking = {red.last};
@@ -1837,7 +1868,7 @@ void RankBuilder::add_op(std::size_t i) {
 // the op's critical path.
 void RankBuilder::add_unoverlapped_gather(const PipeOp& op, const char* tag, int vs) {
   const DpTasks ag = dp_transfer(fmt::format("{} param all-gather {}{} vs{}", device, tag, op.micro_batch, vs), CollectiveOp::all_gather,
-                                 chunk_params(m, p, vs), param_gather_bytes(p));
+                                 chunk_params(m, p, vs), param_gather_bytes(p), false);
   if (prev) g.add_dependency(*prev, ag.first);
   for (const sim::TaskId b : blocking) g.add_dependency(b, ag.first);
   blocking = {ag.last};
@@ -1878,7 +1909,7 @@ void RankBuilder::add_step_end() {
   if (!p.overlap_grad_reduce && !grads_per_micro_batch && dp_group > 1) {
     DpShare params;
     for (int c = 0; c < s.shape.chunks; ++c) params += trainable_params(m, p, s.shape.virtual_stage(stage, c));
-    const DpTasks red = dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params, grad_reduce_bytes(p));
+    const DpTasks red = dp_transfer(fmt::format("{} grad reduce", device), s.reduce_op, params, grad_reduce_bytes(p), false);
     g.add_dependency(rt.last_op, red.first);
     reduces.push_back(red.last);
   }
@@ -1898,7 +1929,7 @@ void RankBuilder::add_step_end() {
   // ZeRO-1 and -2 gather the updated shards after the optimizer when not overlapped; ZeRO-3
   // keeps its parameters sharded until the next step's first gather.
   if (p.zero >= 1 && !zero3 && !p.overlap_param_gather && dp_group > 1) {
-    const DpTasks ag = dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params, param_gather_bytes(p));
+    const DpTasks ag = dp_transfer(fmt::format("{} param all-gather", device), CollectiveOp::all_gather, params, param_gather_bytes(p), false);
     g.add_dependency(rt.optimizer, ag.first);
   }
 }

@@ -130,6 +130,26 @@ TEST_CASE("step parameters: host.launch and overlap.ep") {
   CHECK(training_roofline_params(gpu("H100"), {}, p).overlap_ep_efficiency == 1);
 }
 
+// overlap.dp, the data-parallel collectives' share that hides, is a parameter of a step only where
+// they overlap the compute; its own value, not TP's overlap.
+TEST_CASE("step parameters: overlap.dp") {
+  StepParameters p;
+  p.values["hopper.megatron.overlap"] = {0.4, {"a:1"}};
+  p.values["hopper.megatron.overlap.dp"] = {0.7, {"a:1"}};
+  StepContext dp{"megatron", "bf16"};
+  dp.dp_overlap = true;
+  const RooflineParams r = training_roofline_params(gpu("H100"), dp, p);
+  CHECK(r.overlap_efficiency == 0.4);
+  CHECK(r.overlap_dp_efficiency == 0.7);
+  CHECK(RooflineCostModel(gpu("H100"), r).overlap_dp_efficiency() == 0.7);
+  bool used = false;
+  for (const StepParameterUse& u : step_parameter_uses(gpu("H100"), dp, p)) used = used || u.used == "hopper.megatron.overlap.dp";
+  CHECK(used);
+  CHECK(training_roofline_params(gpu("H100"), {}, p).overlap_dp_efficiency == 1);  // no data-parallel overlap
+  CHECK(step_parameter_prior("overlap.dp") == 1.0);
+  CHECK(step_parameter_bounded("overlap.dp"));
+}
+
 TEST_CASE("step parameters: a bad file gets one line naming the field") {
   const auto bad = [](const char* text, const char* expected) {
     CAPTURE(text);

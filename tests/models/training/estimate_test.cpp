@@ -141,3 +141,31 @@ TEST_CASE("estimate: ZeRO-2 and -3 within 10% of the emulator, hidden or communi
   CHECK(slow[1] > slow[0] * 1.2);
   CHECK(slow[2] > slow[1] * 1.2);
 }
+
+// The data-parallel collectives' unhidden share (overlap.dp) slows the compute in the closed form
+// as in the emulator: ZeRO-1's gathers and buckets (the buckets through a pipeline's drain),
+// ZeRO-2's per-micro-batch buckets and ZeRO-3's per-layer pacing; none at full overlap.
+TEST_CASE("estimate: overlap.dp's slowdown within 3% of the emulator's") {
+  const auto run = [](const StepScenario& sc, double overlap_dp) {
+    const auto schedule = policies::pipeline_schedules().create(sc.plan.schedule, {}, {"test", "/plan/schedule"});
+    RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
+    p.overlap_dp_efficiency = overlap_dp;
+    const RooflineCostModel cost(sc.gpu, p);
+    return Pair{run_step(sc, cost, *schedule), estimate_step(sc, cost, *schedule)};
+  };
+  for (int zero = 1; zero <= 3; ++zero) {
+    for (StepScenario sc : {scenario("llama3-8b", 1, 1, 32, 4), scenario("llama3-8b", 1, 4, 8, 8), scenario("llama3-8b", 1, 4, 8, 8, "interleaved-1f1b", 2)}) {
+      sc.plan.zero = zero;
+      CAPTURE(zero);
+      CAPTURE(sc.plan.pp);
+      CAPTURE(sc.plan.schedule);
+      const Pair hidden = run(sc, 1), slowed = run(sc, 0.5);
+      CHECK(hidden.estimated.dp_interference_s == 0);
+      const double emulated = slowed.emulated.step_time.to_seconds() - hidden.emulated.step_time.to_seconds();
+      const double estimated = slowed.estimated.step_time_s - hidden.estimated.step_time_s;
+      CHECK(emulated > 0);
+      CHECK(estimated > 0);
+      CHECK(slowed.estimated.step_time_s == orrery::testing::Approx(slowed.emulated.step_time.to_seconds()).epsilon(0.03));
+    }
+  }
+}

@@ -1171,6 +1171,42 @@ TEST_CASE("grad_reduce bf16: half the gradient bytes, a shorter reduction, the s
             .find("s.json:/plan/grad_reduce: found \"fp8\", expected fp32, bf16 or fp16") != std::string::npos);
 }
 
+// Data-parallel collectives run beside the compute slow it by their unhidden share (overlap.dp):
+// 1 leaves the step as it was; less lengthens the compute, by at most that share of the
+// collectives' time; collectives that run with nothing beside them (not overlapped) slow nothing,
+// and a step without data parallelism is untouched.
+TEST_CASE("overlap.dp: overlapped data-parallel collectives slow the compute beside them") {
+  const auto run_with = [](const StepScenario& s, double overlap_dp) {
+    RooflineParams p;
+    p.overlap_dp_efficiency = overlap_dp;
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {});
+  };
+  for (int zero : {1, 3}) {
+    CAPTURE(zero);
+    StepScenario sc = small(1, 1, 16, 4);  // two servers: the rings cross the NICs
+    sc.plan.zero = zero;
+    const StepResult hidden = run_with(sc, 1), half = run_with(sc, 0.5), none = run_with(sc, 0);
+    CHECK(hidden.step_time == step(sc).step_time);
+    const double busy = hidden.stages[0].dp_comm_s;
+    REQUIRE(busy > 0);
+    CHECK(half.stages[0].compute_s > hidden.stages[0].compute_s);
+    CHECK(none.stages[0].compute_s > half.stages[0].compute_s);
+    CHECK(half.stages[0].compute_s - hidden.stages[0].compute_s <= 0.5 * busy + 1e-9);
+    CHECK(none.stages[0].compute_s - hidden.stages[0].compute_s <= busy + 1e-9);
+    CHECK(half.step_time > hidden.step_time);
+    CHECK(half.model_flops == hidden.model_flops);
+    // Not overlapped: every collective on the critical path, beside no compute.
+    sc.plan.overlap_grad_reduce = sc.plan.overlap_param_gather = false;
+    CHECK(run_with(sc, 0.5).step_time == run_with(sc, 1).step_time);
+  }
+  const StepScenario alone = small(1, 1, 1, 4);
+  CHECK(run_with(alone, 0.5).step_time == run_with(alone, 1).step_time);
+  // The fitted parameter applies where the plan overlaps data-parallel collectives.
+  CHECK(step_context(small(1, 1, 16, 4).plan).dp_overlap);
+  CHECK_FALSE(step_context(alone.plan).dp_overlap);
+}
+
 // The host issues kernels ahead of the GPU: its time per kernel costs a step nothing while the
 // GPU's queued work is longer, and sets the pace once it is shorter (each op then lasts its
 // kernels' issue time); the closed-form estimate, built on the same op costs, agrees.
