@@ -1536,6 +1536,16 @@ struct StepGraph {
   const bool pp_over_nic;
   std::vector<std::vector<RankLinks>> links;
   std::vector<double> dp_bytes, dp_busy;  // the first replica's
+  // The pipeline's fill before a stage's first forward: the earlier stages' first forwards and
+  // their sends (computed once per stage: without reuse every rank asks).
+  double fill_before(int stage) {
+    if (fill_.empty()) {
+      fill_.assign(static_cast<std::size_t>(p.pp), 0.0);
+      for (int st = 1; st < p.pp; ++st) fill_[static_cast<std::size_t>(st)] = fill_[static_cast<std::size_t>(st - 1)] + costs.of(shape.virtual_stage(st - 1, 0)).f.seconds() + p2p;
+    }
+    return fill_[static_cast<std::size_t>(stage)];
+  }
+  std::vector<double> fill_;
   const CollectiveOp reduce_op;
   std::vector<std::vector<RankTasks>> ranks;
   const bool split;
@@ -1767,9 +1777,7 @@ void RankBuilder::add_step_start_gathers() {
                                                          .last);
     }
   }
-  double fill = 0;
-  for (int before = 0; before < stage; ++before) fill += s.costs.of(s.shape.virtual_stage(before, 0)).f.seconds() + s.p2p;
-  interference += (1 - s.cost.overlap_dp_efficiency()) * std::max(0.0, gathers_s - fill);
+  interference += (1 - s.cost.overlap_dp_efficiency()) * std::max(0.0, gathers_s - s.fill_before(stage));
 }
 
 // ZeRO-3, overlapped: the gather of op i's layer piece, once, after `after` when given.
