@@ -346,12 +346,12 @@ std::vector<DpInterference> dp_interference(const Pipeline& x, const std::vector
 // the last backward ops of each stage, one after another through the pipeline's drain; ZeRO-2's
 // buckets, spread over the step, as the gathers.
 double dp_interference_step(const Pipeline& x, const std::vector<DpInterference>& per_stage) {
-  double gathers = 0, drained = 0, spread = 0;
+  double slowest = 0, drained = 0;
   for (const DpInterference& d : per_stage) {
-    gathers = std::max(gathers, d.gathers + (x.zero_per_mb ? d.buckets : 0.0));
+    slowest = std::max(slowest, d.gathers + (x.zero_per_mb ? d.buckets : 0.0));
     drained += x.zero_per_mb ? 0.0 : d.buckets;
   }
-  return gathers + drained + spread;
+  return slowest + drained;
 }
 
 // The end of the step: the optimizer after the stage's reductions.
