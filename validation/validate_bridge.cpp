@@ -563,8 +563,10 @@ void bridge_fit_rows(const std::string& data_dir, StepFit& fit) {
     // with them the refit (step parameters v14, not kept) reached 9.1% on the Megatron-Core table
     // (from 7.5%) and BF16 11.4% (from 10.8%). Nemotron 3 Nano on H100, 7 to 11% too fast without
     // its moe rerun, was 11 to 14% too slow with it at v13's parameters, and the refit moved
-    // Hopper's parameters to meet it (6 to 10% too slow after). Those configs run without
-    // recompute, as before, until Nano's other costs on H100 are understood.
+    // Hopper's parameters to meet it (6 to 10% too slow after). Refitted again with them under
+    // step parameters v17's model (overlap.dp; not kept): all Bridge rows 7.2% (from 6.7%), worst
+    // row 29.5% (GPT-OSS 120B MXFP8 on GB200, from 25.8%), Megatron-Core 9.4% (from 8.2%). Those
+    // configs run without recompute, as before, until Nano's other costs on H100 are understood.
     if (const models::RecomputeModules* modules = recipe_recompute(*recipe); modules != nullptr && !modules->mla_up_proj && !modules->mlp && !modules->moe) {
       p.recompute = models::Recompute::selective;
       p.recompute_modules = *modules;
