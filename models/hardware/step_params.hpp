@@ -79,8 +79,8 @@ std::string gpu_architecture(const GpuSpec& gpu);
 // the module's first), overlap (fraction of overlapped TP/CP communication that hides behind
 // compute), overlap.ep (the same for the expert all-to-alls overlapped with the other
 // micro-batch, plan.overlap.ep_comm), overlap.dp (the same for the data-parallel gradient
-// reduce-scatters and parameter all-gathers overlapped with the compute), grouped_gemm (multiplier on GEMM efficiency for MoE
-// grouped GEMMs).
+// reduce-scatters and parameter all-gathers overlapped with the compute), grouped_gemm
+// (multiplier on GEMM efficiency for MoE grouped GEMMs).
 // Defaults when nothing is fitted: step_parameter_prior().
 double step_parameter_prior(std::string_view kind);
 // The factor within which the prior is known (the fit's pull towards it: step_fit.cpp).

@@ -1541,7 +1541,10 @@ struct StepGraph {
   double fill_before(int stage) {
     if (fill_.empty()) {
       fill_.assign(static_cast<std::size_t>(p.pp), 0.0);
-      for (int st = 1; st < p.pp; ++st) fill_[static_cast<std::size_t>(st)] = fill_[static_cast<std::size_t>(st - 1)] + costs.of(shape.virtual_stage(st - 1, 0)).f.seconds() + p2p;
+      for (int st = 1; st < p.pp; ++st) {
+        const auto i = static_cast<std::size_t>(st);
+        fill_[i] = fill_[i - 1] + costs.of(shape.virtual_stage(st - 1, 0)).f.seconds() + p2p;
+      }
     }
     return fill_[static_cast<std::size_t>(stage)];
   }
@@ -1637,7 +1640,9 @@ struct RankBuilder {
     double isolated = 0;
     const sim::TaskId first = chain(s.dp_transfer(name, stage, r, op, (apart ? share.dense : share.total()) * bytes_per_param, false, &isolated));
     DpTasks out{first, first};
-    if (apart && share.expert > 0 && gr.expert > 1) out.last = chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true, &isolated));
+    if (apart && share.expert > 0 && gr.expert > 1) {
+      out.last = chain(s.dp_transfer(name + " (experts)", stage, r, op, share.expert * bytes_per_param, true, &isolated));
+    }
     if (beside_compute) interference += (1 - s.cost.overlap_dp_efficiency()) * isolated;
     if (isolated_out != nullptr) *isolated_out += isolated;
     return out;
@@ -1864,7 +1869,8 @@ void RankBuilder::add_op(std::size_t i) {
   // the op, and the next op waits for it.
   if (completes_grads(op) && grads_per_micro_batch && !p.overlap_grad_reduce) {
     const DpTasks red =
-        dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs), grad_reduce_bytes(p), false);
+        dp_transfer(fmt::format("{} grad reduce {}{} vs{}", device, tag, op.micro_batch, vs), s.reduce_op, trainable_params(m, p, vs),
+                    grad_reduce_bytes(p), false);
     g.add_dependency(t, red.first);
     reduces.push_back(red.last);
     blocking = {red.last};

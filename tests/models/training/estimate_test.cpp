@@ -154,7 +154,8 @@ TEST_CASE("estimate: overlap.dp's slowdown within 3% of the emulator's") {
     return Pair{run_step(sc, cost, *schedule), estimate_step(sc, cost, *schedule)};
   };
   for (int zero = 1; zero <= 3; ++zero) {
-    for (StepScenario sc : {scenario("llama3-8b", 1, 1, 32, 4), scenario("llama3-8b", 1, 4, 8, 8), scenario("llama3-8b", 1, 4, 8, 8, "interleaved-1f1b", 2)}) {
+    for (StepScenario sc :
+         {scenario("llama3-8b", 1, 1, 32, 4), scenario("llama3-8b", 1, 4, 8, 8), scenario("llama3-8b", 1, 4, 8, 8, "interleaved-1f1b", 2)}) {
       sc.plan.zero = zero;
       CAPTURE(zero);
       CAPTURE(sc.plan.pp);
