@@ -109,6 +109,10 @@ models::ModelSpec read_step_model(const JsonNode& node) {
   if (auto v = f.optional("sliding_window")) m.sliding_window = v->as_int_in(0, static_cast<int>(models::kMaxSeqLen));
   if (auto v = f.optional("full_attention_every")) m.full_attention_every = v->as_int_in(0, 100000);
   if (auto v = f.optional("attention_sinks")) m.attention_sinks = v->as_bool();
+  if (auto v = f.optional("glu_clamp")) {
+    m.glu_clamp = v->as_number();
+    if (!(m.glu_clamp >= 0 && m.glu_clamp <= 1e6)) v->fail_expected("a clamp limit from 0 (none) to 1e6");
+  }
   if (auto v = f.optional("mtp_layers")) m.mtp_layers = v->as_int_in(0, 64);
   if (auto v = f.optional("mtp_pattern")) m.mtp_pattern = v->as_string();
   if (auto v = f.optional("source")) m.source = v->as_string();

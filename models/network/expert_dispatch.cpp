@@ -42,6 +42,12 @@ DispatchCost deepep_dispatch(const ExpertDispatch& d, double tokens, double toke
   return c;
 }
 
+DeepEpParams deepep_blackwell_params(int ranks_per_domain) {
+  DeepEpParams p;
+  p.nvlink_share = 0.619 * std::pow(8.0 / std::max(2, ranks_per_domain), 0.122);
+  return p;
+}
+
 DispatchCost nccl_dispatch_bytes(const ExpertDispatch& d, double tokens, double token_bytes) {
   check(d);
   const int per_node = std::min(d.per_node, d.ep);

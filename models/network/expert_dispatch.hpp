@@ -42,6 +42,15 @@ struct DeepEpParams {
   double latency_us = 77.0;
 };
 
+// The same on Blackwell's NVLink 5 (900 GB/s per direction), which falls with the ranks one
+// NVLink domain exchanges among: HybridEP on GB200 (deepseek-ai/DeepEP, branch hybrid-ep,
+// docs/README_Hybrid-EP.md, "GB200 Platform": 4096 tokens of 7168, top 8, 32 SMs, the Torch API's
+// algorithm bandwidth, BF16 dispatch and combine averaged) moves 557 GB/s among 8 ranks, 523 among
+// 16, 496 among 24, 474 among 32 and 464 among 36: 0.619 x (8 / ranks)^0.122 of the line rate,
+// within 2.5% of each. `orrery validate --only nccl` compares it with the table; the training
+// step still prices DeepEP at the H800 share (docs/validation.md says why).
+DeepEpParams deepep_blackwell_params(int ranks_per_domain);
+
 // One dispatch (or combine) of `tokens` tokens of `token_bytes` each from every GPU; nvlink_GBps
 // and nic_GBps are a GPU's line rates per direction.
 DispatchCost deepep_dispatch(const ExpertDispatch& d, double tokens, double token_bytes, double nvlink_GBps, double nic_GBps,

@@ -150,6 +150,7 @@ std::vector<ModelSpec> builtin_models() {
       m.sliding_window = 128;
       m.full_attention_every = 2;
       m.attention_sinks = true;
+      m.glu_clamp = 7.0;  // config.json swiglu_limit
       v.push_back(m);
     }
   }

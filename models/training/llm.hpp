@@ -103,6 +103,9 @@ struct ModelSpec {
   std::int64_t sliding_window = 0;
   int full_attention_every = 0;
   bool attention_sinks = false;  // a learned sink logit per head in the softmax (GPT-OSS): params only
+  // The GLU's two halves clamped to this limit before the activation (GPT-OSS: swiglu_limit 7.0,
+  // Megatron's activation_func_clamp_value); 0 = none.
+  double glu_clamp = 0;
   // Multi-token prediction (DeepSeek-V3 sec. 2.2): modules after the last layer on the last
   // stage, each a projection of [norm(h); norm(embedding)] from 2h to h, a block of layers
   // (mtp_pattern's letters; empty: one standard layer, MoE when the model has experts) and the

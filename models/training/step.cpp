@@ -642,11 +642,16 @@ struct Gemm {
 // copy with its scales twice, row- and column-wise, for dgrad and wgrad); backward, the output
 // gradient the same; per-tensor current scaling reads each tensor once more for its amax first.
 // The weights' cast (k x n, once per step: the copy is reused by every micro-batch) is charged
-// to each micro-batch as its share.
-void add_casts(const Ctx& c, const PrecisionSpec& q, LayerCost& lc, double m, double n, double k, double weight_share) {
+// to each micro-batch as its share. A fused kernel that writes its output or its input gradient
+// already quantized spares the next GEMM's cast: `input` and `grad` say which this GEMM pays.
+struct CastSides {
+  bool input = true;  // the forward's input cast
+  bool grad = true;   // the backward's output-gradient cast
+};
+void add_casts(const Ctx& c, const PrecisionSpec& q, LayerCost& lc, double m, double n, double k, double weight_share, CastSides sides = {}) {
   const auto cast = [&](double elements) { return elements * (2 + 2 * q.bytes + (q.amax_pass ? 2 : 0)); };
-  c.add(lc.f, c.mem(KernelKind::quantize, cast(m * k) + weight_share * cast(k * n)));
-  c.add(lc.b, c.mem(KernelKind::quantize, cast(m * n)));
+  c.add(lc.f, c.mem(KernelKind::quantize, (sides.input ? cast(m * k) : 0) + weight_share * cast(k * n)));
+  if (sides.grad) c.add(lc.b, c.mem(KernelKind::quantize, cast(m * n)));
 }
 
 bool lora_targets(const ParallelPlan& p, Linear t) {
@@ -687,6 +692,22 @@ void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double
   }
   if (q.low()) {
     add_casts(c, q, lc, g.m, static_cast<double>(g.n), static_cast<double>(g.k), 1.0 / std::max(1, c.p.micro_batches()));
+  }
+}
+
+// A clamped GLU (ModelSpec::glu_clamp: GPT-OSS) over `rows` tokens of `width` (each half) as
+// Megatron-Core runs it before its fused activation (weighted_bias_quick_geglu_impl,
+// megatron/core/fusions/fused_bias_geglu.py, core_v0.16.0 to core_v0.19.0, and its dense MLP
+// alike): forward, each half clamped (read and written) and torch.cat copying both into a new
+// input; backward, each half's masked gradient reads the gradient and its saved input and writes
+// the gradient (cat's gradient is two views).
+void add_glu_clamp(const Ctx& c, OpCost& op, Pass pass, double rows, double width) {
+  const double half = rows * width * 2;  // bytes
+  if (pass == Pass::forward) {
+    for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 2 * half));
+    c.add(op, c.mem(KernelKind::copy, 2 * 2 * half));
+  } else {
+    for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 3 * half));
   }
 }
 
@@ -838,8 +859,11 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
     const std::int64_t f = m.ffn_hidden / p.tp;
     add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, Linear::fc1);
     add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, Linear::fc2);
+    const bool clamped = m.glu_clamp > 0 && swiglu > 0;
+    if (clamped) add_glu_clamp(c, lc.f, Pass::forward, T, static_cast<double>(f));
     c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
     c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
+    if (clamped) add_glu_clamp(c, lc.b, Pass::backward, T, static_cast<double>(f));
     graph_since(c, lc, mark, "mlp");
     if (reruns.mlp) rerun += since(lc.f, before);
   } else {
@@ -877,7 +901,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
     const std::int64_t per_expert = Ctx::n(routed / local);
     const std::vector<std::int64_t> groups(static_cast<std::size_t>(local), per_expert);
     const std::int64_t up = (1 + static_cast<std::int64_t>(swiglu)) * e.expert_ffn;
-    for (const auto& [nn, kk] : {std::pair{up, width}, std::pair{width, e.expert_ffn}}) {
+    for (const auto& [nn, kk, fc1] : {std::tuple{up, width, true}, std::tuple{width, e.expert_ffn, false}}) {
       const PrecisionSpec eq = c.precision_of(Linear::experts);
       const DType t = eq.gemm;
       // Transformer Engine's grouped linear layer runs one GEMM per local expert, each issued by
@@ -888,8 +912,17 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
       Kernel b = Kernel::grouped_gemm(groups, kk, nn, t);
       Kernel w = Kernel::gemm(kk, nn, per_expert, t, local);
       f.launch_per_product = b.launch_per_product = w.launch_per_product = !p.fused_moe_mlp;
-      if (eq.low() && !p.fused_moe_mlp) {
-        add_casts(c, eq, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())));
+      // The fused grouped MLP in MXFP8 (Transformer Engine's ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8
+      // and BackwardGroupedMLP_CuTeGEMMDSwiGLU_MXFP8, transformer_engine/pytorch/ops/fused/
+      // {forward,backward}_grouped_mlp.py, v2.14 to v2.16; grouped_mlp.py from v2.17) still casts
+      // fc1's input (tex.group_quantize before its kernel) and fc2's output gradient
+      // (group_quantize, or bgrad_group_quantize with a bias); its GLU kernel writes fc2's input
+      // quantized row- and column-wise, its dGLU kernel fc1's output gradient. In NVFP4 (v2.17)
+      // both of those are cast apart again.
+      if (eq.low()) {
+        const bool spared = p.fused_moe_mlp && eq.gemm != DType::fp4;
+        const CastSides sides = spared ? CastSides{.input = fc1, .grad = !fc1} : CastSides{};
+        add_casts(c, eq, lc, routed, static_cast<double>(nn), static_cast<double>(kk), local / static_cast<double>(std::max(1, p.micro_batches())), sides);
       }
       c.add(lc.f, f);
       c.add(lc.b, b);
@@ -901,12 +934,16 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
       }
     }
     const double fe = static_cast<double>(e.expert_ffn);
+    const bool clamped = m.glu_clamp > 0 && swiglu > 0 && !p.fused_moe_mlp;  // fused: clamped inside its kernel
     if (!p.fused_moe_mlp) {  // fused: the activation in the GEMMs' epilogues
+      if (clamped) add_glu_clamp(c, lc.f, Pass::forward, routed, fe);
       c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
       c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
+      if (clamped) add_glu_clamp(c, lc.b, Pass::backward, routed, fe);
     }
     // Recomputed (moe_act): the activation's forward again before fc2's backward.
     if (reruns.moe_act) {
+      if (clamped) add_glu_clamp(c, lc.b, Pass::forward, routed, fe);
       c.add(lc.b, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
     }
     const double wd = static_cast<double>(width);

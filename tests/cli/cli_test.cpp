@@ -261,8 +261,10 @@ TEST_CASE("validation: nccl against published nccl-tests sweeps") {
   CHECK(summary.stated == 36);
   CHECK(summary.meet_targets >= 6);
   CHECK(md.find(fmt::format("on the {} sweeps whose fabric the source states: {} meet them", summary.stated, summary.meet_targets)) != std::string::npos);
-  // The expert dispatch on GB200 against HybridEP's published table: the README's "26 to 55%".
-  CHECK(md.find("The model is 26 to 55% faster than HybridEP measures on GB200") != std::string::npos);
+  // The expert dispatch on Blackwell against HybridEP's published GB200 table: its 32-SM rows set
+  // the share, within 2% of each; DeepEP's H800 share would be 24 to 55% fast.
+  CHECK(md.find("The Blackwell share is within 2.0% of every 32-SM row; DeepEP's H800 share (153 of 200 GB/s) would be 24 to 55% faster") !=
+        std::string::npos);
   check_committed(md);
 }
 
@@ -404,14 +406,15 @@ TEST_CASE("validation: multiplexing, Mosaic's and MuxTune's claims") {
   std::string md;
   const auto mx = orrery::validation::validate_multiplexing(md, out);
   CHECK(mx.checks > 0);
-  // All but two, each stated as not holding; check_committed pins which claims and their figures.
+  // All but one, stated as not holding; check_committed pins which claims and their figures.
   //  - Since step parameters v9 (a per-kernel gap of 11.9 us on Hopper, 7.0 us in v8) MuxTune's
   //    throughput gain over per-task is flat from 2 to 4 tasks, so "both gains grow with the
   //    number of tasks" does not hold.
-  //  - Since v10 (Hopper's gap 30 us) Mosaic's gain over temporal multiplexing is 1.28x at one
-  //    sample per micro-batch and 1.31x at two, so "the gain shrinks as micro-batches grow" does
-  //    not hold from one to two samples (it does from two to eight).
-  CHECK(mx.held == mx.checks - 2);
+  //  - From v10 (Hopper's gap 30 us) to v17, Mosaic's gain over temporal multiplexing was level
+  //    from one sample per micro-batch to two, so "the gain shrinks as micro-batches grow" did not
+  //    hold; under v18 (refitted with GPT-OSS's clamped GLU) it shrinks from one sample on:
+  //    1.29x, then less at every size.
+  CHECK(mx.held == mx.checks - 1);
   check_committed(md);
 }
 
@@ -749,6 +752,8 @@ TEST_CASE("orrery step: bad scenarios get one precise error") {
   CHECK(fails(R"({"model": {"name": "w", "base": "gpt-oss-20b", "sliding_window": 8192}, )" + cluster +
               R"(, "plan": {"ep": 16, "global_batch": 16, "seq_len": 4096}})")
             .find("bad-step.json:/plan/seq_len: w's sliding window of 8192 tokens is longer than seq_len 4096") != std::string::npos);
+  CHECK(fails(R"({"model": {"name": "c", "base": "gpt-oss-20b", "glu_clamp": -7}, )" + cluster + R"(, "plan": {"ep": 16, "global_batch": 16}})")
+            .find("bad-step.json:/model/glu_clamp: found a number -7, expected a clamp limit from 0 (none) to 1e6") != std::string::npos);
   // Layers and modules out of the plan's precision (Megatron's first_last_layers_bf16 and quant_recipe).
   const std::string b200 = R"("cluster": {"gpu": "B200", "topology": "dgx-b200:nodes=2"})";
   CHECK(fails(R"({"model": "llama3-8b", )" + b200 + R"(, "plan": {"global_batch": 16, "precision": "nvfp4", "module_precision": {"linear_qk": "bf16"}}})")
@@ -1424,9 +1429,18 @@ TEST_CASE("orrery compare on a step scenario without a workload: schedules, Lina
   REQUIRE(run({"compare", ex + "qwen3-30b-a3b-lina.json", "--policies", "ep-fair,lina", "--report", "lina.json"}).code == 0);
   const nlohmann::json lina = nlohmann::json::parse(slurp("lina.json"));
   CHECK(tps(lina, "lina") > 1.03 * tps(lina, "ep-fair"));
-  REQUIRE(run({"compare", ex + "qwen3-30b-a3b-lina.json", "--policies", "lina,lina:pack=2", "--report", "pack.json"}).code == 0);
+  // Expert packing trades the all-to-all over the NICs (EP 16 across two servers) for one over NVLink
+  // (EP 8 inside one) at twice the experts' gradients per GPU over the NICs: on this example's 400
+  // Gb/s NICs the two are within 1% either way (0.5% slower under step parameters v18); on 100 Gb/s
+  // NICs, where the all-to-all dominates, packing wins.
+  {
+    nlohmann::json slow = nlohmann::json::parse(slurp(ex + "qwen3-30b-a3b-lina.json"));
+    slow["cluster"]["topology"] = "dgx-h100:nodes=8,nic=100Gb/s";
+    std::ofstream("lina-100g.json") << slow.dump();
+  }
+  REQUIRE(run({"compare", "lina-100g.json", "--policies", "lina,lina:pack=2", "--report", "pack.json"}).code == 0);
   const nlohmann::json pack = nlohmann::json::parse(slurp("pack.json"));
-  CHECK(tps(pack, "lina:pack=2") > tps(pack, "lina"));
+  CHECK(tps(pack, "lina:pack=2") > 1.1 * tps(pack, "lina"));
   REQUIRE(run({"compare", ex + "mixtral-8x7b-adaptive-gating.json", "--policies", "top-k,adaptive-gating,adaptive-gating:curriculum=true", "--steps", "20",
                "--report", "gate.json"})
               .code == 0);

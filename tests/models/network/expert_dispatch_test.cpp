@@ -47,3 +47,22 @@ TEST_CASE("DeepEP inside a node is NVLink-bound") {
   CHECK(c.nvlink_bytes == orrery::testing::Approx(4096.0 * 7168 * distinct_of(8, 8) * 7 / 8).epsilon(1e-12));
   CHECK(c.time_s == orrery::testing::Approx(77e-6 + c.nvlink_bytes / 153e9).epsilon(1e-9));
 }
+
+// Blackwell's NVLink 5 inside one NVLink domain: HybridEP's measured bandwidth on GB200 (BF16
+// dispatch and combine averaged) among 8, 16, 24, 32 and 36 ranks: 557, 523, 496, 474 and 464 of
+// 900 GB/s. The share falls with the ranks and stays within 2.5% of each measurement.
+TEST_CASE("DeepEP on Blackwell: the NVLink share falls with the ranks of a domain") {
+  const std::pair<int, double> measured[] = {{8, 557.3}, {16, 522.5}, {24, 495.5}, {32, 474.4}, {36, 463.5}};
+  double last = 1;
+  for (const auto& [ranks, GBps] : measured) {
+    const double share = deepep_blackwell_params(ranks).nvlink_share;
+    CHECK(share * 900 == orrery::testing::Approx(GBps).epsilon(0.025));
+    CHECK(share < last);
+    last = share;
+  }
+  // The time of a dispatch among 32 GB200s: NVLink-bound at that share, after the same latency.
+  const ExpertDispatch d{.ep = 32, .per_node = 32, .top_k = 8, .max_nodes = 0, .imbalance = 1.0};
+  const DeepEpParams p = deepep_blackwell_params(32);
+  const DispatchCost c = deepep_dispatch(d, 4096, 4096 * 2, 900, 50, p);
+  CHECK(c.time_s == orrery::testing::Approx(77e-6 + c.nvlink_bytes / (900e9 * p.nvlink_share)).epsilon(1e-9));
+}

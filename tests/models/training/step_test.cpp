@@ -573,6 +573,7 @@ TEST_CASE("memory model against Korthikanti et al. 2022") {
 // expert_ffn bytes); attention's input norm is fused into QKV, nothing to drop there.
 TEST_CASE("selective recompute's modules: layernorm and moe_act keep less and rerun their forward") {
   StepScenario sc = on_h100("gpt-oss-20b", 8, 8, 8, 4096, "dgx-h100:nodes=1");
+  sc.model.glu_clamp = 0;  // its eager clamps, rerun too, are checked by "a clamped GLU's eager passes"
   const ModelSpec& m = sc.model;
   sc.plan.recompute = Recompute::selective;  // core_attn alone: nothing to drop under flash attention
   const StepResult core = step(sc);
@@ -1538,6 +1539,21 @@ TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline laye
 // Megatron-Core's recipe features (Megatron-Bridge's June 2026 GB200 MoE recipes): full-iteration
 // CUDA graphs, the expert-parallel all-to-all beside the other micro-batch, the fused grouped
 // MLP and FP8 attention, each changing what it should and nothing else; bad values named.
+// The memory-bound kernels' time in a step's first stage: what halving the HBM efficiency adds to
+// its compute (each kernel's overhead stays), with no host time and no data-parallel slowdown.
+double memory_bound_s(const StepScenario& s) {
+  RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
+  p.host_issue = sim::Duration::zero();
+  p.overlap_dp_efficiency = 1;
+  const auto compute_at = [&](double memory_efficiency) {
+    RooflineParams q = p;
+    q.memory_efficiency = memory_efficiency;
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    return run_step(s, RooflineCostModel(s.gpu, q), *schedule, {}).stages[0].compute_s;
+  };
+  return compute_at(p.memory_efficiency / 2) - compute_at(p.memory_efficiency);
+}
+
 TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 attention") {
   StepScenario sc;
   sc.model = model("qwen3-30b-a3b");
@@ -1601,6 +1617,17 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   const StepResult fused = run(f);
   CHECK(fused.stages[0].compute_s < base.stages[0].compute_s);
   CHECK(fused.model_flops == base.model_flops);
+  // What it spares is the activation's kernels and two of the experts' four activation casts
+  // (fc2's input, fc1's output gradient, which its kernels write quantized); fc1's input and
+  // fc2's output gradient are still cast. The two steps' memory-bound times differ by exactly
+  // those bytes: 4 MoE layers x 4 micro-batches of 2 x 4096 tokens, 8 routed copies each.
+  {
+    const RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
+    const double m = 2.0 * 4096 * 8, fe = 768, cast = 2 + 2 * precision_spec("mxfp8").bytes;
+    const double activation = (3 + 5) * m * fe * 2, spared_casts = m * 2 * fe * cast + m * fe * cast;
+    const double spared_s = 4 * 4 * (activation + spared_casts) / (sc.gpu.hbm_bandwidth * p.memory_efficiency * p.step_efficiency);
+    CHECK(memory_bound_s(sc) - memory_bound_s(f) == orrery::testing::Approx(spared_s).epsilon(1e-4));
+  }
   // FP8 attention: faster attention, less than twice as fast (its exponentials are bf16's).
   StepScenario a = sc;
   a.plan.fp8_attention = true;
@@ -1637,6 +1664,41 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
 // differently). DP 16 leaves EP 16's experts unreplicated: only the dense parameters' buckets
 // share the NIC, and EP 8's experts' buckets run over NVLink with the all-to-alls. One
 // micro-batch: its backward's buckets run beside all of its all-to-alls.
+// GPT-OSS's clamped GLU (glu_clamp 7): Megatron clamps each half of the experts' fc1 output and
+// concatenates them before its fused activation, and masks the gradient of each half after it;
+// the fused grouped MLP clamps inside its kernel. 2 MoE layers x 2 micro-batches of 4096 tokens,
+// 4 routed copies each, of 2880 per half.
+TEST_CASE("a clamped GLU's eager passes, none in the fused grouped MLP") {
+  StepScenario sc;
+  sc.model = model("gpt-oss-20b");
+  sc.model.layers = 2;
+  REQUIRE(sc.model.glu_clamp == 7.0);
+  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
+  sc.topology = "nvl72:domains=1,gpus_per_domain=8";
+  sc.plan.dp = 8;
+  sc.plan.ep = 8;
+  sc.plan.global_batch = 16;
+  sc.plan.seq_len = 4096;
+  StepScenario plain = sc;
+  plain.model.glu_clamp = 0;
+  const RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
+  const double m = 4096.0 * 4, fe = 2880;
+  const double bytes = 2 * 2 * (16 + 12) * m * fe;  // layers x micro-batches x (forward 16 + backward 12 bytes per element)
+  CHECK(memory_bound_s(sc) - memory_bound_s(plain) == orrery::testing::Approx(bytes / (sc.gpu.hbm_bandwidth * p.memory_efficiency * p.step_efficiency)).epsilon(1e-4));
+  // moe_act's rerun clamps again.
+  StepScenario rerun = sc, rerun_plain = plain;
+  rerun.plan.recompute = rerun_plain.plan.recompute = Recompute::selective;
+  rerun.plan.recompute_modules = rerun_plain.plan.recompute_modules = {.core_attn = false, .moe_act = true};
+  const double with_rerun = 2 * 2 * (16 + 12 + 16) * m * fe;
+  CHECK(memory_bound_s(rerun) - memory_bound_s(rerun_plain) ==
+        orrery::testing::Approx(with_rerun / (sc.gpu.hbm_bandwidth * p.memory_efficiency * p.step_efficiency)).epsilon(1e-4));
+  // The fused grouped MLP (MXFP8): the clamp costs nothing more.
+  StepScenario fused = sc, fused_plain = plain;
+  fused.plan.precision = fused_plain.plan.precision = "mxfp8";
+  fused.plan.fused_moe_mlp = fused_plain.plan.fused_moe_mlp = true;
+  CHECK(memory_bound_s(fused) == orrery::testing::Approx(memory_bound_s(fused_plain)).epsilon(1e-9));
+}
+
 TEST_CASE("Lina: expert all-to-alls before the buckets on a shared NIC") {
   const auto run = [](int ep, const char* mode) {
     StepScenario sc = on_h100("qwen3-30b-a3b", 16, ep, 16, 4096, "dgx-h100:nodes=2");
