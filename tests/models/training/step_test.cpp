@@ -1539,6 +1539,22 @@ TEST_CASE("split_embedding_and_loss: the embedding and the loss as pipeline laye
 // Megatron-Core's recipe features (Megatron-Bridge's June 2026 GB200 MoE recipes): full-iteration
 // CUDA graphs, the expert-parallel all-to-all beside the other micro-batch, the fused grouped
 // MLP and FP8 attention, each changing what it should and nothing else; bad values named.
+// A MoE model of `layers` layers on 8 GB200 of one NVLink domain at dp 8 and ep 8, sequences of
+// 4096 tokens.
+StepScenario gb200_ep8(const char* name, int layers, int micro_batch, int global_batch) {
+  StepScenario sc;
+  sc.model = model(name);
+  sc.model.layers = layers;
+  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
+  sc.topology = "nvl72:domains=1,gpus_per_domain=8";
+  sc.plan.dp = 8;
+  sc.plan.ep = 8;
+  sc.plan.micro_batch = micro_batch;
+  sc.plan.global_batch = global_batch;
+  sc.plan.seq_len = 4096;
+  return sc;
+}
+
 // The memory-bound kernels' time in a step's first stage: what halving the HBM efficiency adds to
 // its compute (each kernel's overhead stays), with no host time and no data-parallel slowdown.
 double memory_bound_s(const StepScenario& s) {
@@ -1555,16 +1571,7 @@ double memory_bound_s(const StepScenario& s) {
 }
 
 TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 attention") {
-  StepScenario sc;
-  sc.model = model("qwen3-30b-a3b");
-  sc.model.layers = 4;
-  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
-  sc.topology = "nvl72:domains=1,gpus_per_domain=8";
-  sc.plan.dp = 8;
-  sc.plan.ep = 8;
-  sc.plan.micro_batch = 2;
-  sc.plan.global_batch = 64;
-  sc.plan.seq_len = 4096;
+  StepScenario sc = gb200_ep8("qwen3-30b-a3b", 4, 2, 64);
   sc.plan.precision = "mxfp8";
   const auto run = [](const StepScenario& s) {
     const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
@@ -1669,16 +1676,8 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
 // the fused grouped MLP clamps inside its kernel. 2 MoE layers x 2 micro-batches of 4096 tokens,
 // 4 routed copies each, of 2880 per half.
 TEST_CASE("a clamped GLU's eager passes, none in the fused grouped MLP") {
-  StepScenario sc;
-  sc.model = model("gpt-oss-20b");
-  sc.model.layers = 2;
+  StepScenario sc = gb200_ep8("gpt-oss-20b", 2, 1, 16);
   REQUIRE(sc.model.glu_clamp == 7.0);
-  sc.gpu = HardwareCatalog::builtin().gpu("GB200");
-  sc.topology = "nvl72:domains=1,gpus_per_domain=8";
-  sc.plan.dp = 8;
-  sc.plan.ep = 8;
-  sc.plan.global_batch = 16;
-  sc.plan.seq_len = 4096;
   StepScenario plain = sc;
   plain.model.glu_clamp = 0;
   const RooflineParams p = training_roofline_params(sc.gpu, step_context(sc.plan));
