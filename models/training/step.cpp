@@ -695,19 +695,28 @@ void add_gemm(const Ctx& c, LayerCost& lc, const Gemm& g, double* gemm_f, double
   }
 }
 
-// A clamped GLU (ModelSpec::glu_clamp: GPT-OSS) over `rows` tokens of `width` (each half) as
-// Megatron-Core runs it before its fused activation (weighted_bias_quick_geglu_impl,
-// megatron/core/fusions/fused_bias_geglu.py, core_v0.16.0 to core_v0.19.0, and its dense MLP
-// alike): forward, each half clamped (read and written) and torch.cat copying both into a new
-// input; backward, each half's masked gradient reads the gradient and its saved input and writes
-// the gradient (cat's gradient is two views).
-void add_glu_clamp(const Ctx& c, OpCost& op, Pass pass, double rows, double width) {
+// An MLP's activation over `rows` tokens of fc1's output `width` (each half, for a GLU): one fused
+// kernel each way (forward reads fc1's output and writes its own; backward reads both and the
+// gradient, writes fc1's output gradient). A clamped GLU (ModelSpec::glu_clamp: GPT-OSS) runs as
+// Megatron-Core writes it before that kernel (weighted_bias_quick_geglu_impl,
+// megatron/core/fusions/fused_bias_geglu.py, core_v0.16.0 to core_v0.19.0, its dense MLP alike):
+// forward, each half clamped (read and written) and torch.cat copying both into a new input;
+// backward, each half's masked gradient reads the gradient and its saved input and writes the
+// gradient (cat's gradient is two views).
+void add_activation(const Ctx& c, OpCost& op, Pass pass, double rows, double width, bool clamped) {
+  const double glu = c.m.mlp == MlpKind::swiglu ? 1 : 0;
   const double half = rows * width * 2;  // bytes
   if (pass == Pass::forward) {
-    for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 2 * half));
-    c.add(op, c.mem(KernelKind::copy, 2 * 2 * half));
+    if (clamped) {
+      for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 2 * half));
+      c.add(op, c.mem(KernelKind::copy, 2 * 2 * half));
+    }
+    c.add(op, c.mem(KernelKind::elementwise, (2 + glu) * half));
   } else {
-    for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 3 * half));
+    c.add(op, c.mem(KernelKind::elementwise, (3 + 2 * glu) * half));
+    if (clamped) {
+      for (int h = 0; h < 2; ++h) c.add(op, c.mem(KernelKind::elementwise, 3 * half));
+    }
   }
 }
 
@@ -860,10 +869,8 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
     add_gemm(c, lc, {T, (1 + static_cast<std::int64_t>(swiglu)) * f, m.hidden}, &gemm_f, &gemm_bw, Linear::fc1);
     add_gemm(c, lc, {T, m.hidden, f}, &gemm_f, &gemm_bw, Linear::fc2);
     const bool clamped = m.glu_clamp > 0 && swiglu > 0;
-    if (clamped) add_glu_clamp(c, lc.f, Pass::forward, T, static_cast<double>(f));
-    c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * T * static_cast<double>(f) * 2));
-    c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * T * static_cast<double>(f) * 2));
-    if (clamped) add_glu_clamp(c, lc.b, Pass::backward, T, static_cast<double>(f));
+    add_activation(c, lc.f, Pass::forward, T, static_cast<double>(f), clamped);
+    add_activation(c, lc.b, Pass::backward, T, static_cast<double>(f), clamped);
     graph_since(c, lc, mark, "mlp");
     if (reruns.mlp) rerun += since(lc.f, before);
   } else {
@@ -936,16 +943,11 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
     const double fe = static_cast<double>(e.expert_ffn);
     const bool clamped = m.glu_clamp > 0 && swiglu > 0 && !p.fused_moe_mlp;  // fused: clamped inside its kernel
     if (!p.fused_moe_mlp) {  // fused: the activation in the GEMMs' epilogues
-      if (clamped) add_glu_clamp(c, lc.f, Pass::forward, routed, fe);
-      c.add(lc.f, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
-      c.add(lc.b, c.mem(KernelKind::elementwise, (3 + 2 * swiglu) * routed * fe * 2));
-      if (clamped) add_glu_clamp(c, lc.b, Pass::backward, routed, fe);
+      add_activation(c, lc.f, Pass::forward, routed, fe, clamped);
+      add_activation(c, lc.b, Pass::backward, routed, fe, clamped);
     }
     // Recomputed (moe_act): the activation's forward again before fc2's backward.
-    if (reruns.moe_act) {
-      if (clamped) add_glu_clamp(c, lc.b, Pass::forward, routed, fe);
-      c.add(lc.b, c.mem(KernelKind::elementwise, (2 + swiglu) * routed * fe * 2));
-    }
+    if (reruns.moe_act) add_activation(c, lc.b, Pass::forward, routed, fe, clamped);
     const double wd = static_cast<double>(width);
     c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));  // permute and unpermute
     c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * wd * 2 * 2));
