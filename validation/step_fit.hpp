@@ -31,6 +31,7 @@ struct StepFitRow {
   // Filled by fit_steps.
   double fitted = 0;  // simulated with the parameters fitted on every row
   double loo = 0;     // simulated with the parameters fitted on every row of other configurations
+  bool loo_exact = false;  // that fit re-linearised at every step (StepParameters::leave_one_out_exact)
   double step_s = 0, mfu = 0, simulated_gib = 0;
   bool oom = false;
   models::MemoryEstimate memory;
@@ -57,6 +58,10 @@ struct StepFit {
   std::vector<const StepFitRow*> rows_of(std::string_view table) const;
   std::vector<std::string> missing_of(std::string_view table) const;
 };
+
+// A row's leave-one-out error as the tables print it: "+12.3%", with " exact" where its
+// configuration's fit was re-linearised at every step.
+std::string loo_error_cell(const StepFitRow& row);
 
 // Builds the rows of ../shared/data's training tables (each skipped, with a message on `out`,
 // when its folder is absent).

@@ -684,8 +684,8 @@ BridgeValidationSummary validate_bridge(const StepFit& fit, std::string& md, std
   md += "\n";
   md += "| source | run | plan | measured tokens/s/GPU | predicted (left out) | error | fitted | MFU (bf16 peak) |\n|---|---|---|---|---|---|---|---|\n";
   for (const StepFitRow* row : rows) {
-    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {:+.1f}% | {:.0f} ({:+.1f}%) | {:.1f}%{} |\n", row->source, row->what, row->plan + row->plan_note, row->measured,
-                      row->loo, 100 * (row->loo / row->measured - 1), row->fitted, 100 * (row->fitted / row->measured - 1), 100 * row->mfu,
+    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {} | {:.0f} ({:+.1f}%) | {:.1f}%{} |\n", row->source, row->what, row->plan + row->plan_note, row->measured,
+                      row->loo, loo_error_cell(*row), row->fitted, 100 * (row->fitted / row->measured - 1), 100 * row->mfu,
                       row->oom ? " (OOM by our model)" : "");
   }
   md += fmt::format("\nNot run ({} rows), each with what Orrery lacks for it:\n\n", missing_rows.size());

@@ -192,8 +192,8 @@ TorchtitanValidationSummary validate_torchtitan(const StepFit& fit, std::string&
     const double gib = row_gib[i];
     const std::string mem = row->memory_gib > 0 ? fmt::format("{:.1f} | {:.1f} | {:+.1f}% | {}", row->memory_gib, gib, 100 * (gib / row->memory_gib - 1), row_parts[i])
                                                 : fmt::format("- | {:.1f} | - | {}", gib, row_parts[i]);
-    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {:+.1f}% | {:.0f} ({:+.1f}%) | {} |\n", row->source, row->what, row->plan, row->measured,
-                      row->loo, 100 * (row->loo / row->measured - 1), row->fitted, 100 * (row->fitted / row->measured - 1), mem);
+    md += fmt::format("| {} | {} | {} | {:.0f} | {:.0f} | {} | {:.0f} ({:+.1f}%) | {} |\n", row->source, row->what, row->plan, row->measured,
+                      row->loo, loo_error_cell(*row), row->fitted, 100 * (row->fitted / row->measured - 1), mem);
   }
   md += fmt::format("\nNot run ({} rows){}\n", missing_rows.size(), missing_rows.empty() ? "." : ":");
   for (const std::string& m : missing_rows) md += "- " + m + "\n";

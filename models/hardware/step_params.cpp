@@ -180,8 +180,9 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
   const auto fail = [&](const std::string& pointer, const std::string& what) { throw sim::InputError(src, pointer, what); };
   if (!j.is_object()) fail("", "expected an object with version, fitted_by and parameters");
   for (const auto& [key, v] : j.items()) {
-    if (key != "version" && key != "fitted_by" && key != "parameters" && key != "description" && key != "leave_one_out") {
-      fail("/" + key, "unknown key, expected version, fitted_by, description, parameters or leave_one_out");
+    if (key != "version" && key != "fitted_by" && key != "parameters" && key != "description" && key != "leave_one_out" &&
+        key != "leave_one_out_exact") {
+      fail("/" + key, "unknown key, expected version, fitted_by, description, parameters, leave_one_out or leave_one_out_exact");
     }
   }
   StepParameters out;
@@ -241,6 +242,18 @@ StepParameters parse_step_parameters(std::string_view text, std::string_view sou
       }
     }
   }
+  if (j.contains("leave_one_out_exact")) {
+    const auto& exact = j["leave_one_out_exact"];
+    if (!exact.is_array()) fail("/leave_one_out_exact", "expected an array of configurations of leave_one_out");
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      const std::string at = fmt::format("/leave_one_out_exact/{}", i);
+      if (!exact[i].is_string()) fail(at, "expected a configuration's name (its first row)");
+      const std::string config = exact[i].get<std::string>();
+      if (out.leave_one_out.count(config) == 0) fail(at, fmt::format("found {}, expected a configuration of leave_one_out", sim::quote(config)));
+      out.leave_one_out_exact.push_back(config);
+    }
+    std::sort(out.leave_one_out_exact.begin(), out.leave_one_out_exact.end());
+  }
   return out;
 }
 
@@ -251,7 +264,8 @@ std::string step_parameters_json(const StepParameters& params) {
   j["description"] =
       "Fitted parameters of kernels inside a training step (models/hardware/step_params.hpp says what each kind is). "
       "Each value was fitted on the rows it lists; leave_one_out holds, per configuration (named by its first row), the values "
-      "its step uses when fitted without its rows, with which docs/validation.md predicts it.";
+      "its step uses when fitted without its rows, with which docs/validation.md predicts it; leave_one_out_exact names those "
+      "fitted re-linearised at every step (the others keep the all-rows Jacobian).";
   nlohmann::ordered_json ps = nlohmann::ordered_json::object();
   for (const auto& [name, p] : params.values) {
     nlohmann::ordered_json e;
@@ -269,6 +283,11 @@ std::string step_parameters_json(const StepParameters& params) {
       loo[config] = e;
     }
     j["leave_one_out"] = loo;
+  }
+  if (!params.leave_one_out_exact.empty()) {
+    std::vector<std::string> exact = params.leave_one_out_exact;
+    std::sort(exact.begin(), exact.end());
+    j["leave_one_out_exact"] = exact;
   }
   return j.dump(2) + "\n";
 }

@@ -54,6 +54,9 @@ struct StepParameters {
   // its first row ("file.csv:12"), the values of the parameters its step uses when fitted on
   // every row but its own. Empty in a hand-written file.
   std::map<std::string, std::map<std::string, double, std::less<>>, std::less<>> leave_one_out;
+  // The configurations of leave_one_out whose fit was re-linearised at every step (exact); the
+  // others kept the all-rows Jacobian (a chord method). Sorted.
+  std::vector<std::string> leave_one_out_exact;
 };
 
 // The built-in file's parameters (parsed once).

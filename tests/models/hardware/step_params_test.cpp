@@ -45,6 +45,9 @@ TEST_CASE("step parameters: the built-in file is the one in the source tree, eve
       CHECK(again.leave_one_out.at(config).at(name) == doctest::Approx(v).epsilon(1e-7));
     }
   }
+  // The exact (re-linearised) ones are configurations of leave_one_out, and survive it too.
+  CHECK(again.leave_one_out_exact == builtin.leave_one_out_exact);
+  for (const std::string& config : builtin.leave_one_out_exact) CHECK(builtin.leave_one_out.count(config) == 1);
 }
 
 TEST_CASE("step parameters: each kind sets its part of the roofline, with fallbacks by architecture and framework") {
@@ -176,6 +179,18 @@ TEST_CASE("step parameters: a bad file gets one line naming the field") {
       "/leave_one_out/a.csv:2/hopper.megatron.warp: expected a name");
   bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.host": "3"}}})",
       "/leave_one_out/a.csv:2/hopper.megatron.host: expected a number");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out_exact": "a.csv:2"})", "/leave_one_out_exact: expected an array");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.host": 3}}, "leave_one_out_exact": [2]})",
+      "/leave_one_out_exact/0: expected a configuration's name");
+  bad(R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.host": 3}}, "leave_one_out_exact": ["a.csv:2", "b.csv:7"]})",
+      "/leave_one_out_exact/1: found \"b.csv:7\", expected a configuration of leave_one_out");
+  // Written sorted, read back the same.
+  const StepParameters two = parse_step_parameters(
+      R"({"version": "1", "fitted_by": "x", "parameters": {}, "leave_one_out": {"a.csv:2": {"hopper.megatron.host": 3}, "b.csv:7": {"hopper.megatron.host": 4}},
+          "leave_one_out_exact": ["b.csv:7", "a.csv:2"]})",
+      "two");
+  CHECK(two.leave_one_out_exact == std::vector<std::string>{"a.csv:2", "b.csv:7"});
+  CHECK(parse_step_parameters(step_parameters_json(two), "again").leave_one_out_exact == two.leave_one_out_exact);
 }
 
 TEST_CASE("plan.framework selects the step parameters, and an unknown one is refused") {
