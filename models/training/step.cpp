@@ -777,7 +777,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   const std::int64_t qk = m.qk_head_dim(), hv = m.v_head_dim();
   LayerCost lc;
   double gemm_f = 0, gemm_bw = 0;
-  double ep_a2a = 0;  // the MoE's dispatch and combine, per pass
+  double ep_a2a = 0, ep_a2a_b = 0;  // the MoE's dispatch and combine, forward and backward
   const bool attention = kind.mixer == Mixer::attention;
   // Selective recompute's whole modules (mla_up_proj, mlp, moe): their forward kernels, rerun
   // before the backward.
@@ -958,7 +958,27 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
                                              .imbalance = p.expert_imbalance},
                                             ep_stride(p), Ts, wd * 2)
                            : c.comm.collective(CollectiveOp::all_to_all, routed * wd * 2, p.ep, ep_stride(p), CommKind::ep);
-    ep_a2a = 2 * a2a;
+    ep_a2a = ep_a2a_b = 2 * a2a;
+    // Megatron-Core's all-to-all dispatcher (MoEAlltoAllTokenDispatcher, megatron/core/
+    // transformer/moe/token_dispatcher.py, core_v0.15.0 to core_v0.19.0) runs more around those
+    // all-to-alls than DeepEP's and HybridEP's fused calls: its preprocess all-gathers the token
+    // counts per expert over the EP group (gather_from_sequence_parallel_region), the routing
+    // probabilities take an all-to-all of their own beside the tokens' (and its gradient's
+    // backward), and with several local experts sort_chunks_by_idxs regroups the received tokens
+    // by expert after the dispatch and back before the combine: a kernel each, the probabilities
+    // with the tokens, reading and writing every routed token, and each again backward.
+    if (p.moe_dispatch != "deepep" && p.ep > 1) {
+      const double probs = c.comm.collective(CollectiveOp::all_to_all, routed * 4, p.ep, ep_stride(p), CommKind::ep);
+      const double counts = c.comm.collective(CollectiveOp::all_gather, static_cast<double>(e.experts) * 8 * p.ep, p.ep, ep_stride(p), CommKind::ep);
+      ep_a2a += probs + counts;
+      ep_a2a_b += probs;
+      if (local > 1) {
+        for (int sort = 0; sort < 2; ++sort) {
+          c.add(lc.f, c.mem(KernelKind::copy, 2 * routed * wd * 2));
+          c.add(lc.b, c.mem(KernelKind::copy, 2 * routed * wd * 2));
+        }
+      }
+    }
     graph_since(c, lc, moe_mark, "moe");
     if (reruns.moe) rerun += since(lc.f, moe_before);
   }
@@ -1020,7 +1040,7 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // Expert-parallel dispatch and combine: exposed, or with overlap_ep_comm beside the other
   // micro-batch's opposite pass (the forward's behind a backward, the backward's behind a forward).
   // A MoE layer rerun whole (moe) dispatches and combines again in its backward.
-  const double ep_b = kind.ffn == Ffn::moe && reruns.moe ? 2 * ep_a2a : ep_a2a;
+  const double ep_b = kind.ffn == Ffn::moe && reruns.moe ? ep_a2a + ep_a2a_b : ep_a2a_b;
   if (p.overlap_ep_comm) {
     lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap_ep);
     lc.b.comm += overlapped(ep_b, lc.f.compute, c.overlap_ep);
