@@ -36,11 +36,6 @@ constexpr double kStep = 0.05;
 constexpr int kMaxIterations = 40;
 constexpr int kLooIterations = 10;    // a leave-one-out fit's trials (each simulates its block once)
 constexpr int kExactIterations = 12;  // a re-linearised leave-one-out fit's (the refit's and --check-loo's)
-// The refit fits a configuration's leave-one-out again re-linearised at every step (exact, about
-// 45 s each on 2 cores, too slow for all of them) where the chord method's prediction errs by more
-// than this on one of its rows: there its error would change what the tables report (under step
-// parameters v18 it overstated GPT-OSS 120B on 64 GB200's, +35.0% against +25.0% exact).
-constexpr double kExactLooAbove = 0.15;
 
 std::string kind_of(const std::string& name) {
   const std::size_t a = name.find('.');

@@ -161,14 +161,14 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
       "without its configuration (a configuration's repeated rows, such as two releases printing the same run, are left out\n"
       "together). The refit makes each of those fits: Levenberg-Marquardt from the all-rows fit on every other row that\n"
       "shares a parameter with it, each trial simulated, the all-rows Jacobian kept (a chord method; `orrery validate --only\n"
-      "steps --check-loo ROWS` sets it beside a fit re-linearised at every step). Where that prediction errs by more than 15%\n"
+      "steps --check-loo ROWS` sets it beside a fit re-linearised at every step). Where that prediction errs by more than {:.0f}%\n"
       "on a row, the refit fits the configuration again re-linearised at every step, on every other row, and keeps that\n"
       "(*exact* in the error column: {} configurations). step_params.json stores the values each\n"
       "configuration's step uses{}. *fitted* is the all-rows fit's value (in-sample). A single Gauss-Newton step\n"
       "from the all-rows fit would not do: the linearised problem's optimum lies {:.4f} (largest change in ln) from the\n"
       "fit, because the 5% finite differences straddle the points where an op's time passes from the GPU's work to the\n"
       "host's, and such a step carries that offset into every prediction.\n\n",
-      fit.rows.size(), fit.configurations, fit.fitted_names.size(), fit.params.leave_one_out_exact.size(),
+      fit.rows.size(), fit.configurations, fit.fitted_names.size(), 100 * kExactLooAbove, fit.params.leave_one_out_exact.size(),
       fit.loo_one_step == 0 ? ""
                             : fmt::format(" ({} configurations the file has none for, rows added since the refit, take one Gauss-Newton "
                                           "step from the all-rows fit instead)",

@@ -300,13 +300,13 @@ TEST_CASE("validation: steps against Megatron-LM's tables") {
   const orrery::validation::StepFit fit = orrery::validation::fit_steps(data, out, false);
   CHECK(fit.configurations > 90);
   // The committed file holds a leave-one-out fit for every configuration (a refit writes them),
-  // re-linearised at every step wherever the kept Jacobian's would err by more than 15%: so any
-  // row predicted further off than that has its exact fit.
+  // re-linearised at every step wherever the kept Jacobian's would err by more than kExactLooAbove
+  // (15%): so any row predicted further off than that has its exact fit.
   CHECK(fit.loo_one_step == 0);
   CHECK(!fit.params.leave_one_out_exact.empty());
   for (const auto& row : fit.rows) {
     CAPTURE(row.source);
-    if (std::abs(row.loo / row.measured - 1) > 0.15) CHECK(row.loo_exact);
+    if (std::abs(row.loo / row.measured - 1) > orrery::validation::kExactLooAbove) CHECK(row.loo_exact);
   }
   // --check-loo names configurations by their first row; another name is refused before any run.
   std::ostringstream ignored;
