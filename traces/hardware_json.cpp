@@ -126,6 +126,11 @@ void merge_gpu_catalog(models::HardwareCatalog& catalog, std::string_view json_t
       if (n < 16 || n > 1024) v->fail_expected("a GEMM tile of 16 to 1024 rows");
       spec.gemm_tile = static_cast<int>(n);
     }
+    if (auto v = f.optional("sfu_scale")) {
+      const double x = v->as_number();
+      if (!(x >= 0.25 && x <= 16)) v->fail_expected("an SFU scale from 0.25 to 16 (special-function throughput per FP32 FLOP/s against Hopper's; 2 on Blackwell Ultra)");
+      spec.sfu_scale = x;
+    }
     if (auto v = f.optional("source")) spec.source = v->as_string();
     f.finish();
     if (!have_bf16) {

@@ -107,7 +107,7 @@ RooflineCostModel::Terms RooflineCostModel::terms(const Kernel& k) const {
       // The softmax's share: half_head_dim at this GPU's ratio of tensor to CUDA-core FLOP/s,
       // against the peak the products run at (an FP8 kernel's softmax takes as long as bf16's).
       const double bf16 = gpu_.peak(DType::bf16).value(), fp32 = gpu_.peak(DType::fp32).value();
-      const double ratio = fp32 > 0 ? bf16 / fp32 / kH100TensorToScalar : 1.0;
+      const double ratio = fp32 > 0 ? bf16 / (fp32 * gpu_.sfu_scale) / kH100TensorToScalar : 1.0;
       const double softmax = params_.attention_half_head_dim * ratio * (peak / bf16) / d(k.head_dim);
       t.efficiency = (fwd ? params_.attention_fwd_efficiency : params_.attention_bwd_efficiency) *
                      (mean_kv / (mean_kv + params_.attention_half_kv)) / (1 + softmax);

@@ -87,9 +87,9 @@ struct RooflineParams {
   // tensor throughput goes from 1 to 2.25 PFLOP/s, the SFU count stays the same, and the softmax's
   // exponentials bound the forward). At d = 128 and 16k keys this gives B200 1,157 TFLOP/s forward,
   // against cuDNN 9.13's about 1,235 there (the same blog: FlashAttention-4's 1,605 TFLOP/s is up to
-  // 1.3x cuDNN's); H100's ratio would give 1,475. B300's doubled special function units ("Making
-  // Softmax More Efficient with NVIDIA Blackwell Ultra", NVIDIA technical blog, 2026) are not
-  // modelled: its share is taken as B200's.
+  // 1.3x cuDNN's); H100's ratio would give 1,475. Blackwell Ultra (B300, GB300) doubled the
+  // special function units and not the FP32 cores: the ratio divides by GpuSpec::sfu_scale (2), so
+  // its share is half of B200's.
   // FP8 attention runs its products at the FP8 peak and its softmax as bf16's:
   // time = FLOPs / (e_pass * L / (L + half_kv)) * (1 / peak_fp8 + half_head_dim / (d * peak_bf16)),
   // 1.53x bf16's at d = 128 on H100 (FlashAttention-3 measured 1.62x: Shah et al., arXiv

@@ -77,9 +77,11 @@ std::vector<GpuSpec> builtin_gpus() {
   // the same per GPU (NVIDIA GB300 NVL72 product page: up to 21 TB of HBM3e and 576 TB/s for 72
   // GPUs); 160 SMs (NVIDIA Blackwell Ultra technical blog, "Inside NVIDIA Blackwell Ultra", 2025).
   g.push_back({"B300", {"B300-SXM", "B300-288GB"}, kB300Flops, 288 * GB, 8000 * GB, 160, "nvlink", 5, 900 * GB,
-               "ml-engineering accelerator tables (B300 SXM): 288 GB HBM3e at 8.0 TB/s"});
+               "ml-engineering accelerator tables (B300 SXM): 288 GB HBM3e at 8.0 TB/s; special function units doubled (NVIDIA Blackwell Ultra softmax blog)"});
+  g.back().sfu_scale = 2;  // Blackwell Ultra's doubled special function units (GpuSpec::sfu_scale)
   g.push_back({"GB300", {"GB300-SXM", "GB300-NVL72"}, kGB300Flops, 288 * GB, 8000 * GB, 160, "nvlink", 5, 900 * GB,
-               "ml-engineering accelerator tables (GB300 SXM, per GPU); 288 GB HBM3e at 8 TB/s from NVIDIA's GB300 NVL72 page"});
+               "ml-engineering accelerator tables (GB300 SXM, per GPU); 288 GB HBM3e at 8 TB/s from NVIDIA's GB300 NVL72 page; special function units doubled (NVIDIA Blackwell Ultra softmax blog)"});
+  g.back().sfu_scale = 2;
   // MI300X: Infinity Fabric (xGMI) has 7 links to its peers at 64 GB/s per direction each
   // (AMD Instinct MI300X data sheet: 896 GB/s aggregate bidirectional peer bandwidth).
   g.push_back({"MI300X", {"MI300X-OAM"}, kMI300XFlops, 192 * GB, 5300 * GB, 304, "xgmi", 0, 448 * GB,

@@ -53,6 +53,13 @@ struct GpuSpec {
   // and n round up to it (RooflineParams::gemm_tile). 128 on Hopper and older; 256 on data-center
   // Blackwell, whose tcgen05.mma runs one 256-row MMA over a pair of SMs (cta_group::2).
   int gemm_tile = 128;
+  // The special function units' throughput (the softmax's exponentials, MUFU.EX2) per FP32
+  // FLOP/s of the CUDA cores, against Hopper's and Blackwell's: attention's softmax share scales
+  // with the bf16 tensor peak over FP32 peak times this. 2 on Blackwell Ultra (B300, GB300),
+  // whose SFUs doubled while its FP32 cores did not ("Making Softmax More Efficient with NVIDIA
+  // Blackwell Ultra", NVIDIA technical blog, 2026: "doubling SFU throughput over the standard
+  // NVIDIA Blackwell architecture").
+  double sfu_scale = 1;
 
   bool supports(DType t) const { return peak_flops[static_cast<std::size_t>(t)] > 0; }
   sim::FlopsPerSecond peak(DType t) const { return sim::FlopsPerSecond(peak_flops[static_cast<std::size_t>(t)]); }

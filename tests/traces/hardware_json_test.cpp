@@ -16,7 +16,9 @@ TEST_CASE("GPU catalog files add GPUs and override built-in ones") {
      "hbm_bandwidth": "2 TB/s", "sm_count": 114, "source": "NVIDIA H100 PCIe datasheet"},
     {"name": "H200", "hbm": "141 GB", "hbm_bandwidth": "4.0 TB/s"},
     {"name": "TPU-like", "peak_flops": {"bf16": "459 TFLOP/s"}, "hbm": "95 GB", "hbm_bandwidth": "2.76 TB/s", "sm_count": 4, "gemm_tile": 256},
-    {"name": "B200-700W", "base": "B200", "peak_flops": {"bf16": "1800 TFLOP/s"}}]})",
+    {"name": "B200-700W", "base": "B200", "peak_flops": {"bf16": "1800 TFLOP/s"}},
+    {"name": "B300-1100W", "base": "B300", "sm_count": 160},
+    {"name": "B200-SFU", "base": "B200", "sfu_scale": 1.5}]})",
                             "gpus.json");
   const models::GpuSpec& pcie = c.gpu("H100-PCIe");
   CHECK(pcie.peak(models::DType::bf16).value() == 756e12);
@@ -31,7 +33,10 @@ TEST_CASE("GPU catalog files add GPUs and override built-in ones") {
   CHECK(c.gpu("TPU-like").gemm_tile == 256);
   CHECK(pcie.gemm_tile == 128);                   // Hopper's, from the base
   CHECK(c.gpu("B200-700W").gemm_tile == 256);     // Blackwell's 2-SM tile, from the base
-  CHECK(c.gpus().size() == models::HardwareCatalog::builtin().gpus().size() + 3);
+  CHECK(c.gpu("B300-1100W").sfu_scale == 2);      // Blackwell Ultra's doubled SFUs, from the base
+  CHECK(c.gpu("B200-SFU").sfu_scale == 1.5);
+  CHECK(c.gpu("TPU-like").sfu_scale == 1);
+  CHECK(c.gpus().size() == models::HardwareCatalog::builtin().gpus().size() + 5);
 }
 
 TEST_CASE("bad GPU catalog files name the file, the pointer and what was expected") {
@@ -55,6 +60,9 @@ TEST_CASE("bad GPU catalog files name the file, the pointer and what was expecte
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "sm_cont": 3}]})").find("did you mean \"sm_count\"?") != std::string::npos);
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "gemm_tile": 8}]})").find("gpus.json:/gpus/0/gemm_tile") != std::string::npos);
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "gemm_tile": 2000}]})").find("found a number 2000, expected a GEMM tile of 16 to 1024 rows") != std::string::npos);
+  CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "sfu_scale": 0}]})").find("gpus.json:/gpus/0/sfu_scale") != std::string::npos);
+  CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "sfu_scale": 40}]})").find("found a number 40, expected an SFU scale from 0.25 to 16") != std::string::npos);
+  CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "sfu_scale": "2x"}]})").find("/gpus/0/sfu_scale") != std::string::npos);
   CHECK(fails(R"({"gpus": [{"name": "X", "base": "H100", "peak_flops": {"bf16": null}}]})").find("has no bf16 peak") != std::string::npos);
 }
 

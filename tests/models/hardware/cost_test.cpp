@@ -177,6 +177,13 @@ TEST_CASE("roofline closed forms") {
       for (const char* gpu : {"H100", "A100", "B200", "GB200"}) {
         CHECK(efficiency(c.gpu(gpu), hd, DType::bf16) == orrery::testing::Approx(kv * d / (d + p.attention_half_head_dim * ratio(gpu))).epsilon(1e-12));
       }
+      // Blackwell Ultra's special function units doubled (GpuSpec::sfu_scale): its share halves.
+      // GB300 has GB200's tensor and FP32 peaks, so only the softmax differs.
+      for (const char* gpu : {"B300", "GB300"}) {
+        CHECK(c.gpu(gpu).sfu_scale == 2);
+        CHECK(efficiency(c.gpu(gpu), hd, DType::bf16) == orrery::testing::Approx(kv * d / (d + p.attention_half_head_dim * ratio(gpu) / 2)).epsilon(1e-12));
+      }
+      CHECK(efficiency(c.gpu("GB300"), hd, DType::bf16) > efficiency(c.gpu("GB200"), hd, DType::bf16));
       // A GPU without an FP32 peak takes H100's ratio.
       GpuSpec bare = c.gpu("B200");
       bare.peak_flops[static_cast<std::size_t>(DType::fp32)] = 0;
@@ -199,6 +206,10 @@ TEST_CASE("roofline closed forms") {
     CHECK(time("B200", 64, DType::bf16) / time("B200", 64, DType::fp8) == orrery::testing::Approx(gain("B200", 64)).epsilon(1e-12));
     CHECK(gain("B200", 64) < gain("B200", 128));
     CHECK(gain("B200", 128) < gain("H100", 128));
+    // GEMMs do not use the special function units: GB300's are GB200's.
+    const Kernel g = Kernel::gemm(8192, 8192, 8192, DType::bf16);
+    CHECK(RooflineCostModel(c.gpu("GB300"), p).terms(g).compute_s == RooflineCostModel(c.gpu("GB200"), p).terms(g).compute_s);
+    for (const char* gpu : {"H100", "A100", "B200", "GB200", "MI300X"}) CHECK(c.gpu(gpu).sfu_scale == 1);
   }
   SUBCASE("a dtype the GPU lacks is a clear error") {
     const RooflineCostModel a100(HardwareCatalog::builtin().gpu("A100-40GB"));
