@@ -242,7 +242,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   validate_cmd->add_option("--params-out", validate_options.params_out, "steps: write the step parameters used (step_params.json's format) to this file");
   validate_cmd->add_option("--check-loo", validate_options.check_loo,
                            "steps: configurations, by first row (megatron_core_h100_weak_scaling_2024.csv:5), also fitted exactly without their rows "
-                           "(re-linearised at every step, about 40 s each); prints the leave-one-out prediction beside the exact one")
+                           "(re-linearised at every step, on the other rows of their parameter block, about 20 to 60 s each); prints the leave-one-out prediction beside the exact one")
       ->delimiter(',');
 
   CLI::App* policies_cmd = app.add_subcommand("policies", "List every policy family (sequence, pipeline, cluster, multimodal, RL) with its parameters");

@@ -77,12 +77,14 @@ void torchtitan_fit_rows(const std::string& data_dir, StepFit& fit);
 
 // Every table's rows, fitted and predicted leave-one-configuration-out. With `refit`, the
 // parameters are fitted afresh (Levenberg-Marquardt on ln(simulated / measured), from the
-// priors), and so is each configuration's leave-one-out fit (Levenberg-Marquardt from the
-// all-rows fit on every other row, the all-rows Jacobian kept: a chord method), both written to
-// `params`; otherwise the built-in file's values and leave-one-out fits stand. Each row's
-// prediction is then its step simulated in full at its configuration's leave-one-out values.
-// `check_loo` names configurations (by first row, "file.csv:12") to fit exactly without them as
-// well (re-linearised at every step, about 40 s each here) and print both predictions on `out`.
+// priors, each parameter block apart), and so is each configuration's leave-one-out fit
+// (Levenberg-Marquardt from the all-rows fit on every other row of its block, the all-rows
+// Jacobian kept: a chord method; re-linearised at every step where that errs by more than
+// kExactLooAbove), both written to `params`; otherwise the built-in file's values and
+// leave-one-out fits stand. Each row's prediction is then its step simulated in full at its
+// configuration's leave-one-out values. `check_loo` names configurations (by first row,
+// "file.csv:12") to fit exactly without them as well (re-linearised at every step on the other
+// rows of their block, about 20 to 60 s each here) and print both predictions on `out`.
 StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, const std::vector<std::string>& check_loo = {});
 
 // Writes `params` as step_params.json's format to `path` (the version from the date of its

@@ -153,7 +153,10 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
         "in a CUDA graph, and the host's time for each further GEMM a grouped GEMM launches from its C++ loop (Transformer\n"
         "Engine runs one cuBLAS GEMM per local expert, nvte_multi_stream_cublas_gemm, inside one module); each starts from its isolated-kernel value (`models::step_parameter_prior`), which also weakly\n"
         "holds any the rows do not determine. A refit starts from the priors, and once more with the host's time at its prior\n"
-        "times its spread squared (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n\n";
+        "times its spread squared (it binds nowhere at the prior, where the rows cannot move it), keeping the fit of lower cost.\n"
+        "It fits each parameter block apart (one architecture and framework: the configurations that share parameters). No row\n"
+        "depends on two blocks' parameters, so the all-rows optimum is each block's own; fitted together, one trial's\n"
+        "acceptance and damping waited on every block, and 40 trials left the Blackwell block short of its optimum.\n\n";
   md += fmt::format(
       "**Leave one out.** The parameters are fitted on every row of the Megatron-LM, Megatron-Bridge and torchtitan tables\n"
       "together ({} rows, {} distinct configurations, {} parameters; validation/step_fit.cpp): least squares on\n"
@@ -162,7 +165,7 @@ StepValidationSummary validate_steps(const StepFit& fit, std::string& md, std::o
       "together). The refit makes each of those fits: Levenberg-Marquardt from the all-rows fit on every other row that\n"
       "shares a parameter with it, each trial simulated, the all-rows Jacobian kept (a chord method; `orrery validate --only\n"
       "steps --check-loo ROWS` sets it beside a fit re-linearised at every step). Where that prediction errs by more than {:.0f}%\n"
-      "on a row, the refit fits the configuration again re-linearised at every step, on every other row, and keeps that\n"
+      "on a row, the refit fits the configuration again re-linearised at every step, on every other row of its block, and keeps that\n"
       "(*exact* in the error column: {} configurations). step_params.json stores the values each\n"
       "configuration's step uses{}. *fitted* is the all-rows fit's value (in-sample). A single Gauss-Newton step\n"
       "from the all-rows fit would not do: the linearised problem's optimum lies {:.4f} (largest change in ln) from the\n"
