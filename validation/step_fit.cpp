@@ -288,20 +288,34 @@ std::vector<std::vector<std::size_t>> parameter_blocks(const Problem& pb) {
   return out;
 }
 
+// A block's fit: the rows of its configurations but `except`'s (kNone: all of them), and the
+// parameters they use, the only ones that move (the others stay where they are: no row kept
+// depends on them).
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+struct BlockFit {
+  std::vector<char> keep;   // per row
+  std::vector<char> moves;  // per parameter
+};
+BlockFit block_fit(const Problem& pb, const std::vector<std::size_t>& block, std::size_t except = kNone) {
+  BlockFit f{std::vector<char>(pb.rows.size(), 0), std::vector<char>(pb.names.size(), 0)};
+  std::vector<char> in_block(pb.first_row.size(), 0);
+  for (const std::size_t k : block) {
+    in_block[k] = 1;
+    for (const int j : pb.uses[k]) f.moves[static_cast<std::size_t>(j)] = 1;
+  }
+  for (std::size_t i = 0; i < pb.rows.size(); ++i) f.keep[i] = in_block[pb.config_of[i]] && pb.config_of[i] != except;
+  return f;
+}
+
 // Configuration `c`'s leave-one-out fit: Levenberg-Marquardt from phi on the rows of the other
 // configurations of its block, with the all-rows Jacobian `lin` kept (a chord method: checked
 // against a fully re-linearised fit by `orrery validate --only steps --check-loo`) and each
 // trial's residuals simulated. Sequential: the caller runs configurations in parallel.
 Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r_phi, const Eigen::VectorXd& phi, std::size_t c,
                               const std::vector<std::size_t>& block) {
-  std::vector<char> keep(pb.rows.size(), 0), in_block(pb.first_row.size(), 0);
-  for (const std::size_t k : block) in_block[k] = 1;
-  for (std::size_t i = 0; i < pb.rows.size(); ++i) keep[i] = in_block[pb.config_of[i]] && pb.config_of[i] != c;
-  // The block's parameters; the others stay at phi (no configuration of the block uses them).
-  std::vector<char> moves(pb.names.size(), 0);
-  for (const std::size_t k : block) {
-    for (const int j : pb.uses[k]) moves[static_cast<std::size_t>(j)] = 1;
-  }
+  const BlockFit f = block_fit(pb, block, c);
+  const std::vector<char>& keep = f.keep;
+  const std::vector<char>& moves = f.moves;
   const auto restricted_cost = [&](const Eigen::VectorXd& x, const Eigen::VectorXd& rx) {
     double cost = 0;
     for (std::size_t i = 0; i < pb.rows.size(); ++i) {
@@ -344,13 +358,8 @@ Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const
 // no other row depends on them, and the other parameters' optimum (on rows that do not depend on
 // the block's) stays phi, so only the block is simulated.
 Eigen::VectorXd exact_leave_one_out(Problem& pb, const Eigen::VectorXd& phi, std::size_t c, const std::string& name, const std::vector<std::size_t>& block) {
-  std::vector<char> keep(pb.rows.size(), 0), in_block(pb.first_row.size(), 0), moves(pb.names.size(), 0);
-  for (const std::size_t k : block) {
-    in_block[k] = 1;
-    for (const int j : pb.uses[k]) moves[static_cast<std::size_t>(j)] = 1;
-  }
-  for (std::size_t i = 0; i < pb.rows.size(); ++i) keep[i] = in_block[pb.config_of[i]] && pb.config_of[i] != c;
-  return levenberg_marquardt(pb, phi, keep, kExactIterations, "exact leave-one-out of " + name, moves).x;
+  const BlockFit f = block_fit(pb, block, c);
+  return levenberg_marquardt(pb, phi, f.keep, kExactIterations, "exact leave-one-out of " + name, f.moves).x;
 }
 
 }  // namespace
@@ -463,12 +472,8 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
   // some short of their optimum.
   for (const std::size_t head : block_heads) {
     if (pb.uses[head].empty()) continue;  // a block that fits nothing
-    std::vector<char> keep(fit.rows.size(), 0), in_block(pb.first_row.size(), 0), moves(pb.names.size(), 0);
-    for (const std::size_t k : blocks[head]) {
-      in_block[k] = 1;
-      for (const int j : pb.uses[k]) moves[static_cast<std::size_t>(j)] = 1;
-    }
-    for (std::size_t i = 0; i < fit.rows.size(); ++i) keep[i] = in_block[pb.config_of[i]];
+    const BlockFit block = block_fit(pb, blocks[head]);
+    const std::vector<char>& moves = block.moves;
     const std::string& named = pb.names[static_cast<std::size_t>(pb.uses[head].front())];
     const std::string block_name = named.substr(0, named.find('.', named.find('.') + 1));
     double best = std::numeric_limits<double>::infinity();
@@ -479,7 +484,7 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
       for (std::size_t j = 0; j < moves.size(); ++j) {
         if (moves[j]) x[static_cast<Eigen::Index>(j)] = starts[s][static_cast<Eigen::Index>(j)];
       }
-      const Fitted f = levenberg_marquardt(pb, x, keep, kMaxIterations, fmt::format("{}, start {}", block_name, s + 1), moves);
+      const Fitted f = levenberg_marquardt(pb, x, block.keep, kMaxIterations, fmt::format("{}, start {}", block_name, s + 1), moves);
       if (f.cost < best) best = f.cost, best_x = f.x;
     }
     if (!starts.empty()) {
