@@ -468,8 +468,8 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
 
   // The refit: Levenberg-Marquardt from each start, block by block. The all-rows optimum is each
   // block's own on its rows, and fitted apart each block converges at its own pace: fitted
-  // together, one trial's acceptance and damping waited on every block's, and 40 trials left
-  // some short of their optimum.
+  // together, one trial's acceptance and damping waited on every block's (version 20's exact
+  // leave-one-out fits, run so, stopped short of their optimum).
   for (const std::size_t head : block_heads) {
     if (pb.uses[head].empty()) continue;  // a block that fits nothing
     const BlockFit block = block_fit(pb, blocks[head]);

@@ -55,7 +55,7 @@ struct GpuSpec {
   int gemm_tile = 128;
   // The special function units' throughput (the softmax's exponentials, MUFU.EX2) per FP32
   // FLOP/s of the CUDA cores, against Hopper's and Blackwell's: attention's softmax share scales
-  // with the bf16 tensor peak over FP32 peak times this. 2 on Blackwell Ultra (B300, GB300),
+  // with the bf16 tensor peak over (FP32 peak x this). 2 on Blackwell Ultra (B300, GB300),
   // whose SFUs doubled while its FP32 cores did not ("Making Softmax More Efficient with NVIDIA
   // Blackwell Ultra", NVIDIA technical blog, 2026: "doubling SFU throughput over the standard
   // NVIDIA Blackwell architecture").
