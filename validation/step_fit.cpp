@@ -28,7 +28,8 @@ namespace {
 //  - each parameter is fitted in ln, with a pull towards its prior (the isolated-kernel value of
 //    models::step_parameter_prior) weighted as a Gaussian of its stated spread against rows
 //    spread 10%: weight (0.1 / ln spread)^2, so a parameter the rows do not determine stays near
-//    what is known of it without them;
+//    what is known of it without them; a tie (models::step_parameter_tie) pulls the ln ratio of
+//    two parameters towards its value with the same weight for its spread;
 //  - derivatives are forward differences of 5% in the parameter (the emulator rounds kernel
 //    times to whole nanoseconds and takes maxima, so smaller steps see its steps, not its slope).
 constexpr double kRowSpread = 0.1;
@@ -53,6 +54,13 @@ struct Problem {
   std::vector<std::vector<int>> uses;          // configuration -> parameter indices
   Eigen::VectorXd prior;                       // ln prior per parameter
   Eigen::VectorXd weight;                      // its pull
+  // Ties: a pull on the ln ratio of two parameters towards `offset` (a GEMM efficiency at a low
+  // precision against the same architecture and framework's bf16 one).
+  struct Tie {
+    int a, b;
+    double offset, weight;
+  };
+  std::vector<Tie> ties;
   std::vector<bool> bounded;
   models::StepParameters base;                 // the file (values the fit does not set)
   runs::Progress* progress = nullptr;
@@ -162,15 +170,34 @@ Eigen::VectorXd residuals(const Problem& pb, const Linearisation& lin) {
   return r;
 }
 
-double cost_of(const Problem& pb, const Eigen::VectorXd& r, const Eigen::VectorXd& phi) {
-  return r.squaredNorm() + (pb.weight.array() * (phi - pb.prior).array().square()).sum();
+// The prior's cost at phi: each parameter's pull and each tie's, those of parameters `moves`
+// marks (every one when it is empty).
+double prior_cost(const Problem& pb, const Eigen::VectorXd& phi, const std::vector<char>& moves = {}) {
+  const auto moving = [&](int j) { return moves.empty() || moves[static_cast<std::size_t>(j)]; };
+  double cost = 0;
+  for (Eigen::Index j = 0; j < phi.size(); ++j) {
+    if (moving(static_cast<int>(j))) cost += pb.weight[j] * (phi[j] - pb.prior[j]) * (phi[j] - pb.prior[j]);
+  }
+  for (const Problem::Tie& t : pb.ties) {
+    if (!moving(t.a) && !moving(t.b)) continue;
+    const double d = phi[t.a] - phi[t.b] - t.offset;
+    cost += t.weight * d * d;
+  }
+  return cost;
 }
+
+double cost_of(const Problem& pb, const Eigen::VectorXd& r, const Eigen::VectorXd& phi) { return r.squaredNorm() + prior_cost(pb, phi); }
 
 // The normal equations of rows `keep` (1 = in) at a linearisation: A = J'J + prior, b = J'r + prior pull.
 void normal_equations(const Problem& pb, const Linearisation& lin, const Eigen::VectorXd& r, const Eigen::VectorXd& phi,
                       const std::vector<char>& keep, Eigen::MatrixXd& A, Eigen::VectorXd& b) {
   A = Eigen::MatrixXd(pb.weight.asDiagonal());
   b = (pb.weight.array() * (phi - pb.prior).array()).matrix();
+  for (const Problem::Tie& t : pb.ties) {
+    const double d = phi[t.a] - phi[t.b] - t.offset;
+    A(t.a, t.a) += t.weight, A(t.b, t.b) += t.weight, A(t.a, t.b) -= t.weight, A(t.b, t.a) -= t.weight;
+    b[t.a] += t.weight * d, b[t.b] -= t.weight * d;
+  }
   for (std::size_t i = 0; i < pb.rows.size(); ++i) {
     if (!keep[i]) continue;
     // d residual / d phi = - d ln(step) / d phi
@@ -321,11 +348,7 @@ Eigen::VectorXd leave_one_out(const Problem& pb, const Linearisation& lin, const
     for (std::size_t i = 0; i < pb.rows.size(); ++i) {
       if (keep[i]) cost += rx[static_cast<Eigen::Index>(i)] * rx[static_cast<Eigen::Index>(i)];
     }
-    for (std::size_t j = 0; j < pb.names.size(); ++j) {
-      const auto J = static_cast<Eigen::Index>(j);
-      if (moves[j]) cost += pb.weight[J] * (x[J] - pb.prior[J]) * (x[J] - pb.prior[J]);
-    }
-    return cost;
+    return cost + prior_cost(pb, x, moves);
   };
   const auto simulate_block = [&](const Eigen::VectorXd& x) {
     Linearisation at = lin;
@@ -436,6 +459,14 @@ StepFit fit_steps(const std::string& data_dir, std::ostream& out, bool refit, co
     pb.weight[j] = std::pow(kRowSpread / std::log(models::step_parameter_prior_spread(kind)), 2);
     pb.bounded.push_back(models::step_parameter_bounded(kind));
     phi[j] = refit ? pb.prior[j] : std::log(start[static_cast<std::size_t>(j)]);
+  }
+  // Ties between parameters (models::step_parameter_tie), where both are fitted.
+  for (std::size_t j = 0; j < pb.names.size(); ++j) {
+    const std::optional<models::StepParameterTie> tie = models::step_parameter_tie(pb.names[j]);
+    if (!tie) continue;
+    const auto to = std::find(pb.names.begin(), pb.names.end(), tie->to);
+    if (to == pb.names.end()) continue;
+    pb.ties.push_back({static_cast<int>(j), static_cast<int>(to - pb.names.begin()), std::log(tie->ratio), std::pow(kRowSpread / std::log(tie->spread), 2)});
   }
   fit.configurations = static_cast<int>(pb.first_row.size());
   std::vector<char> all(fit.rows.size(), 1);

@@ -79,6 +79,28 @@ std::string gemm_kind(std::string_view precision) {
 
 std::vector<std::string> step_framework_names() { return {kFrameworks.begin(), kFrameworks.end()}; }
 
+// The ratio of a GPU's FP8 GEMM efficiency to its bf16 one, per architecture: the geometric mean
+// over the GPUs that Stas Bekman's maximum achievable matmul FLOPS table measures in both
+// (../shared/data/ml-engineering/mamf_matmul_tflops.csv, each at its best shape: MAMF over the
+// datasheet's dense peak): Hopper 0.9072 (H100 SXM 1402.6/1979 over 794.5/989, 0.882; GH200
+// 1535.0/1979 over 828.6/989, 0.926; H200's fp8 1453.4/1979 over H100's bf16, "H200 is the same",
+// 0.914), Blackwell 0.9743 (B200 3432.5/4500 over 1745.0/2250, 0.984; GB200 3615.6/5000 over
+// 1822.0/2500, 0.992; B300 3353.3/4500 over 1769.0/2250, 0.948). Across a generation's GPUs the
+// ln ratio varies by 0.025 (one standard deviation); a step's shapes are not MAMF's best, so the
+// tie allows 1.1x, four times that. It ties Megatron's GEMMs (Transformer Engine's cuBLAS GEMMs,
+// MXFP8's block scales applied by Blackwell's tensor cores at FP8's rate), not PyTorch's:
+// torchtitan's float8 rows run under torch.compile, which fuses the casts the model charges apart,
+// and its efficiency takes that share. No table measures FP4 GEMMs: NVFP4 stays untied.
+std::optional<StepParameterTie> step_parameter_tie(std::string_view name) {
+  const std::size_t a = name.find('.'), b = name.find('.', a == std::string_view::npos ? a : a + 1);
+  if (a == std::string_view::npos || b == std::string_view::npos) return std::nullopt;
+  const std::string_view arch = name.substr(0, a), framework = name.substr(a + 1, b - a - 1), kind = name.substr(b + 1);
+  if (framework != "megatron" || (kind != "gemm.fp8" && kind != "gemm.mxfp8")) return std::nullopt;
+  const double ratio = arch == "hopper" ? 0.9072 : arch == "blackwell" ? 0.9743 : 0.0;
+  if (ratio == 0) return std::nullopt;
+  return StepParameterTie{fmt::format("{}.{}.gemm.bf16", arch, framework), ratio, 1.1};
+}
+
 double step_parameter_prior(std::string_view kind) {
   const Prior* p = find_prior(kind);
   ORRERY_CHECK(p != nullptr, "no prior for step parameter kind {}", kind);

@@ -91,6 +91,17 @@ double step_parameter_prior_spread(std::string_view kind);
 // True for the kinds bounded by 1 (efficiencies and fractions).
 bool step_parameter_bounded(std::string_view kind);
 
+// A tie: the fit's pull on the ratio of parameter `name`'s value to parameter `to`'s (of the same
+// architecture and framework) towards `ratio`, known within the factor `spread`.
+struct StepParameterTie {
+  std::string to;
+  double ratio = 1;
+  double spread = 1;
+};
+// The tie of the parameter named "<arch>.<framework>.<kind>", if it has one: Megatron's FP8 and
+// MXFP8 GEMM efficiencies on Hopper and Blackwell, to the same architecture's bf16 one.
+std::optional<StepParameterTie> step_parameter_tie(std::string_view name);
+
 // Which named parameter a step on `gpu` under `ctx` uses for each kind: the most specific name
 // the set holds of "<arch>.<framework>.<kind>", then "<arch>.megatron.<kind>" and
 // "hopper.megatron.<kind>"; "" when none (the prior applies).

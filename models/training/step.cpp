@@ -531,6 +531,9 @@ struct OpCost {
   double pairable = 0;
   // Of comm, the expert-parallel all-to-alls (moved onto the links as flows by plan.ep_comm).
   double ep = 0;
+  // The expert-parallel all-to-alls overlap_ep_comm hides behind the other micro-batch's opposite
+  // pass: what an op that runs without such a partner pays besides comm (RankBuilder::alone).
+  double alone = 0;
   // CPU time to issue the op's kernels, not yet weighed against the GPU's (issue_bound()).
   double host = 0;
   double seconds() const { return compute + comm; }
@@ -540,6 +543,7 @@ struct OpCost {
     flops += o.flops;
     pairable += o.pairable;
     ep += o.ep;
+    alone += o.alone;
     host += o.host;
     return *this;
   }
@@ -561,7 +565,7 @@ struct LayerCost {
 // What an op's cost grew by since `before` (the forward kernels of a module, to rerun them).
 OpCost since(const OpCost& now, const OpCost& before) {
   return {.compute = now.compute - before.compute, .comm = now.comm - before.comm, .flops = now.flops - before.flops,
-          .pairable = now.pairable - before.pairable, .ep = now.ep - before.ep, .host = now.host - before.host};
+          .pairable = now.pairable - before.pairable, .ep = now.ep - before.ep, .alone = now.alone - before.alone, .host = now.host - before.host};
 }
 
 // Which linear layer a GEMM is, for its precision and LoRA: the kLinearModules (Megatron's
@@ -1042,8 +1046,10 @@ LayerCost layer_cost(const Ctx& outer, LayerKind kind) {
   // A MoE layer rerun whole (moe) dispatches and combines again in its backward.
   const double ep_b = kind.ffn == Ffn::moe && reruns.moe ? ep_a2a + ep_a2a_b : ep_a2a_b;
   if (p.overlap_ep_comm) {
-    lc.f.comm += overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap_ep);
-    lc.b.comm += overlapped(ep_b, lc.f.compute, c.overlap_ep);
+    const double exposed_f = overlapped(ep_a2a, lc.b.compute + lc.w.compute, c.overlap_ep);
+    const double exposed_b = overlapped(ep_b, lc.f.compute, c.overlap_ep);
+    lc.f.comm += exposed_f, lc.f.alone += ep_a2a - exposed_f;
+    lc.b.comm += exposed_b, lc.b.alone += ep_b - exposed_b;
   } else if (p.ep_comm != "inline") {
     lc.f.comm += ep_a2a, lc.f.ep += ep_a2a;
     lc.b.comm += ep_b, lc.b.ep += ep_b;
@@ -1738,6 +1744,18 @@ struct RankBuilder {
     const bool gated_zero3 = gathers_params(op) && p.overlap_param_gather;
     return buckets || gated_zero3 || ep_flows(op, vs) ? std::max(1, layers_of(p, m, vs)) : 1;
   }
+  // Whether op i runs without a partner of the opposite pass to hide its expert all-to-alls
+  // behind (overlap_ep_comm): Megatron-Core's combined 1F1B pairs each forward with the backward
+  // of an earlier micro-batch, but runs the forwards before the rank's first backward (the
+  // warm-up, with one micro-batch more than 1F1B's) and the backwards after its last forward
+  // (the cool-down) alone ("The forward step for the first microbatch is executed alone, no a2a
+  // overlapping": combined_1f1b_schedule_for_no_pipelining and _for_interleaved_pipelining,
+  // megatron/core/pipeline_parallel/combined_1f1b.py, core_v0.19.0).
+  bool alone(std::size_t i) const {
+    const PipeOp& op = ops[i];
+    if (op.kind == PipeOpKind::forward) return i < first_backward;
+    return op.kind != PipeOpKind::backward_weight && (last_forward == ops.size() || i > last_forward);
+  }
   // Whether op's expert-parallel all-to-alls run as flows beside the buckets, layer by layer.
   bool ep_flows(const PipeOp& op, int vs) const {
     if (p.ep_comm == "inline") return false;
@@ -1774,6 +1792,8 @@ struct RankBuilder {
   std::vector<bool> first_forward_seen;
   // The chunk's last backward-side op (its gradients are then complete).
   std::vector<std::size_t> last_grad_op;
+  // The rank's first backward and last forward op (ops.size() where it has none).
+  std::size_t first_backward, last_forward;
   const std::vector<PipeOp>& ops;
   // ZeRO-2 and -3 partition the gradients, so each micro-batch's gradients are
   // reduce-scattered as soon as its backward produces them (Rajbhandari et al., "ZeRO", SC'20,
@@ -1813,6 +1833,8 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
       gathers(static_cast<std::size_t>(step.shape.chunks)),
       first_forward_seen(static_cast<std::size_t>(step.shape.chunks), false),
       last_grad_op(static_cast<std::size_t>(step.shape.chunks), 0),
+      first_backward(step.order[static_cast<std::size_t>(stage_index)].size()),
+      last_forward(step.order[static_cast<std::size_t>(stage_index)].size()),
       ops(step.order[static_cast<std::size_t>(stage_index)]),
       grads_per_micro_batch(dp_traffic_stage(p) >= 2 && dp_group > 1) {
   rt.f.assign(static_cast<std::size_t>(s.vstages * s.mbs), sim::TaskId{});
@@ -1822,6 +1844,9 @@ RankBuilder::RankBuilder(StepGraph& step, int stage_index, int replica)
   rt.f_entry = rt.f;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (completes_grads(ops[i])) last_grad_op[static_cast<std::size_t>(ops[i].chunk)] = i;
+    if (ops[i].kind == PipeOpKind::forward) last_forward = i;
+    const bool backward = ops[i].kind == PipeOpKind::backward || ops[i].kind == PipeOpKind::backward_input;
+    if (backward && first_backward == ops.size()) first_backward = i;
   }
 }
 
@@ -1877,6 +1902,7 @@ void RankBuilder::add_op(std::size_t i) {
     oc.comm += overlapped(oc.pairable, partner, s.cost.overlap_efficiency()) - oc.pairable;
     oc.pairable = 0;
   }
+  if (alone(i)) oc.comm += oc.alone;
   s.hw_flops += oc.flops;
   // The op that completes a chunk's gradients runs layer by layer when gradient reduction
   // overlaps: each layer's bucket is reduced as soon as that layer is done (Megatron's

@@ -153,6 +153,28 @@ TEST_CASE("step parameters: overlap.dp") {
   CHECK(step_parameter_bounded("overlap.dp"));
 }
 
+TEST_CASE("step parameters: Megatron's FP8 and MXFP8 GEMM efficiencies are tied to bf16's, per architecture") {
+  // The ratios: geometric means of MAMF fp8 / bf16 efficiency over three GPUs each.
+  const auto h = step_parameter_tie("hopper.megatron.gemm.fp8");
+  REQUIRE(h.has_value());
+  CHECK(h->to == "hopper.megatron.gemm.bf16");
+  const double h100 = (1402.6 / 1979) / (794.5 / 989), gh200 = (1535.0 / 1979) / (828.6 / 989), h200 = (1453.4 / 1979) / (794.5 / 989);
+  CHECK(h->ratio == doctest::Approx(std::cbrt(h100 * gh200 * h200)).epsilon(1e-4));
+  CHECK(h->spread == 1.1);
+  const auto b = step_parameter_tie("blackwell.megatron.gemm.mxfp8");
+  REQUIRE(b.has_value());
+  CHECK(b->to == "blackwell.megatron.gemm.bf16");
+  const double b200 = (3432.5 / 4500) / (1745.0 / 2250), gb200 = (3615.6 / 5000) / (1822.0 / 2500), b300 = (3353.3 / 4500) / (1769.0 / 2250);
+  CHECK(b->ratio == doctest::Approx(std::cbrt(b200 * gb200 * b300)).epsilon(1e-4));
+  CHECK(step_parameter_tie("blackwell.megatron.gemm.fp8")->ratio == b->ratio);
+  // Untied: bf16 itself, FP4 (no measurement), PyTorch's, Ampere's (no FP8), other kinds, bad names.
+  for (const char* name : {"blackwell.megatron.gemm.bf16", "blackwell.megatron.gemm.nvfp4", "hopper.pytorch.gemm.fp8", "hopper.pytorch-compile.gemm.fp8",
+                           "ampere.megatron.gemm.fp8", "hopper.megatron.grouped_gemm", "gemm.fp8", ""}) {
+    CAPTURE(name);
+    CHECK_FALSE(step_parameter_tie(name).has_value());
+  }
+}
+
 TEST_CASE("step parameters: a bad file gets one line naming the field") {
   const auto bad = [](const char* text, const char* expected) {
     CAPTURE(text);

@@ -1664,6 +1664,32 @@ TEST_CASE("recipe features: CUDA graphs, EP overlap, fused grouped MLP, FP8 atte
   CHECK(error(bad).find("s.json:/plan/fp8_attention: fp8_attention needs a low precision") != std::string::npos);
 }
 
+TEST_CASE("EP overlap: the first forward and the last backward run their all-to-alls alone") {
+  // Megatron-Core's combined 1F1B without pipelining pairs forward i+1 with backward i: of m
+  // micro-batches, one forward and one backward have no partner and expose their all-to-alls
+  // whole. With the overlap perfect (overlap_ep 1) and each partner longer than the all-to-alls
+  // it hides, the exposed communication is the same for 4 and 8 micro-batches, and the part
+  // the overlap hides is (m - 1) micro-batches' worth: 3 of the 4 that 4 more micro-batches add
+  // without the overlap.
+  const auto exposed = [](int global_batch, double overlap_ep) {
+    StepScenario s = gb200_ep8("qwen3-30b-a3b", 4, 2, global_batch);
+    s.plan.precision = "mxfp8";
+    s.plan.overlap_ep_comm = true;
+    RooflineParams p = training_roofline_params(s.gpu, step_context(s.plan));
+    p.host_issue = sim::Duration::zero();
+    p.overlap_ep_efficiency = overlap_ep;
+    const auto schedule = policies::pipeline_schedules().create(s.plan.schedule, {}, {"test", "/plan/schedule"});
+    return run_step(s, RooflineCostModel(s.gpu, p), *schedule, {}).stages[0].exposed_comm_s;
+  };
+  const double all4 = exposed(64, 1e-9), all8 = exposed(128, 1e-9);  // 4 and 8 micro-batches of 2 on 8 ranks
+  const double hid4 = exposed(64, 1), hid8 = exposed(128, 1);
+  const double per_micro_batch = (all8 - all4) / 4;
+  CHECK(per_micro_batch > 0);
+  CHECK(hid8 == orrery::testing::Approx(hid4).epsilon(1e-6));
+  CHECK(all4 - hid4 == orrery::testing::Approx(3 * per_micro_batch).epsilon(1e-6));
+  CHECK(all8 - hid8 == orrery::testing::Approx(7 * per_micro_batch).epsilon(1e-6));
+}
+
 // Lina (plan.ep_comm): the expert all-to-alls as flows on each GPU's links beside the
 // data-parallel buckets. EP 16 over two servers of 8 puts both on the NIC: sharing fairly, the
 // all-to-alls slow down and the step with them; with Lina's priority they run as if alone (the
